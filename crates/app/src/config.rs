@@ -1,0 +1,158 @@
+//! The typed configuration the drivers run from.
+//!
+//! The binary's command-line layer turns argv into this; nothing below the binary
+//! ever sees argv. Every field is already validated: drivers trust it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What the process does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Role {
+    /// `-c host`: run one test against a server.
+    Client(ClientConfig),
+    /// `-s`: serve tests.
+    Server(ServerConfig),
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Client or server, with the role's own settings.
+    pub role: Role,
+    /// Settings both roles share.
+    pub common: CommonConfig,
+    /// How results are shown.
+    pub output: OutputConfig,
+}
+
+/// Address family restriction (`-4`, `-6`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Family {
+    /// Either family.
+    #[default]
+    Any,
+    /// `-4`
+    V4,
+    /// `-6`
+    V6,
+}
+
+/// Settings shared by client and server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommonConfig {
+    /// `-p` (default 5201).
+    pub port: u16,
+    /// `-B host`: local address to bind.
+    pub bind: Option<String>,
+    /// `-4` / `-6`.
+    pub family: Family,
+    /// `-i` seconds; `None` for `-i 0` (no interval reports). Default 1 s.
+    pub interval: Option<Duration>,
+    /// `--rcv-timeout` (default 120 s): idle receive limit.
+    pub rcv_timeout: Duration,
+    /// `-d[=level]`: debug output level, 0 = off.
+    pub debug: u8,
+}
+
+/// Output options.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OutputConfig {
+    /// `-J`
+    pub json: bool,
+    /// `--json-stream`
+    pub json_stream: bool,
+    /// `--json-stream-full-output`
+    pub json_stream_full_output: bool,
+    /// `-V`
+    pub verbose: bool,
+    /// `-f`: the rate unit letter (`k m g t K M G T`); `None` = adaptive bits.
+    pub format: Option<char>,
+    /// `--logfile`
+    pub logfile: Option<PathBuf>,
+    /// `--forceflush`
+    pub forceflush: bool,
+    /// `--timestamps[=fmt]`: strftime format put before each text line (default "%c ").
+    pub timestamps: Option<String>,
+}
+
+/// Server-only settings.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ServerConfig {
+    /// `-1`: serve one test, then exit.
+    pub one_off: bool,
+}
+
+/// How the client decides the test is over (`-t`, `-n`, `-k`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EndCondition {
+    /// `-t` seconds (default 10).
+    Time(u32),
+    /// `-n` bytes, total over all sending streams.
+    Bytes(u64),
+    /// `-k` blocks, total over all sending streams.
+    Blocks(u64),
+}
+
+/// Direction of test data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Direction {
+    /// Client sends.
+    #[default]
+    Normal,
+    /// `-R`: server sends.
+    Reverse,
+    /// `--bidir`: both send.
+    Bidir,
+}
+
+/// Transport of the data streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// TCP (default).
+    #[default]
+    Tcp,
+    /// `-u`
+    Udp,
+}
+
+/// Client-only settings: what the test is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientConfig {
+    /// `-c host` as typed (may carry `%dev`, kept for display).
+    pub host: String,
+    /// TCP or UDP.
+    pub protocol: Protocol,
+    /// `-t` / `-n` / `-k`.
+    pub end: EndCondition,
+    /// `-O` seconds omitted at the start.
+    pub omit: u32,
+    /// `-l`; `None` = protocol default (TCP 128 KiB; UDP from the control MSS).
+    pub length: Option<u32>,
+    /// `-P` streams per direction (1..=128).
+    pub parallel: u32,
+    /// `-R` / `--bidir`.
+    pub direction: Direction,
+    /// `-b` bits per second per stream; `None` = protocol default (TCP 0, UDP 1 Mibit/s).
+    pub bitrate: Option<u64>,
+    /// `-b rate/N`: packets per burst.
+    pub burst: Option<u32>,
+    /// `-T` title put before every text line and into JSON.
+    pub title: Option<String>,
+    /// `--extra-data`
+    pub extra_data: Option<String>,
+    /// `--get-server-output`
+    pub get_server_output: bool,
+    /// `--connect-timeout` for the control connection.
+    pub connect_timeout: Option<Duration>,
+    /// `--udp-counters-64bit`
+    pub udp_counters_64bit: bool,
+    /// `--repeating-payload`
+    pub repeating_payload: bool,
+    /// `--dont-fragment`
+    pub dont_fragment: bool,
+    /// `-w` socket buffer bytes.
+    pub window: Option<u32>,
+    /// `--gsro`
+    pub gsro: bool,
+}

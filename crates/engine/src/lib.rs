@@ -1,0 +1,3 @@
+//! Stream workers, pacing, counters and UDP receive statistics.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]

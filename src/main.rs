@@ -1,0 +1,4 @@
+//! The `rperf3` binary: argv, signals, exit codes.
+#![forbid(unsafe_code)]
+
+fn main() {}
