@@ -1,2 +1,19 @@
-//! Every OS call rperf3 makes. The only crate allowed `unsafe`.
+//! Every OS call rperf3 makes, in one place.
+//!
+//! This is the only crate allowed `unsafe`. The blocks, each marked `// SAFETY:`:
+//! - `tcp_info.rs`: `getsockopt(TCP_INFO)` into a plain-old-data struct.
+//! - `time.rs`: `localtime_r` + `strftime` for `--timestamps`.
+//! - `sockopt.rs`: `setsockopt` for options socket2 does not wrap (IP_MTU_DISCOVER).
+//!
+//! Everything else goes through `socket2`, `nix` or `std`.
 #![deny(missing_docs)]
+
+pub mod clock;
+pub mod net;
+pub mod poll;
+pub mod random;
+pub mod rusage;
+pub mod sockopt;
+pub mod system;
+pub mod tcp_info;
+pub mod time;

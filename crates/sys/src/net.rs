@@ -1,0 +1,240 @@
+//! Socket creation and the options reports need, through socket2.
+#![forbid(unsafe_code)]
+
+use std::io;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
+use std::time::Duration;
+
+use socket2::{Domain, SockRef, Socket, Type};
+
+/// Address family restriction (`-4` / `-6`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Family {
+    /// Either.
+    #[default]
+    Any,
+    /// IPv4 only.
+    V4,
+    /// IPv6 only.
+    V6,
+}
+
+impl Family {
+    fn admits(self, a: &SocketAddr) -> bool {
+        match self {
+            Self::Any => true,
+            Self::V4 => a.is_ipv4(),
+            Self::V6 => a.is_ipv6(),
+        }
+    }
+}
+
+/// Strips an iperf3-style `%dev` suffix from a host, keeping IPv6 zone ids of
+/// link-local addresses intact for the resolver.
+pub fn host_part(host: &str) -> &str {
+    match host.rsplit_once('%') {
+        Some((h, _)) if !h.contains(':') => h,
+        _ => host,
+    }
+}
+
+/// Resolves `host:port`, keeping only addresses of `family`.
+pub fn resolve(host: &str, port: u16, family: Family) -> io::Result<Vec<SocketAddr>> {
+    let h = host_part(host);
+    let h = h
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or(h);
+    let addrs: Vec<SocketAddr> = (h, port)
+        .to_socket_addrs()?
+        .filter(|a| family.admits(a))
+        .collect();
+    if addrs.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "Name or service not known",
+        ));
+    }
+    Ok(addrs)
+}
+
+/// Shows an IPv4-mapped IPv6 address as plain IPv4, as iperf3 prints it.
+pub fn unmap(a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(IpAddr::V4(v4), v6.port()),
+            None => a,
+        },
+        SocketAddr::V4(_) => a,
+    }
+}
+
+fn local_for(bind: Option<&str>, remote: &SocketAddr) -> io::Result<Option<SocketAddr>> {
+    let Some(b) = bind else { return Ok(None) };
+    let fam = if remote.is_ipv4() {
+        Family::V4
+    } else {
+        Family::V6
+    };
+    Ok(resolve(b, 0, fam)?.into_iter().next())
+}
+
+/// Connects a TCP socket to the first address that answers, binding to `bind`
+/// (a host, any port; or `bind_port` if nonzero) and giving up after `timeout`.
+pub fn connect_tcp(
+    addrs: &[SocketAddr],
+    bind: Option<&str>,
+    bind_port: u16,
+    timeout: Option<Duration>,
+) -> io::Result<TcpStream> {
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
+    for addr in addrs {
+        match try_connect(addr, bind, bind_port, timeout) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+fn try_connect(
+    addr: &SocketAddr,
+    bind: Option<&str>,
+    bind_port: u16,
+    timeout: Option<Duration>,
+) -> io::Result<TcpStream> {
+    let sock = Socket::new(Domain::for_address(*addr), Type::STREAM, None)?;
+    let local = local_for(bind, addr)?;
+    if local.is_some() || bind_port != 0 {
+        let mut l = local.unwrap_or_else(|| match addr {
+            SocketAddr::V4(_) => SocketAddr::from(([0, 0, 0, 0], 0)),
+            SocketAddr::V6(_) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
+        });
+        l.set_port(bind_port);
+        sock.set_reuse_address(true)?;
+        sock.bind(&l.into())?;
+    }
+    match timeout {
+        Some(t) => sock.connect_timeout(&(*addr).into(), t)?,
+        None => sock.connect(&(*addr).into())?,
+    }
+    Ok(sock.into())
+}
+
+/// Opens the server's TCP listener: `[::]:port` accepting IPv4 too, unless `-4`,
+/// `-6` or `-B` narrow it. SO_REUSEADDR so a restarted server can bind at once.
+pub fn listen_tcp(bind: Option<&str>, port: u16, family: Family) -> io::Result<TcpListener> {
+    let addr = listen_addr(bind, port, family)?;
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    sock.set_reuse_address(true)?;
+    if addr.is_ipv6() && bind.is_none() {
+        sock.set_only_v6(family == Family::V6)?;
+    }
+    sock.bind(&addr.into())?;
+    sock.listen(128)?;
+    Ok(sock.into())
+}
+
+/// The address a server binds for `-B`, `-4`, `-6` and the port.
+pub fn listen_addr(bind: Option<&str>, port: u16, family: Family) -> io::Result<SocketAddr> {
+    if let Some(b) = bind {
+        return resolve(b, port, family)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::AddrNotAvailable));
+    }
+    Ok(match family {
+        Family::V4 => SocketAddr::from(([0, 0, 0, 0], port)),
+        Family::Any | Family::V6 => {
+            if ipv6_available() {
+                SocketAddr::from((Ipv6Addr::UNSPECIFIED, port))
+            } else {
+                SocketAddr::from(([0, 0, 0, 0], port))
+            }
+        }
+    })
+}
+
+fn ipv6_available() -> bool {
+    Socket::new(Domain::IPV6, Type::STREAM, None).is_ok()
+}
+
+/// A UDP socket bound to `local` with SO_REUSEADDR (the server binds one per stream
+/// on the same port; see the protocol spec on UDP stream setup).
+pub fn udp_bind(local: SocketAddr, dual_stack: bool) -> io::Result<UdpSocket> {
+    let sock = Socket::new(Domain::for_address(local), Type::DGRAM, None)?;
+    sock.set_reuse_address(true)?;
+    if local.is_ipv6() {
+        sock.set_only_v6(!dual_stack)?;
+    }
+    sock.bind(&local.into())?;
+    Ok(sock.into())
+}
+
+/// TCP_MAXSEG of a connected socket, 0 if unknown.
+pub fn tcp_mss(s: &TcpStream) -> u32 {
+    SockRef::from(s).tcp_mss().unwrap_or(0)
+}
+
+/// The congestion control algorithm of a TCP socket.
+pub fn tcp_congestion(s: &TcpStream) -> Option<String> {
+    let v = SockRef::from(s).tcp_congestion().ok()?;
+    let end = v.iter().position(|&b| b == 0).unwrap_or(v.len());
+    Some(String::from_utf8_lossy(&v[..end]).into_owned())
+}
+
+/// (SO_SNDBUF, SO_RCVBUF) as the kernel reports them.
+pub fn buffer_sizes(s: &impl std::os::fd::AsFd) -> (u64, u64) {
+    let r = SockRef::from(s);
+    (
+        r.send_buffer_size().unwrap_or(0) as u64,
+        r.recv_buffer_size().unwrap_or(0) as u64,
+    )
+}
+
+/// Sets SO_SNDBUF and SO_RCVBUF (`-w`).
+pub fn set_buffer_sizes(s: &impl std::os::fd::AsFd, size: usize) -> io::Result<()> {
+    let r = SockRef::from(s);
+    r.set_send_buffer_size(size)?;
+    r.set_recv_buffer_size(size)
+}
+
+/// Sets TCP_NODELAY.
+pub fn set_nodelay(s: &TcpStream) -> io::Result<()> {
+    s.set_nodelay(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_part_strips_device_but_not_zone() {
+        assert_eq!(host_part("10.0.0.1%eth0"), "10.0.0.1");
+        assert_eq!(host_part("fe80::1%eth0"), "fe80::1%eth0");
+        assert_eq!(host_part("example"), "example");
+    }
+
+    #[test]
+    fn unmap_shows_v4() {
+        let a: SocketAddr = "[::ffff:127.0.0.1]:5201".parse().unwrap();
+        assert_eq!(unmap(a).to_string(), "127.0.0.1:5201");
+    }
+
+    #[test]
+    fn listener_accepts_v4_on_dual_stack() {
+        let l = listen_tcp(None, 0, Family::Any).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let addrs = resolve("127.0.0.1", port, Family::Any).unwrap();
+        let c = connect_tcp(&addrs, None, 0, Some(Duration::from_secs(2))).unwrap();
+        let (s, peer) = l.accept().unwrap();
+        assert_eq!(unmap(peer).ip().to_string(), "127.0.0.1");
+        assert!(tcp_mss(&c) > 0);
+        assert!(tcp_congestion(&s).is_some());
+    }
+
+    #[test]
+    fn family_filter_rejects_other_family() {
+        assert!(resolve("127.0.0.1", 1, Family::V6).is_err());
+    }
+}

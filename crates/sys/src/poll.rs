@@ -1,0 +1,56 @@
+//! Waiting for readability with a deadline, so no blocking step waits forever.
+#![forbid(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::time::Duration;
+
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+
+/// Waits until one of `fds` is readable (or hung up / in error) or `timeout` passes.
+/// Returns one flag per fd, true if it is ready. EINTR counts as "nothing ready".
+pub fn wait_readable(fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Result<Vec<bool>> {
+    let mut pfds: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|fd| PollFd::new(*fd, PollFlags::POLLIN))
+        .collect();
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // Round sub-millisecond waits up so a caller's deadline loop makes progress.
+    let ms = if ms == 0 && !timeout.is_zero() { 1 } else { ms };
+    let t = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+    match nix::poll::poll(&mut pfds, t) {
+        Ok(_) => Ok(pfds
+            .iter()
+            .map(|p| p.revents().is_some_and(|r| !r.is_empty()))
+            .collect()),
+        Err(nix::errno::Errno::EINTR) => Ok(vec![false; fds.len()]),
+        Err(e) => Err(io::Error::from(e)),
+    }
+}
+
+/// Waits for a single fd.
+pub fn readable(fd: &impl AsFd, timeout: Duration) -> io::Result<bool> {
+    Ok(wait_readable(&[fd.as_fd()], timeout)?[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn times_out_when_nothing_arrives() {
+        let (a, _b) = UnixStream::pair().unwrap();
+        let t = Instant::now();
+        assert!(!super::readable(&a, Duration::from_millis(30)).unwrap());
+        assert!(t.elapsed() >= Duration::from_millis(25));
+    }
+
+    #[test]
+    fn sees_data() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        b.write_all(b"x").unwrap();
+        assert!(super::readable(&a, Duration::from_secs(1)).unwrap());
+    }
+}
