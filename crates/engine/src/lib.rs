@@ -1,3 +1,14 @@
-//! Stream workers, pacing, counters and UDP receive statistics.
+//! Stream workers, pacing, counters and end conditions.
+//!
+//! Workers only move bytes and bump per-stream counters; they never format or print.
+//! The drivers sample the counters at interval ticks.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+pub mod budget;
+pub mod control;
+pub mod counters;
+pub mod pacing;
+pub mod payload;
+pub mod tcp;
+pub mod worker;
