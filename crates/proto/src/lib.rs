@@ -1,3 +1,38 @@
 //! The iperf3 wire protocol without sockets or clocks.
+//!
+//! Everything here is a pure function or a state machine fed with bytes and times by
+//! its caller, so the protocol can be tested byte for byte against captures of real
+//! iperf3 traffic without a network: control framing and state codes, the cookie,
+//! the parameters and results documents, iperf3's numbered errors and their texts,
+//! the UDP datagram header and handshake, the UDP receiver statistics, and the
+//! client and server control-connection machines.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+mod client_machine;
+pub mod constants;
+mod cookie;
+mod error;
+mod framing;
+mod json_num;
+mod msg;
+mod params;
+mod results;
+mod server_machine;
+mod udp;
+mod udp_stats;
+
+pub use client_machine::{ClientEvent, ClientMachine, ClientPhase};
+pub use constants::*;
+pub use cookie::{cookie_matches, cookie_str, make_cookie, COOKIE_ALPHABET, COOKIE_LEN};
+pub use error::*;
+pub use framing::{encode_json, ControlDecoder, Expect, FramingError, Unit};
+pub use msg::Msg;
+pub use params::{Direction, Protocol, ServerLimits, TestParams};
+pub use results::{StreamResult, TestResults};
+pub use server_machine::{ServerEvent, ServerMachine, ServerPhase, ACCESS_DENIED_BYTES};
+pub use udp::{
+    is_connect_reply, UdpHeader, UDP_CONNECT_MSG, UDP_CONNECT_REPLY, UDP_CONNECT_REPLY_LEGACY,
+    UDP_CONNECT_REPLY_LEGACY_SWAPPED, UDP_HEADER_LEN_32, UDP_HEADER_LEN_64,
+};
+pub use udp_stats::UdpRecvStats;

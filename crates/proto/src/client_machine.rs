@@ -1,0 +1,309 @@
+//! The client's side of the control connection as a state machine.
+//!
+//! The driver owns the socket: it writes [`ClientMachine::hello`] (the cookie) after
+//! connecting, feeds every chunk it reads to [`ClientMachine::on_bytes`], acts on the
+//! returned events in order, and writes the bytes the machine's methods return.
+//! The machine checks that the server's messages come in the order iperf3 sends them
+//! and, after DISPLAY_RESULTS, ignores everything (3.21 servers may still send a
+//! SERVER_ERROR then).
+
+use std::time::Duration;
+
+use crate::constants::{MAX_SERVER_RESULTS_LEN, UNIT_READ_TOTAL_TIMEOUT};
+use crate::cookie::COOKIE_LEN;
+use crate::error::{
+    IperfError, IE_ACCESS_DENIED, IE_CTRL_CLOSE, IE_MESSAGE, IE_RECV_RESULTS, IE_SERVER_TERM,
+};
+use crate::framing::{ControlDecoder, Expect, Unit};
+use crate::msg::Msg;
+use crate::params::TestParams;
+use crate::results::TestResults;
+
+/// What the client is waiting for on the control connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientPhase {
+    /// Cookie sent; waiting for PARAM_EXCHANGE.
+    AwaitParamExchange,
+    /// Parameters sent; waiting for CREATE_STREAMS.
+    AwaitCreateStreams,
+    /// Streams being opened; waiting for TEST_START.
+    AwaitTestStart,
+    /// Waiting for TEST_RUNNING.
+    AwaitTestRunning,
+    /// Test running; the driver decides when it ends.
+    Running,
+    /// TEST_END sent; waiting for EXCHANGE_RESULTS.
+    AwaitExchangeResults,
+    /// Our results are (to be) sent; waiting for the server's results.
+    AwaitServerResults,
+    /// Waiting for DISPLAY_RESULTS.
+    AwaitDisplayResults,
+    /// SERVER_ERROR seen; waiting for its error code and errno.
+    AwaitErrorCodes,
+    /// DISPLAY_RESULTS seen: everything further is ignored.
+    Finished,
+    /// The exchange ended (error, busy server, terminate): input is ignored.
+    Closed,
+}
+
+impl ClientPhase {
+    /// How long the driver should wait for the server in this phase, `None` when the
+    /// wait is the test itself (the driver's timers decide). Unit reads use iperf3's
+    /// 30 s bound for one control message or document.
+    pub fn read_timeout(self) -> Option<Duration> {
+        match self {
+            Self::AwaitParamExchange
+            | Self::AwaitCreateStreams
+            | Self::AwaitExchangeResults
+            | Self::AwaitServerResults
+            | Self::AwaitDisplayResults
+            | Self::AwaitErrorCodes => Some(UNIT_READ_TOTAL_TIMEOUT),
+            Self::AwaitTestStart | Self::AwaitTestRunning | Self::Running => None,
+            Self::Finished | Self::Closed => None,
+        }
+    }
+}
+
+/// Something the driver must act on, in the order returned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientEvent {
+    /// PARAM_EXCHANGE: write these bytes (the framed parameters).
+    SendParams(Vec<u8>),
+    /// CREATE_STREAMS: open the data streams, one after another.
+    CreateStreams,
+    /// TEST_START: start timers, mark stream start times.
+    TestStart,
+    /// TEST_RUNNING: start moving data.
+    TestRunning,
+    /// EXCHANGE_RESULTS: write [`ClientMachine::send_results`].
+    ExchangeResults,
+    /// The server's results.
+    PeerResults(TestResults),
+    /// DISPLAY_RESULTS: print the report, write [`ClientMachine::done`], close.
+    DisplayResults,
+    /// The server is busy (error 121). The connection is closed next.
+    AccessDenied,
+    /// The server failed with this error. The connection is closed next.
+    ServerError {
+        /// iperf3 error number.
+        code: i32,
+        /// errno, 0 if none.
+        errno: i32,
+    },
+    /// The server was killed (error 120): report, write [`ClientMachine::done`].
+    ServerTerminate,
+}
+
+impl ClientEvent {
+    /// The error this event ends the test with, if any.
+    pub fn error(&self) -> Option<IperfError> {
+        match *self {
+            Self::AccessDenied => Some(IperfError::new(IE_ACCESS_DENIED)),
+            Self::ServerError { code, errno } => Some(IperfError::with_errno(code, errno)),
+            Self::ServerTerminate => Some(IperfError::new(IE_SERVER_TERM)),
+            _ => None,
+        }
+    }
+}
+
+/// The client's control-connection state machine.
+#[derive(Debug, Clone)]
+pub struct ClientMachine {
+    phase: ClientPhase,
+    decoder: ControlDecoder,
+    cookie: [u8; COOKIE_LEN],
+    params: Vec<u8>,
+}
+
+impl ClientMachine {
+    /// A machine for one test. The parameters are encoded now and sent on
+    /// PARAM_EXCHANGE.
+    pub fn new(cookie: [u8; COOKIE_LEN], params: &TestParams) -> Self {
+        Self {
+            phase: ClientPhase::AwaitParamExchange,
+            decoder: ControlDecoder::new(),
+            cookie,
+            params: params.encode(),
+        }
+    }
+
+    /// The first bytes to write after connecting: the cookie. The driver writes them
+    /// (also on each TCP data connection, see [`Self::cookie`]).
+    pub fn hello(&self) -> Vec<u8> {
+        self.cookie.to_vec()
+    }
+
+    /// The test cookie.
+    pub fn cookie(&self) -> &[u8; COOKIE_LEN] {
+        &self.cookie
+    }
+
+    /// What the machine waits for.
+    pub fn phase(&self) -> ClientPhase {
+        self.phase
+    }
+
+    /// Feeds bytes read from the control connection. On `Err` the test has failed
+    /// and the machine ignores further input.
+    pub fn on_bytes(&mut self, bytes: &[u8]) -> Result<Vec<ClientEvent>, IperfError> {
+        if matches!(self.phase, ClientPhase::Finished | ClientPhase::Closed) {
+            return Ok(Vec::new());
+        }
+        self.decoder.push(bytes);
+        let mut events = Vec::new();
+        match self.drain(&mut events) {
+            Ok(()) => Ok(events),
+            Err(e) => {
+                self.phase = ClientPhase::Closed;
+                Err(e)
+            }
+        }
+    }
+
+    /// The server closed the connection. Fine after DISPLAY_RESULTS or a final
+    /// message; a SERVER_ERROR cut after its code (3.12 on auth failure) still
+    /// yields the event. Otherwise error 109, or 117 while reading results.
+    pub fn on_eof(&mut self) -> Result<Vec<ClientEvent>, IperfError> {
+        let phase = self.phase;
+        self.phase = ClientPhase::Closed;
+        match phase {
+            ClientPhase::Finished | ClientPhase::Closed => Ok(Vec::new()),
+            ClientPhase::AwaitErrorCodes => {
+                match self.decoder.next_unit_at_eof(Expect::ServerErrorCodes) {
+                    Ok(Some(Unit::ServerErrorCodes { code, errno })) => {
+                        Ok(vec![ClientEvent::ServerError { code, errno }])
+                    }
+                    _ => Err(IperfError::new(IE_CTRL_CLOSE)),
+                }
+            }
+            ClientPhase::AwaitServerResults => Err(IperfError::new(IE_RECV_RESULTS)),
+            _ => Err(IperfError::new(IE_CTRL_CLOSE)),
+        }
+    }
+
+    /// TEST_END, when the driver decides the test is over.
+    pub fn end_test(&mut self) -> Vec<u8> {
+        if self.phase == ClientPhase::Running {
+            self.phase = ClientPhase::AwaitExchangeResults;
+        }
+        vec![Msg::TestEnd.to_byte()]
+    }
+
+    /// Our results, framed, in answer to EXCHANGE_RESULTS.
+    pub fn send_results(&mut self, results: &TestResults) -> Vec<u8> {
+        results.encode()
+    }
+
+    /// CLIENT_TERMINATE (the client got a signal). The machine then ignores input.
+    pub fn terminate(&mut self) -> Vec<u8> {
+        self.phase = ClientPhase::Closed;
+        vec![Msg::ClientTerminate.to_byte()]
+    }
+
+    /// IPERF_DONE, after DISPLAY_RESULTS or SERVER_TERMINATE.
+    pub fn done(&mut self) -> Vec<u8> {
+        if self.phase != ClientPhase::Finished {
+            self.phase = ClientPhase::Closed;
+        }
+        vec![Msg::IperfDone.to_byte()]
+    }
+
+    fn drain(&mut self, events: &mut Vec<ClientEvent>) -> Result<(), IperfError> {
+        loop {
+            match self.phase {
+                ClientPhase::Finished | ClientPhase::Closed => {
+                    // Nothing after the last message matters (pitfall 16).
+                    return Ok(());
+                }
+                ClientPhase::AwaitErrorCodes => {
+                    let Some(Unit::ServerErrorCodes { code, errno }) = self
+                        .decoder
+                        .next_unit(Expect::ServerErrorCodes)
+                        .ok()
+                        .flatten()
+                    else {
+                        return Ok(());
+                    };
+                    events.push(ClientEvent::ServerError { code, errno });
+                    self.phase = ClientPhase::Closed;
+                }
+                ClientPhase::AwaitServerResults => {
+                    // A server that fails or is killed here sends a state byte where
+                    // the length prefix would be; no real prefix starts that high.
+                    let Some(first) = self.decoder.peek() else {
+                        return Ok(());
+                    };
+                    if u32::from(first) > MAX_SERVER_RESULTS_LEN >> 24 {
+                        self.decoder.next_unit(Expect::State).ok();
+                        self.on_state(first, events)?;
+                        continue;
+                    }
+                    let expect = Expect::Json {
+                        max_len: MAX_SERVER_RESULTS_LEN,
+                    };
+                    match self.decoder.next_unit(expect) {
+                        Ok(Some(Unit::Json(body))) => {
+                            let r = TestResults::from_json(&body)?;
+                            events.push(ClientEvent::PeerResults(r));
+                            self.phase = ClientPhase::AwaitDisplayResults;
+                        }
+                        Ok(_) => return Ok(()),
+                        Err(_) => return Err(IperfError::new(IE_RECV_RESULTS)),
+                    }
+                }
+                _ => match self.decoder.next_unit(Expect::State) {
+                    Ok(Some(Unit::State(b))) => self.on_state(b, events)?,
+                    _ => return Ok(()),
+                },
+            }
+        }
+    }
+
+    fn on_state(&mut self, b: u8, events: &mut Vec<ClientEvent>) -> Result<(), IperfError> {
+        use ClientPhase as P;
+        let msg = Msg::from_byte(b).ok_or_else(|| IperfError::new(IE_MESSAGE))?;
+        // Messages the server may send in any phase end the exchange.
+        match msg {
+            Msg::AccessDenied => {
+                events.push(ClientEvent::AccessDenied);
+                self.phase = P::Closed;
+                return Ok(());
+            }
+            Msg::ServerError => {
+                self.phase = P::AwaitErrorCodes;
+                return Ok(());
+            }
+            Msg::ServerTerminate => {
+                events.push(ClientEvent::ServerTerminate);
+                self.phase = P::Closed;
+                return Ok(());
+            }
+            _ => {}
+        }
+        let (event, next) = match (self.phase, msg) {
+            (P::AwaitParamExchange, Msg::ParamExchange) => (
+                ClientEvent::SendParams(self.params.clone()),
+                P::AwaitCreateStreams,
+            ),
+            (P::AwaitCreateStreams, Msg::CreateStreams) => {
+                (ClientEvent::CreateStreams, P::AwaitTestStart)
+            }
+            (P::AwaitTestStart, Msg::TestStart) => (ClientEvent::TestStart, P::AwaitTestRunning),
+            (P::AwaitTestRunning, Msg::TestRunning) => (ClientEvent::TestRunning, P::Running),
+            (P::Running | P::AwaitExchangeResults, Msg::ExchangeResults) => {
+                (ClientEvent::ExchangeResults, P::AwaitServerResults)
+            }
+            (P::AwaitDisplayResults, Msg::DisplayResults) => {
+                (ClientEvent::DisplayResults, P::Finished)
+            }
+            _ => return Err(IperfError::new(IE_MESSAGE)),
+        };
+        events.push(event);
+        self.phase = next;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "client_machine_tests.rs"]
+mod tests;

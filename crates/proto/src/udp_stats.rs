@@ -1,0 +1,102 @@
+//! The UDP receiver's statistics, computed exactly as iperf3 computes them.
+//!
+//! Loss, reordering and jitter are not measured but inferred from sequence numbers
+//! and send times with a constant-memory algorithm (spec §7.2). Reports only agree
+//! with iperf3's if we reproduce its quirks: "packets" is the highest sequence seen,
+//! a late packet cancels one earlier loss, and jitter uses the absolute transit time.
+
+use std::time::Duration;
+
+/// Per-stream receiver counters. Feed every datagram counted while the test runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UdpRecvStats {
+    /// Bytes received since the start (or since the omit reset).
+    pub bytes: u64,
+    /// Highest sequence number seen: iperf3's receiver "packets".
+    pub packets: u64,
+    /// Lost packets (never negative).
+    pub lost: i64,
+    /// Datagrams that arrived with a sequence number not above the highest seen.
+    pub out_of_order: u64,
+    /// Smoothed jitter (RFC 1889), seconds.
+    pub jitter: f64,
+    /// Transit time of the previous datagram, seconds.
+    pub prev_transit: f64,
+    /// `packets` at the end of the omit period.
+    pub omitted_packets: u64,
+    /// `lost` at the end of the omit period.
+    pub omitted_lost: i64,
+    /// `out_of_order` at the end of the omit period.
+    pub omitted_out_of_order: u64,
+}
+
+impl UdpRecvStats {
+    /// Fresh counters.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Accounts one datagram: its header's sequence number and send time, the local
+    /// monotonic time `now` at arrival, and the number of bytes read.
+    pub fn on_datagram(
+        &mut self,
+        seq: u64,
+        sent_sec: u32,
+        sent_usec: u32,
+        now: Duration,
+        size: usize,
+    ) {
+        let first = self.bytes == 0;
+        self.bytes = self.bytes.saturating_add(size as u64);
+
+        if seq > self.packets {
+            // Forward; a gap counts as loss until late packets fill it.
+            let gap = seq - 1 - self.packets;
+            self.lost = self
+                .lost
+                .saturating_add(i64::try_from(gap).unwrap_or(i64::MAX));
+            self.packets = seq;
+        } else {
+            self.out_of_order = self.out_of_order.saturating_add(1);
+            if self.lost > 0 {
+                self.lost -= 1;
+            }
+        }
+
+        // Absolute difference between arrival and send time, at microsecond
+        // resolution like iperf3's time arithmetic.
+        let now_us = now.as_micros();
+        let sent_us = u128::from(sent_sec) * 1_000_000 + u128::from(sent_usec);
+        let transit = now_us.abs_diff(sent_us) as f64 / 1e6;
+        if first {
+            self.prev_transit = transit;
+        }
+        let d = (transit - self.prev_transit).abs();
+        self.prev_transit = transit;
+        self.jitter += (d - self.jitter) / 16.0;
+    }
+
+    /// The end of the omit period: snapshot the packet, loss and reordering counts
+    /// (results and reports subtract them), restart byte counting and jitter. As in
+    /// iperf3, the next datagram is then treated as the first for jitter.
+    pub fn reset_at_omit_end(&mut self) {
+        self.omitted_packets = self.packets;
+        self.omitted_lost = self.lost;
+        self.omitted_out_of_order = self.out_of_order;
+        self.bytes = 0;
+        self.jitter = 0.0;
+    }
+
+    /// Loss percentage as iperf3 reports it: 100 × lost / packets (0 with no packets).
+    pub fn loss_percent(lost: i64, packets: u64) -> f64 {
+        if packets == 0 {
+            0.0
+        } else {
+            100.0 * lost as f64 / packets as f64
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "udp_stats_tests.rs"]
+mod tests;
