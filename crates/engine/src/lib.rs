@@ -11,4 +11,5 @@ pub mod counters;
 pub mod pacing;
 pub mod payload;
 pub mod tcp;
+pub mod udp;
 pub mod worker;
