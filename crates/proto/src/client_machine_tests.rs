@@ -1,1 +1,302 @@
-//! Tests for the parent module.
+//! Tests for the client machine, fed with the server's side of the Appendix A
+//! captures, whole and one byte at a time.
+
+use super::*;
+use crate::cookie::make_cookie;
+use proptest::prelude::*;
+
+const SERVER_RESULTS_3_12: &str = r#"{"cpu_util_total":2.5,"cpu_util_user":0.5,"cpu_util_system":2,"sender_has_retransmits":18446744073709551615,"congestion_used":"bbr","streams":[{"id":1,"bytes":3892576256,"retransmits":18446744073709551615,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":2.001212}]}"#;
+
+fn frame(s: &str) -> Vec<u8> {
+    let mut v = (s.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(s.as_bytes());
+    v
+}
+
+fn machine() -> ClientMachine {
+    let p = TestParams {
+        time: 2,
+        ..TestParams::default()
+    };
+    ClientMachine::new(make_cookie(&[7; 36]), &p)
+}
+
+/// Feeds `bytes` either at once or one at a time; collects all events.
+fn feed(
+    m: &mut ClientMachine,
+    bytes: &[u8],
+    bytewise: bool,
+) -> Result<Vec<ClientEvent>, IperfError> {
+    if !bytewise {
+        return m.on_bytes(bytes);
+    }
+    let mut all = Vec::new();
+    for b in bytes {
+        all.extend(m.on_bytes(std::slice::from_ref(b))?);
+    }
+    Ok(all)
+}
+
+#[test]
+fn full_tcp_test_a1() {
+    for bytewise in [false, true] {
+        let mut m = machine();
+        assert_eq!(m.hello().len(), 37);
+        assert_eq!(m.hello()[36], 0);
+        assert_eq!(m.phase(), ClientPhase::AwaitParamExchange);
+
+        let ev = feed(&mut m, &[0x09], bytewise).unwrap();
+        let ClientEvent::SendParams(p) = &ev[0] else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(
+            &p[4..],
+            TestParams {
+                time: 2,
+                ..TestParams::default()
+            }
+            .to_json()
+            .to_string()
+            .as_bytes()
+        );
+        assert_eq!(m.phase(), ClientPhase::AwaitCreateStreams);
+
+        assert_eq!(
+            feed(&mut m, &[0x0a], bytewise).unwrap(),
+            [ClientEvent::CreateStreams]
+        );
+        assert_eq!(
+            feed(&mut m, &[0x01, 0x02], bytewise).unwrap(),
+            [ClientEvent::TestStart, ClientEvent::TestRunning]
+        );
+        assert_eq!(m.phase(), ClientPhase::Running);
+        assert_eq!(m.end_test(), [0x04]);
+        assert_eq!(m.phase(), ClientPhase::AwaitExchangeResults);
+        assert_eq!(
+            feed(&mut m, &[0x0d], bytewise).unwrap(),
+            [ClientEvent::ExchangeResults]
+        );
+        let ours = TestResults::default();
+        assert_eq!(m.send_results(&ours), ours.encode());
+
+        let mut tail = frame(SERVER_RESULTS_3_12);
+        tail.push(0x0e);
+        let ev = feed(&mut m, &tail, bytewise).unwrap();
+        assert_eq!(ev.len(), 2);
+        let ClientEvent::PeerResults(r) = &ev[0] else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(r.sender_has_retransmits, -1);
+        assert_eq!(r.streams[0].retransmits, -1);
+        assert_eq!(ev[1], ClientEvent::DisplayResults);
+        assert_eq!(m.phase(), ClientPhase::Finished);
+        assert_eq!(m.done(), [0x10]);
+
+        // 3.21 may still send SERVER_ERROR 205 after DISPLAY_RESULTS: ignored.
+        let late = [0xFE, 0, 0, 0, 0xCD, 0, 0, 0, 0, 0x33];
+        assert_eq!(feed(&mut m, &late, bytewise).unwrap(), []);
+        assert_eq!(m.on_eof().unwrap(), []);
+    }
+}
+
+#[test]
+fn whole_server_stream_in_one_read() {
+    // Everything the server sends in a test, as if it all arrived together.
+    let mut bytes = vec![0x09, 0x0a, 0x01, 0x02, 0x0d];
+    bytes.extend(frame(SERVER_RESULTS_3_12));
+    bytes.push(0x0e);
+    let mut m = machine();
+    let ev = m.on_bytes(&bytes).unwrap();
+    let kinds: Vec<&str> = ev
+        .iter()
+        .map(|e| match e {
+            ClientEvent::SendParams(_) => "params",
+            ClientEvent::CreateStreams => "create",
+            ClientEvent::TestStart => "start",
+            ClientEvent::TestRunning => "running",
+            ClientEvent::ExchangeResults => "exchange",
+            ClientEvent::PeerResults(_) => "results",
+            ClientEvent::DisplayResults => "display",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["params", "create", "start", "running", "exchange", "results", "display"]
+    );
+}
+
+#[test]
+fn busy_server_a5() {
+    let mut m = machine();
+    let ev = m.on_bytes(&[0xFF]).unwrap();
+    assert_eq!(ev, [ClientEvent::AccessDenied]);
+    assert_eq!(ev[0].error().unwrap().code, 121);
+    assert_eq!(m.phase(), ClientPhase::Closed);
+    assert_eq!(m.on_eof().unwrap(), []);
+}
+
+#[test]
+fn server_rate_limit_a6() {
+    for bytewise in [false, true] {
+        let mut m = machine();
+        let ev = feed(&mut m, &[0x09, 0xFE, 0, 0, 0, 0x1B, 0, 0, 0, 0], bytewise).unwrap();
+        assert!(matches!(ev[0], ClientEvent::SendParams(_)));
+        assert_eq!(ev[1], ClientEvent::ServerError { code: 27, errno: 0 });
+        assert_eq!(
+            ev[1].error().unwrap().to_string(),
+            "total required bandwidth is larger than server limit"
+        );
+    }
+}
+
+#[test]
+fn server_error_without_errno_at_eof_3_12_auth() {
+    let mut m = machine();
+    let ev = m.on_bytes(&[0x09, 0xFE, 0, 0, 0, 0x8E]).unwrap();
+    assert_eq!(ev.len(), 1);
+    assert_eq!(m.phase(), ClientPhase::AwaitErrorCodes);
+    assert_eq!(
+        m.on_eof().unwrap(),
+        [ClientEvent::ServerError {
+            code: 142,
+            errno: 0
+        }]
+    );
+    // Fewer than 4 bytes of the code: just a closed connection.
+    let mut m = machine();
+    m.on_bytes(&[0xFE, 0, 0]).unwrap();
+    assert_eq!(m.on_eof().unwrap_err().code, 109);
+}
+
+#[test]
+fn server_sigint_a8() {
+    let mut m = machine();
+    m.on_bytes(&[0x09, 0x0a, 0x01, 0x02]).unwrap();
+    let ev = m.on_bytes(&[0x0b]).unwrap();
+    assert_eq!(ev, [ClientEvent::ServerTerminate]);
+    assert_eq!(ev[0].error().unwrap().code, 120);
+    assert_eq!(m.done(), [0x10]);
+    assert_eq!(m.on_bytes(&[0x99]).unwrap(), []);
+}
+
+#[test]
+fn client_terminate_a7() {
+    let mut m = machine();
+    m.on_bytes(&[0x09, 0x0a, 0x01, 0x02]).unwrap();
+    assert_eq!(m.terminate(), [0x0c]);
+    assert_eq!(m.phase(), ClientPhase::Closed);
+    assert_eq!(m.on_eof().unwrap(), []);
+}
+
+#[test]
+fn unknown_and_misplaced_messages_are_110() {
+    for bad in [
+        &[0x11u8][..],
+        &[0x00],
+        &[0x0a],
+        &[0x09, 0x09],
+        &[0x09, 0x0a, 0x02],
+        &[0x09, 0x0a, 0x01, 0x02, 0x0e],
+        &[0x09, 0x0a, 0x01, 0x02, 0x01],
+        &[0x09, 0x0a, 0x01, 0x02, 0x10],
+        &[0x03],
+    ] {
+        let mut m = machine();
+        assert_eq!(m.on_bytes(bad).unwrap_err().code, 110, "{bad:02x?}");
+        assert_eq!(m.phase(), ClientPhase::Closed);
+        assert_eq!(
+            m.on_bytes(&[0x0a]).unwrap(),
+            [],
+            "ignores input after an error"
+        );
+    }
+}
+
+#[test]
+fn eof_before_the_end_is_109_or_117() {
+    let mut m = machine();
+    assert_eq!(m.on_eof().unwrap_err().code, 109);
+    let mut m = machine();
+    m.on_bytes(&[0x09, 0x0a, 0x01, 0x02]).unwrap();
+    assert_eq!(m.on_eof().unwrap_err().code, 109);
+    let mut m = machine();
+    m.on_bytes(&[0x09, 0x0a, 0x01, 0x02, 0x0d, 0, 0]).unwrap();
+    assert_eq!(m.on_eof().unwrap_err().code, 117);
+}
+
+#[test]
+fn state_bytes_instead_of_server_results() {
+    let start = [0x09, 0x0a, 0x01, 0x02, 0x0d];
+    let mut m = machine();
+    m.on_bytes(&start).unwrap();
+    let ev = m.on_bytes(&[0xFE, 0, 0, 0, 0x75, 0, 0, 0, 0]).unwrap();
+    assert_eq!(
+        ev,
+        [ClientEvent::ServerError {
+            code: 117,
+            errno: 0
+        }]
+    );
+    let mut m = machine();
+    m.on_bytes(&start).unwrap();
+    assert_eq!(m.on_bytes(&[0x0b]).unwrap(), [ClientEvent::ServerTerminate]);
+    let mut m = machine();
+    m.on_bytes(&start).unwrap();
+    assert_eq!(m.on_bytes(&[0x0e]).unwrap_err().code, 110);
+}
+
+#[test]
+fn bad_server_results_are_117() {
+    for doc in [
+        frame("[]"),
+        frame("{\"streams\":[]}"),
+        frame("{"),
+        vec![0, 0, 0, 0],
+    ] {
+        let mut m = machine();
+        m.on_bytes(&[0x09, 0x0a, 0x01, 0x02, 0x0d]).unwrap();
+        assert_eq!(m.on_bytes(&doc).unwrap_err().code, 117, "{doc:?}");
+    }
+}
+
+#[test]
+fn exchange_results_accepted_before_end_test() {
+    // The server decides nothing, but a client that has not sent TEST_END yet
+    // (e.g. a race with its own timer) still follows along.
+    let mut m = machine();
+    let ev = m.on_bytes(&[0x09, 0x0a, 0x01, 0x02, 0x0d]).unwrap();
+    assert_eq!(ev.last(), Some(&ClientEvent::ExchangeResults));
+    assert_eq!(m.phase(), ClientPhase::AwaitServerResults);
+}
+
+#[test]
+fn read_timeouts_by_phase() {
+    assert_eq!(
+        ClientPhase::AwaitParamExchange.read_timeout(),
+        Some(Duration::from_secs(30))
+    );
+    assert_eq!(ClientPhase::Running.read_timeout(), None);
+    assert_eq!(ClientPhase::Finished.read_timeout(), None);
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_server_bytes_never_panic(
+        prefix_len in 0usize..6,
+        chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 0..20),
+        end in any::<bool>(),
+    ) {
+        let mut m = machine();
+        let good = [0x09, 0x0a, 0x01, 0x02, 0x0d];
+        let _ = m.on_bytes(&good[..prefix_len]);
+        for c in &chunks {
+            let _ = m.on_bytes(c);
+            if end && m.phase() == ClientPhase::Running {
+                let _ = m.end_test();
+            }
+        }
+        let _ = m.on_eof();
+        prop_assert_eq!(m.phase(), ClientPhase::Closed);
+    }
+}

@@ -1,1 +1,307 @@
-//! Tests for the parent module.
+//! Tests for the server machine, fed with the client's side of the Appendix A
+//! captures, whole and one byte at a time, plus arbitrary input.
+
+use super::*;
+use proptest::prelude::*;
+
+const COOKIE: &[u8; 37] = b"ggbj47k5kjkqj4ikskay3k5hnkya4braddmt\0";
+const PARAMS_3_12: &str = r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
+const CLIENT_RESULTS_3_12: &str = r#"{"cpu_util_total":44.960160076097836,"cpu_util_user":0.50824758064997577,"cpu_util_system":44.451912495447857,"sender_has_retransmits":1,"congestion_used":"bbr","streams":[{"id":1,"bytes":3686924288,"retransmits":14,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":2.003371}]}"#;
+
+fn frame(s: &str) -> Vec<u8> {
+    let mut v = (s.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(s.as_bytes());
+    v
+}
+
+fn feed(
+    m: &mut ServerMachine,
+    bytes: &[u8],
+    bytewise: bool,
+) -> Result<Vec<ServerEvent>, IperfError> {
+    if !bytewise {
+        return m.on_bytes(bytes);
+    }
+    let mut all = Vec::new();
+    for b in bytes {
+        all.extend(m.on_bytes(std::slice::from_ref(b))?);
+    }
+    Ok(all)
+}
+
+fn cookie_and_params(params: &str) -> Vec<u8> {
+    let mut v = COOKIE.to_vec();
+    v.extend(frame(params));
+    v
+}
+
+#[test]
+fn full_tcp_test_a1() {
+    assert_eq!(frame(PARAMS_3_12)[..4], [0, 0, 0, 0x7b]);
+    for bytewise in [false, true] {
+        let mut m = ServerMachine::new(ServerLimits::default());
+        assert_eq!(m.phase(), ServerPhase::AwaitCookie);
+        let ev = feed(&mut m, COOKIE, bytewise).unwrap();
+        assert_eq!(
+            ev,
+            [ServerEvent::Cookie(*COOKIE), ServerEvent::Send(vec![0x09])]
+        );
+        assert_eq!(m.phase(), ServerPhase::AwaitParams);
+
+        let ev = feed(&mut m, &frame(PARAMS_3_12), bytewise).unwrap();
+        let [ServerEvent::ParamsReady(p)] = &ev[..] else {
+            panic!("{ev:?}")
+        };
+        assert_eq!((p.time, p.parallel, p.len), (2, 1, 131072));
+        assert_eq!(m.streams_expected(), 1);
+        assert_eq!(m.params(), Some(p));
+        assert_eq!(m.phase(), ServerPhase::CreateStreams);
+        assert_eq!(m.begin_create_streams(), [0x0a]);
+        assert_eq!(m.all_streams_connected(), [0x01, 0x02]);
+        assert_eq!(m.phase(), ServerPhase::Running);
+
+        assert_eq!(
+            feed(&mut m, &[0x04], bytewise).unwrap(),
+            [ServerEvent::TestEnd]
+        );
+        assert_eq!(m.phase(), ServerPhase::AwaitClientResults);
+        assert_eq!(m.exchange_results(), [0x0d]);
+
+        let ev = feed(&mut m, &frame(CLIENT_RESULTS_3_12), bytewise).unwrap();
+        let [ServerEvent::PeerResults(r)] = &ev[..] else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(r.streams[0].bytes, 3686924288);
+        assert_eq!(m.phase(), ServerPhase::AwaitDone);
+        let ours = TestResults {
+            sender_has_retransmits: -1,
+            ..TestResults::default()
+        };
+        let out = m.send_results(&ours);
+        assert_eq!(out.last(), Some(&0x0e));
+        assert_eq!(&out[..out.len() - 1], &ours.encode()[..]);
+
+        assert_eq!(
+            feed(&mut m, &[0x10], bytewise).unwrap(),
+            [ServerEvent::Done]
+        );
+        assert_eq!(m.phase(), ServerPhase::Done);
+        assert_eq!(m.on_eof().unwrap(), []);
+    }
+}
+
+#[test]
+fn whole_client_stream_in_one_read() {
+    let mut bytes = cookie_and_params(PARAMS_3_12);
+    bytes.push(0x01);
+    bytes.push(0x04);
+    bytes.extend(frame(CLIENT_RESULTS_3_12));
+    bytes.push(0x10);
+    let mut m = ServerMachine::new(ServerLimits::default());
+    let ev = m.on_bytes(&bytes).unwrap();
+    assert_eq!(ev.len(), 6, "{ev:?}");
+    assert!(matches!(ev[2], ServerEvent::ParamsReady(_)));
+    assert_eq!(ev[3], ServerEvent::TestEnd);
+    assert!(matches!(ev[4], ServerEvent::PeerResults(_)));
+    assert_eq!(ev[5], ServerEvent::Done);
+}
+
+#[test]
+fn rate_limit_rejection_a6() {
+    let limits = ServerLimits {
+        total_rate_limit: Some(1_000_000),
+        ..ServerLimits::default()
+    };
+    let mut m = ServerMachine::new(limits);
+    let params = r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072,"bandwidth":10000000,"pacing_timer":1000,"client_version":"3.21"}"#;
+    let err = m.on_bytes(&cookie_and_params(params)).unwrap_err();
+    assert_eq!(
+        err.to_server_error_bytes(),
+        [0xFE, 0, 0, 0, 0x1B, 0, 0, 0, 0]
+    );
+    assert_eq!(m.phase(), ServerPhase::Closed);
+    assert_eq!(m.on_bytes(&[0x04]).unwrap(), []);
+}
+
+#[test]
+fn parameter_errors() {
+    let cases: [(Vec<u8>, i32); 6] = [
+        (frame(r#"{"parallel":200}"#), 6),
+        (frame(r#"{"udp":true,"len":8}"#), 20),
+        (frame("not json"), 114),
+        (frame("[1,2]"), 114),
+        (vec![0, 0, 0, 0], 114),
+        (vec![0, 0, 0x20, 0x01], 114),
+    ];
+    for (doc, code) in cases {
+        let mut m = ServerMachine::new(ServerLimits::default());
+        m.on_bytes(COOKIE).unwrap();
+        assert_eq!(m.on_bytes(&doc).unwrap_err().code, code, "{doc:?}");
+    }
+    // Exactly 8192 bytes is allowed.
+    let mut m = ServerMachine::new(ServerLimits::default());
+    m.on_bytes(COOKIE).unwrap();
+    let big = format!("{{\"title\":\"{}\"}}", "x".repeat(8192 - 12));
+    assert_eq!(big.len(), 8192);
+    let ev = m.on_bytes(&frame(&big)).unwrap();
+    assert!(
+        matches!(&ev[..], [ServerEvent::ParamsReady(p)] if p.title.as_ref().unwrap().len() == 8180)
+    );
+}
+
+#[test]
+fn driver_failures_close_with_server_error() {
+    let mut m = ServerMachine::new(ServerLimits::default());
+    m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
+    assert_eq!(
+        m.fail(&IperfError::new(142)),
+        [0xFE, 0, 0, 0, 0x8E, 0, 0, 0, 0]
+    );
+    assert_eq!(m.phase(), ServerPhase::Closed);
+    let mut m = ServerMachine::new(ServerLimits::default());
+    m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
+    m.all_streams_connected();
+    assert_eq!(m.terminate(), [0x0b]);
+    assert_eq!(m.on_eof().unwrap(), []);
+}
+
+#[test]
+fn client_terminate_a7() {
+    for at_results in [false, true] {
+        let mut m = ServerMachine::new(ServerLimits::default());
+        m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
+        m.all_streams_connected();
+        if at_results {
+            m.on_bytes(&[0x04]).unwrap();
+        }
+        let ev = m.on_bytes(&[0x0c]).unwrap();
+        assert_eq!(ev, [ServerEvent::ClientTerminated]);
+        assert_eq!(m.phase(), ServerPhase::Closed);
+    }
+}
+
+#[test]
+fn which_client_messages_are_allowed() {
+    let running = || {
+        let mut m = ServerMachine::new(ServerLimits::default());
+        m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
+        m.all_streams_connected();
+        m
+    };
+    // TEST_START from the client is ignored anywhere.
+    assert_eq!(running().on_bytes(&[0x01, 0x01]).unwrap(), []);
+    for bad in [0x02u8, 0x03, 0x09, 0x0d, 0x0e, 0xFF, 0xFE, 0x00, 0x11] {
+        let mut m = running();
+        assert_eq!(m.on_bytes(&[bad]).unwrap_err().code, 110, "{bad:#x}");
+        assert_eq!(m.phase(), ServerPhase::Closed);
+    }
+    // IPERF_DONE ends the test in any phase after the parameters.
+    assert_eq!(running().on_bytes(&[0x10]).unwrap(), [ServerEvent::Done]);
+    // A second TEST_END after the results exchange is out of place.
+    let mut m = running();
+    m.on_bytes(&[0x04]).unwrap();
+    m.on_bytes(&frame(CLIENT_RESULTS_3_12)).unwrap();
+    assert_eq!(m.on_bytes(&[0x04]).unwrap_err().code, 110);
+    // TEST_END while streams are still being created is accepted, as by iperf3.
+    let mut m = ServerMachine::new(ServerLimits::default());
+    m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
+    assert_eq!(m.on_bytes(&[0x04]).unwrap(), [ServerEvent::TestEnd]);
+}
+
+#[test]
+fn bad_client_results_are_117() {
+    for doc in [
+        frame("{}"),
+        frame("x"),
+        vec![0, 0, 0, 0],
+        vec![0x01, 0, 0, 1],
+    ] {
+        let mut m = ServerMachine::new(ServerLimits::default());
+        m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
+        m.on_bytes(&[0x04]).unwrap();
+        assert_eq!(m.on_bytes(&doc).unwrap_err().code, 117, "{doc:?}");
+    }
+}
+
+#[test]
+fn eof_codes_by_phase() {
+    let mut m = ServerMachine::new(ServerLimits::default());
+    assert_eq!(m.on_eof().unwrap_err().code, 106);
+    let mut m = ServerMachine::new(ServerLimits::default());
+    m.on_bytes(&COOKIE[..10]).unwrap();
+    assert_eq!(m.on_eof().unwrap_err().code, 106);
+    let mut m = ServerMachine::new(ServerLimits::default());
+    m.on_bytes(COOKIE).unwrap();
+    assert_eq!(m.on_eof().unwrap_err().code, 114);
+    let mut m = ServerMachine::new(ServerLimits::default());
+    m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
+    assert_eq!(m.on_eof().unwrap_err().code, 109);
+    let mut m = ServerMachine::new(ServerLimits::default());
+    m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
+    m.on_bytes(&[0x04]).unwrap();
+    assert_eq!(m.on_eof().unwrap_err().code, 117);
+    m = ServerMachine::new(ServerLimits::default());
+    m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
+    m.on_bytes(&[0x04]).unwrap();
+    m.on_bytes(&frame(CLIENT_RESULTS_3_12)).unwrap();
+    assert_eq!(
+        m.on_eof().unwrap_err().code,
+        109,
+        "closed without IPERF_DONE"
+    );
+}
+
+#[test]
+fn read_timeouts_by_phase() {
+    assert_eq!(
+        ServerPhase::AwaitCookie.read_timeout(),
+        Some(Duration::from_secs(10))
+    );
+    assert_eq!(
+        ServerPhase::AwaitParams.read_timeout(),
+        Some(Duration::from_secs(10))
+    );
+    assert_eq!(
+        ServerPhase::AwaitClientResults.read_timeout(),
+        Some(Duration::from_secs(30))
+    );
+    assert_eq!(ServerPhase::Running.read_timeout(), None);
+    assert_eq!(ACCESS_DENIED_BYTES, [0xFF]);
+}
+
+proptest! {
+    /// Fuzz-style: any byte stream, in any chunking, after any valid prefix.
+    #[test]
+    fn arbitrary_client_bytes_never_panic(
+        prefix in 0usize..4,
+        chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..24),
+    ) {
+        let mut m = ServerMachine::new(ServerLimits::default());
+        let mut good = cookie_and_params(PARAMS_3_12);
+        good.push(0x04);
+        let cut = [0, 37, good.len() - 1, good.len()][prefix];
+        let _ = m.on_bytes(&good[..cut]);
+        for c in &chunks {
+            if m.on_bytes(c).is_err() {
+                prop_assert_eq!(m.phase(), ServerPhase::Closed);
+            }
+        }
+        let _ = m.on_eof();
+        prop_assert_eq!(m.phase(), ServerPhase::Closed);
+    }
+
+    /// Structured garbage: plausible length prefixes and JSON fragments.
+    #[test]
+    fn length_prefixed_garbage_never_panics(
+        docs in proptest::collection::vec(("[{}\\[\\]\":,a-z0-9 ]{0,60}", any::<bool>()), 0..8),
+    ) {
+        let mut m = ServerMachine::new(ServerLimits::default());
+        let _ = m.on_bytes(COOKIE);
+        for (d, state) in &docs {
+            if *state {
+                let _ = m.on_bytes(&[0x04]);
+            }
+            let _ = m.on_bytes(&frame(d));
+        }
+    }
+}

@@ -1,1 +1,161 @@
-//! Tests for the parent module.
+//! Tests for the UDP receiver statistics: iperf3's loss/reordering arithmetic, its
+//! jitter filter, the omit reset, and robustness against hostile sequence numbers.
+
+use super::*;
+use proptest::prelude::*;
+
+fn at(us: u64) -> Duration {
+    Duration::from_micros(us)
+}
+
+/// Feeds sequence numbers with a constant transit time of 1 ms.
+fn feed(s: &mut UdpRecvStats, seqs: &[u64]) {
+    for &q in seqs {
+        s.on_datagram(q, 10, 0, at(10_001_000), 100);
+    }
+}
+
+#[test]
+fn in_order_stream_has_no_loss() {
+    let mut s = UdpRecvStats::new();
+    feed(&mut s, &[1, 2, 3, 4]);
+    assert_eq!((s.packets, s.lost, s.out_of_order, s.bytes), (4, 0, 0, 400));
+    assert_eq!(s.jitter, 0.0);
+}
+
+#[test]
+fn gap_counts_loss_and_late_packets_cancel_it() {
+    let mut s = UdpRecvStats::new();
+    feed(&mut s, &[1, 2, 5]);
+    assert_eq!((s.packets, s.lost, s.out_of_order), (5, 2, 0));
+    feed(&mut s, &[3]);
+    assert_eq!((s.packets, s.lost, s.out_of_order), (5, 1, 1));
+    feed(&mut s, &[4]);
+    assert_eq!((s.packets, s.lost, s.out_of_order), (5, 0, 2));
+    // A duplicate is out of order too, and loss cannot go below zero.
+    feed(&mut s, &[4]);
+    assert_eq!((s.packets, s.lost, s.out_of_order), (5, 0, 3));
+    assert_eq!(UdpRecvStats::loss_percent(1, 4), 25.0);
+    assert_eq!(UdpRecvStats::loss_percent(0, 0), 0.0);
+}
+
+#[test]
+fn first_datagram_lost_counts_from_one() {
+    let mut s = UdpRecvStats::new();
+    feed(&mut s, &[3]);
+    assert_eq!((s.packets, s.lost), (3, 2));
+    // Sequence 0 is never "forward" from an empty state.
+    let mut s = UdpRecvStats::new();
+    feed(&mut s, &[0]);
+    assert_eq!((s.packets, s.lost, s.out_of_order), (0, 0, 1));
+}
+
+#[test]
+fn jitter_follows_rfc1889_on_absolute_transit() {
+    let mut s = UdpRecvStats::new();
+    // Transits: 1 ms, 3 ms, 2 ms, then the receiver clock is *behind* the sender
+    // by 2 ms (absolute difference: 2 ms again).
+    s.on_datagram(1, 100, 0, at(100_001_000), 50);
+    assert_eq!(s.jitter, 0.0);
+    s.on_datagram(2, 100, 0, at(100_003_000), 50);
+    let j1 = 0.002 / 16.0;
+    assert!((s.jitter - j1).abs() < 1e-15);
+    s.on_datagram(3, 100, 0, at(100_002_000), 50);
+    let j2 = j1 + (0.001 - j1) / 16.0;
+    assert!((s.jitter - j2).abs() < 1e-15);
+    s.on_datagram(4, 100, 2000, at(99_998_000), 50);
+    // |99.998 - 100.002| = 0.004 s transit; d = |0.004 - 0.002| = 0.002.
+    let j3 = j2 + (0.002 - j2) / 16.0;
+    assert!((s.jitter - j3).abs() < 1e-12, "{} vs {}", s.jitter, j3);
+    assert!((s.prev_transit - 0.004).abs() < 1e-12);
+}
+
+#[test]
+fn omit_reset_snapshots_and_restarts() {
+    let mut s = UdpRecvStats::new();
+    s.on_datagram(1, 0, 0, at(1000), 100);
+    s.on_datagram(4, 0, 0, at(5000), 100);
+    assert!(s.jitter > 0.0);
+    s.reset_at_omit_end();
+    assert_eq!(
+        (s.omitted_packets, s.omitted_lost, s.omitted_out_of_order),
+        (4, 2, 0)
+    );
+    assert_eq!((s.bytes, s.jitter), (0, 0.0));
+    assert_eq!((s.packets, s.lost), (4, 2), "totals keep running");
+    // The next datagram is "first" again: its transit seeds prev_transit.
+    s.on_datagram(5, 0, 0, at(900_000), 100);
+    assert_eq!(s.jitter, 0.0);
+    assert_eq!(s.prev_transit, 0.9);
+    assert_eq!(s.bytes, 100);
+}
+
+#[test]
+fn extreme_sequence_numbers_saturate() {
+    let mut s = UdpRecvStats::new();
+    feed(&mut s, &[u64::MAX]);
+    assert_eq!(s.packets, u64::MAX);
+    assert_eq!(s.lost, i64::MAX);
+    feed(&mut s, &[u64::MAX, 5, 0]);
+    assert_eq!(s.out_of_order, 3);
+    assert_eq!(s.lost, i64::MAX - 3);
+    // A 32-bit sender wrapping to 0 looks like a backward jump, as in iperf3.
+    let mut s = UdpRecvStats::new();
+    feed(&mut s, &[u64::from(u32::MAX), 0, 1]);
+    assert_eq!((s.packets, s.out_of_order), (u64::from(u32::MAX), 2));
+}
+
+proptest! {
+    /// Any arrival order of any subset of 1..=n, without duplicates: loss is exactly
+    /// what is missing below the highest sequence seen.
+    #[test]
+    fn loss_plus_received_is_highest(
+        order in (1usize..200).prop_flat_map(|n| {
+            Just((1..=n as u64).collect::<Vec<_>>()).prop_shuffle()
+        }),
+        keep in proptest::collection::vec(any::<bool>(), 200),
+    ) {
+        let seqs: Vec<u64> =
+            order.into_iter().zip(&keep).filter(|(_, k)| **k).map(|(q, _)| q).collect();
+        let mut s = UdpRecvStats::new();
+        let mut forward = 0u64;
+        let mut highest = 0u64;
+        for &q in &seqs {
+            if q > highest { forward += 1; highest = q; }
+            s.on_datagram(q, 0, 0, at(q * 10), 10);
+        }
+        prop_assert_eq!(s.packets, highest);
+        prop_assert_eq!(s.lost as u64 + seqs.len() as u64, highest);
+        prop_assert_eq!(s.out_of_order, seqs.len() as u64 - forward);
+        prop_assert_eq!(s.bytes, 10 * seqs.len() as u64);
+    }
+
+    /// With duplicates mixed in, loss stays within [0, packets] and every datagram
+    /// is either forward or out of order.
+    #[test]
+    fn duplicates_keep_counters_consistent(seqs in proptest::collection::vec(1u64..50, 0..300)) {
+        let mut s = UdpRecvStats::new();
+        let mut forward = 0u64;
+        for &q in &seqs {
+            if q > s.packets { forward += 1; }
+            s.on_datagram(q, 0, 0, at(0), 1);
+            prop_assert!(s.lost >= 0);
+            prop_assert!(s.lost as u64 <= s.packets);
+        }
+        prop_assert_eq!(forward + s.out_of_order, seqs.len() as u64);
+    }
+
+    /// Hostile headers: any sequence, any time stamps, any clock.
+    #[test]
+    fn arbitrary_input_never_panics(
+        input in proptest::collection::vec((any::<u64>(), any::<u32>(), any::<u32>(), any::<u64>(), any::<usize>()), 0..100),
+    ) {
+        let mut s = UdpRecvStats::new();
+        for (i, (q, sec, usec, now_us, size)) in input.into_iter().enumerate() {
+            s.on_datagram(q, sec, usec, Duration::from_micros(now_us), size);
+            prop_assert!(s.lost >= 0);
+            prop_assert!(s.jitter.is_finite() && s.jitter >= 0.0);
+            if i == 50 { s.reset_at_omit_end(); }
+        }
+    }
+}
