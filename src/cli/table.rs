@@ -1,0 +1,566 @@
+//! The one table of every iperf3 3.21 command-line option.
+//!
+//! Parsing, the role checks, the help text and the README's status table all read
+//! this table, so an option's name, argument, side and support status are written
+//! down exactly once. Rows are in help order; [`LONG_ORDER`] separately keeps
+//! iperf3's `longopts` order, which decides the order of the candidates getopt lists
+//! for an ambiguous abbreviation.
+
+use std::fmt::Write as _;
+
+/// Every option iperf3 3.21 knows, whether or not rperf3 implements it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Opt {
+    Port,
+    Format,
+    Interval,
+    Pidfile,
+    File,
+    Affinity,
+    Bind,
+    BindDev,
+    Verbose,
+    Json,
+    JsonStream,
+    JsonStreamFullOutput,
+    Logfile,
+    ForceFlush,
+    Timestamps,
+    RcvTimeout,
+    SndTimeout,
+    CntlKa,
+    Mptcp,
+    Debug,
+    Version,
+    Help,
+    Server,
+    Daemon,
+    OneOff,
+    ServerBitrateLimit,
+    ServerMaxDuration,
+    IdleTimeout,
+    RsaPrivateKeyPath,
+    AuthorizedUsersPath,
+    TimeSkewThreshold,
+    UsePkcs1Padding,
+    Client,
+    Sctp,
+    Xbind,
+    NStreams,
+    Udp,
+    ConnectTimeout,
+    Bitrate,
+    PacingTimer,
+    FqRate,
+    NoFqSocketPacing,
+    Time,
+    Bytes,
+    BlockCount,
+    Length,
+    ClientPort,
+    Parallel,
+    Reverse,
+    Bidir,
+    Window,
+    Congestion,
+    SetMss,
+    NoDelay,
+    Version4,
+    Version6,
+    Tos,
+    Dscp,
+    FlowLabel,
+    ZeroCopy,
+    SkipRxCopy,
+    Omit,
+    Title,
+    ExtraData,
+    GetServerOutput,
+    UdpCounters64Bit,
+    Gsro,
+    RepeatingPayload,
+    DontFragment,
+    Username,
+    RsaPublicKeyPath,
+}
+
+/// Whether an option takes an argument (getopt_long's `has_arg`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ArgKind {
+    /// A flag.
+    None,
+    /// `--opt value`, `--opt=value`, `-ovalue`, `-o value`.
+    Required,
+    /// Only `--opt=value`; the short form (if any) takes no argument, as in iperf3.
+    Optional,
+}
+
+/// Where an option belongs; also the help section it is listed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    Both,
+    Server,
+    Client,
+}
+
+/// One row of the table.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct OptSpec {
+    pub(crate) id: Opt,
+    pub(crate) short: Option<char>,
+    pub(crate) long: &'static str,
+    /// Further long names meaning the same option (`--bandwidth` for `--bitrate`).
+    pub(crate) aliases: &'static [&'static str],
+    pub(crate) arg: ArgKind,
+    pub(crate) side: Side,
+    /// iperf3 refuses the option on the other side (errors 3 and 4). Some options
+    /// that only matter on one side are not checked by iperf3, and so not by us.
+    pub(crate) enforced: bool,
+    /// rperf3 implements it; otherwise it is parsed and then refused.
+    pub(crate) supported: bool,
+    /// Left help column after the option names (`#`, `<host>`, `#[KMG]`).
+    pub(crate) metavar: &'static str,
+    /// Help description; `\n` starts a continuation line.
+    pub(crate) help: &'static str,
+}
+
+impl OptSpec {
+    /// The left help column: `-p, --port      #`.
+    pub(crate) fn usage(&self) -> String {
+        let names = match self.short {
+            Some(c) => format!("-{c}, --{}", self.long),
+            None => format!("--{}", self.long),
+        };
+        let m = self.metavar;
+        if self.arg == ArgKind::Optional {
+            // Optional values attach with "=", so the hint attaches too.
+            format!("{names}{m}")
+        } else if m.is_empty() {
+            names
+        } else if m.starts_with('#') && names.len() < 16 {
+            // iperf3 lines up the numeric hints of the short names in one column.
+            format!("{names:<16}{m}")
+        } else {
+            format!("{names} {m}")
+        }
+    }
+}
+
+macro_rules! row {
+    ($id:ident, $short:expr, $long:literal, $aliases:expr, $arg:ident, $side:ident,
+     $enforced:literal, $supported:literal, $metavar:literal, $help:literal) => {
+        OptSpec {
+            id: Opt::$id,
+            short: $short,
+            long: $long,
+            aliases: $aliases,
+            arg: ArgKind::$arg,
+            side: Side::$side,
+            enforced: $enforced,
+            supported: $supported,
+            metavar: $metavar,
+            help: $help,
+        }
+    };
+}
+
+const NO: &[&str] = &[];
+
+/// All options, in help order: both sides, then server, then client.
+pub(crate) static OPTIONS: &[OptSpec] = &[
+    row!(Port, Some('p'), "port", NO, Required, Both, false, true, "#",
+        "server port to listen on or connect to (default 5201)"),
+    row!(Format, Some('f'), "format", NO, Required, Both, false, true, "[kmgtKMGT]",
+        "rate unit of the text report: Kbits, Mbits, Gbits, Tbits\n(upper case: bytes)"),
+    row!(Interval, Some('i'), "interval", NO, Required, Both, false, true, "#",
+        "seconds between interval reports (0 turns them off)"),
+    row!(Pidfile, Some('I'), "pidfile", NO, Required, Both, false, false, "file",
+        "write the process id to a file"),
+    row!(File, Some('F'), "file", NO, Required, Both, false, false, "name",
+        "send (client) or store (server) a file instead of the buffer"),
+    row!(Affinity, Some('A'), "affinity", NO, Required, Both, false, false, "n[,m]",
+        "pin to CPU n (client: m pins the server's test)"),
+    row!(Bind, Some('B'), "bind", NO, Required, Both, false, true, "<host>[%<dev>]",
+        "bind to the local address <host>\n(optional <dev>: also bind to that interface)"),
+    row!(BindDev, None, "bind-dev", NO, Required, Both, false, false, "<dev>",
+        "bind to a network interface (SO_BINDTODEVICE)"),
+    row!(Verbose, Some('V'), "verbose", NO, None, Both, false, true, "",
+        "more detailed output"),
+    row!(Json, Some('J'), "json", NO, None, Both, false, true, "",
+        "output one JSON document"),
+    row!(JsonStream, None, "json-stream", NO, None, Both, false, true, "",
+        "output line-delimited JSON events"),
+    row!(JsonStreamFullOutput, None, "json-stream-full-output", NO, None, Both, false, true, "",
+        "with --json-stream, also print the whole JSON document"),
+    row!(Logfile, None, "logfile", NO, Required, Both, false, true, "f",
+        "append the output to a file"),
+    row!(ForceFlush, None, "forceflush", NO, None, Both, false, true, "",
+        "flush the output after every line"),
+    row!(Timestamps, None, "timestamps", NO, Optional, Both, false, true, "<=format>",
+        "start every output line with the time\n(optional \"=\" and strftime(3) format)"),
+    row!(RcvTimeout, None, "rcv-timeout", NO, Required, Both, false, true, "#",
+        "give up when no data arrives for # ms (default 120000)"),
+    row!(SndTimeout, None, "snd-timeout", NO, Required, Both, false, false, "#",
+        "give up on unacknowledged TCP data after # ms"),
+    row!(CntlKa, None, "cntl-ka", NO, Optional, Both, false, false, "[=#/#/#]",
+        "TCP keepalive on the control connection\n(idle seconds/interval seconds/count)"),
+    row!(Mptcp, Some('m'), "mptcp", NO, None, Client, true, false, "",
+        "use MPTCP instead of TCP"),
+    row!(Debug, Some('d'), "debug", NO, Optional, Both, false, true, "[=#]",
+        "debug output (optional \"=\" and level 1-4, default 4)"),
+    row!(Version, Some('v'), "version", NO, None, Both, false, true, "",
+        "print the version and exit"),
+    row!(Help, Some('h'), "help", NO, None, Both, false, true, "",
+        "print this help and exit"),
+    row!(Server, Some('s'), "server", NO, None, Server, false, true, "",
+        "run as a server"),
+    row!(Daemon, Some('D'), "daemon", NO, None, Server, true, false, "",
+        "run the server in the background"),
+    row!(OneOff, Some('1'), "one-off", NO, None, Server, true, true, "",
+        "serve one test, then exit"),
+    row!(ServerBitrateLimit, None, "server-bitrate-limit", NO, Required, Server, true, false,
+        "#[KMG][/#]", "refuse tests above this total rate\n(optional \"/\" and averaging seconds)"),
+    row!(ServerMaxDuration, None, "server-max-duration", NO, Required, Server, true, false, "#",
+        "refuse tests longer than # seconds"),
+    row!(IdleTimeout, None, "idle-timeout", NO, Required, Server, true, false, "#",
+        "restart an idle server after # seconds"),
+    row!(RsaPrivateKeyPath, None, "rsa-private-key-path", NO, Required, Server, true, false,
+        "file", "RSA private key for authentication"),
+    row!(AuthorizedUsersPath, None, "authorized-users-path", NO, Required, Server, true, false,
+        "file", "user credentials file for authentication"),
+    row!(TimeSkewThreshold, None, "time-skew-threshold", NO, Required, Server, false, false,
+        "#", "allowed clock skew (seconds) in authentication"),
+    row!(UsePkcs1Padding, None, "use-pkcs1-padding", NO, None, Server, false, false, "",
+        "accept PKCS#1 v1.5 padded credentials"),
+    row!(Client, Some('c'), "client", NO, Required, Client, false, true, "<host>[%<dev>]",
+        "run as a client of <host>\n(optional <dev>: bind to that interface)"),
+    row!(Sctp, None, "sctp", NO, None, Client, true, false, "",
+        "use SCTP instead of TCP"),
+    row!(Xbind, Some('X'), "xbind", NO, Required, Client, false, false, "<name>",
+        "bind the SCTP association to more addresses"),
+    row!(NStreams, None, "nstreams", NO, Required, Client, true, false, "#",
+        "number of SCTP streams"),
+    row!(Udp, Some('u'), "udp", NO, None, Client, true, true, "",
+        "use UDP instead of TCP"),
+    row!(ConnectTimeout, None, "connect-timeout", NO, Required, Client, true, true, "#",
+        "give up connecting after # ms"),
+    row!(Bitrate, Some('b'), "bitrate", &["bandwidth"], Required, Client, true, true,
+        "#[KMG][/#]", "target bits/s per stream, 0 for no limit\n(default 1 Mbit/s for UDP, none for TCP;\noptional \"/\" and packets per burst)"),
+    row!(PacingTimer, None, "pacing-timer", NO, Required, Client, true, false, "#[KMG]",
+        "pacing timer in microseconds"),
+    row!(FqRate, None, "fq-rate", NO, Required, Client, true, false, "#[KMG]",
+        "socket pacing rate in bits/s (Linux)"),
+    row!(NoFqSocketPacing, None, "no-fq-socket-pacing", NO, None, Client, true, false, "",
+        "turn socket pacing off (deprecated)"),
+    row!(Time, Some('t'), "time", NO, Required, Client, true, true, "#",
+        "seconds to send (default 10)"),
+    row!(Bytes, Some('n'), "bytes", NO, Required, Client, true, true, "#[KMG]",
+        "bytes to send (instead of -t)"),
+    row!(BlockCount, Some('k'), "blockcount", NO, Required, Client, true, true, "#[KMG]",
+        "blocks (packets) to send (instead of -t or -n)"),
+    row!(Length, Some('l'), "length", NO, Required, Client, true, true, "#[KMG]",
+        "bytes per read or write\n(default 128 KB for TCP, path MSS or 1460 for UDP)"),
+    row!(ClientPort, None, "cport", NO, Required, Client, false, false, "<port>",
+        "local port of the data streams"),
+    row!(Parallel, Some('P'), "parallel", NO, Required, Client, true, true, "#",
+        "number of parallel streams (default 1)"),
+    row!(Reverse, Some('R'), "reverse", NO, None, Client, true, true, "",
+        "reverse mode: the server sends"),
+    row!(Bidir, None, "bidir", NO, None, Client, true, true, "",
+        "both sides send at once"),
+    row!(Window, Some('w'), "window", NO, Required, Client, true, true, "#[KMG]",
+        "socket buffer size (sets the TCP window)"),
+    row!(Congestion, Some('C'), "congestion", &["linux-congestion"], Required, Client, true,
+        false, "<algo>", "TCP congestion control algorithm"),
+    row!(SetMss, Some('M'), "set-mss", NO, Required, Client, true, false, "#",
+        "TCP maximum segment size"),
+    row!(NoDelay, Some('N'), "no-delay", NO, None, Client, true, false, "",
+        "turn Nagle's algorithm off"),
+    row!(Version4, Some('4'), "version4", NO, None, Client, false, true, "",
+        "IPv4 only"),
+    row!(Version6, Some('6'), "version6", NO, None, Client, false, true, "",
+        "IPv6 only"),
+    row!(Tos, Some('S'), "tos", NO, Required, Client, true, false, "N",
+        "IP type of service, 0-255 (decimal, 0octal or 0xhex)"),
+    row!(Dscp, None, "dscp", NO, Required, Client, true, false, "N|name",
+        "IP DSCP, 0-63 or a name such as af11 or ef"),
+    row!(FlowLabel, Some('L'), "flowlabel", NO, Required, Client, true, false, "N",
+        "IPv6 flow label (Linux)"),
+    row!(ZeroCopy, Some('Z'), "zerocopy", NO, None, Client, true, false, "",
+        "send with a zero-copy method"),
+    row!(SkipRxCopy, None, "skip-rx-copy", NO, None, Client, true, false, "",
+        "discard received data without copying it (MSG_TRUNC)"),
+    row!(Omit, Some('O'), "omit", NO, Required, Client, true, true, "N",
+        "leave the first N seconds out of the results"),
+    row!(Title, Some('T'), "title", NO, Required, Client, true, true, "str",
+        "put this string before every output line"),
+    row!(ExtraData, None, "extra-data", NO, Required, Client, true, true, "str",
+        "a string to put into the client and server JSON"),
+    row!(GetServerOutput, None, "get-server-output", NO, None, Client, true, true, "",
+        "show the server's output too"),
+    row!(UdpCounters64Bit, None, "udp-counters-64bit", NO, None, Client, false, true, "",
+        "64-bit counters in UDP packets"),
+    row!(Gsro, None, "gsro", NO, None, Client, true, true, "",
+        "UDP segmentation offload (GSO/GRO) on both sides"),
+    row!(RepeatingPayload, None, "repeating-payload", NO, None, Client, true, true, "",
+        "a repeating pattern as payload instead of random bytes"),
+    row!(DontFragment, None, "dont-fragment", NO, None, Client, true, true, "",
+        "set the IPv4 Don't Fragment flag"),
+    row!(Username, None, "username", NO, Required, Client, true, false, "name",
+        "user name for authentication"),
+    row!(RsaPublicKeyPath, None, "rsa-public-key-path", NO, Required, Client, true, false,
+        "file", "RSA public key for authentication"),
+];
+
+/// Long names (aliases included) in iperf3 3.21's `longopts` order: the order in
+/// which an ambiguous abbreviation's candidates are listed.
+pub(crate) static LONG_ORDER: &[&str] = &[
+    "port",
+    "format",
+    "interval",
+    "daemon",
+    "one-off",
+    "verbose",
+    "json",
+    "json-stream",
+    "json-stream-full-output",
+    "version",
+    "server",
+    "client",
+    "udp",
+    "bitrate",
+    "bandwidth",
+    "server-bitrate-limit",
+    "server-max-duration",
+    "time",
+    "bytes",
+    "blockcount",
+    "length",
+    "parallel",
+    "reverse",
+    "bidir",
+    "window",
+    "bind",
+    "bind-dev",
+    "cport",
+    "set-mss",
+    "no-delay",
+    "version4",
+    "version6",
+    "tos",
+    "dscp",
+    "extra-data",
+    "flowlabel",
+    "zerocopy",
+    "omit",
+    "file",
+    "repeating-payload",
+    "timestamps",
+    "affinity",
+    "title",
+    "congestion",
+    "linux-congestion",
+    "sctp",
+    "nstreams",
+    "xbind",
+    "pidfile",
+    "logfile",
+    "forceflush",
+    "get-server-output",
+    "udp-counters-64bit",
+    "no-fq-socket-pacing",
+    "dont-fragment",
+    "skip-rx-copy",
+    "username",
+    "rsa-public-key-path",
+    "rsa-private-key-path",
+    "authorized-users-path",
+    "time-skew-threshold",
+    "use-pkcs1-padding",
+    "fq-rate",
+    "pacing-timer",
+    "connect-timeout",
+    "idle-timeout",
+    "rcv-timeout",
+    "snd-timeout",
+    "cntl-ka",
+    "mptcp",
+    "gsro",
+    "debug",
+    "help",
+];
+
+/// The row of an option.
+pub(crate) fn spec(id: Opt) -> &'static OptSpec {
+    OPTIONS
+        .iter()
+        .find(|s| s.id == id)
+        .expect("every Opt has a row")
+}
+
+/// The row owning a short letter.
+pub(crate) fn by_short(c: char) -> Option<&'static OptSpec> {
+    OPTIONS.iter().find(|s| s.short == Some(c))
+}
+
+/// The row owning a long name or alias.
+pub(crate) fn by_long(name: &str) -> Option<&'static OptSpec> {
+    OPTIONS
+        .iter()
+        .find(|s| s.long == name || s.aliases.contains(&name))
+}
+
+fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Both => "both",
+        Side::Server => "server",
+        Side::Client => "client",
+    }
+}
+
+/// A markdown table of every option and whether rperf3 supports it, for the README.
+pub(crate) fn status_table_markdown() -> String {
+    let mut out = String::from("| option | argument | side | status |\n|---|---|---|---|\n");
+    for s in OPTIONS {
+        let mut names = String::new();
+        if let Some(c) = s.short {
+            let _ = write!(names, "`-{c}`, ");
+        }
+        let _ = write!(names, "`--{}`", s.long);
+        for a in s.aliases {
+            let _ = write!(names, ", `--{a}`");
+        }
+        let arg = match s.arg {
+            ArgKind::None => String::new(),
+            ArgKind::Required => format!("`{}`", s.metavar),
+            ArgKind::Optional => format!("`{}` (optional)", s.metavar),
+        };
+        let status = if s.supported { "supported" } else { "not yet" };
+        let _ = writeln!(
+            out,
+            "| {names} | {arg} | {} | {status} |",
+            side_name(s.side)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn every_long_name_is_in_longopts_order_once() {
+        let mut names: Vec<&str> = Vec::new();
+        for s in OPTIONS {
+            names.push(s.long);
+            names.extend(s.aliases.iter().copied());
+        }
+        let table: HashSet<&str> = names.iter().copied().collect();
+        let order: HashSet<&str> = LONG_ORDER.iter().copied().collect();
+        assert_eq!(table.len(), names.len(), "duplicate long name in the table");
+        assert_eq!(order.len(), LONG_ORDER.len(), "duplicate in LONG_ORDER");
+        assert_eq!(table, order);
+    }
+
+    #[test]
+    fn short_letters_are_iperf3s_optstring() {
+        // iperf3 3.21's optstring without the argument colons.
+        let expected: HashSet<char> = "pfiD1VJvscubtnklPRwBMN46SLZOFATCdImhX".chars().collect();
+        let shorts: Vec<char> = OPTIONS.iter().filter_map(|s| s.short).collect();
+        let set: HashSet<char> = shorts.iter().copied().collect();
+        assert_eq!(set.len(), shorts.len(), "duplicate short letter");
+        assert_eq!(set, expected);
+    }
+
+    #[test]
+    fn ids_are_unique() {
+        let ids: HashSet<Opt> = OPTIONS.iter().map(|s| s.id).collect();
+        assert_eq!(ids.len(), OPTIONS.len());
+    }
+
+    #[test]
+    fn lookups() {
+        assert_eq!(by_short('b').unwrap().id, Opt::Bitrate);
+        assert_eq!(by_long("bandwidth").unwrap().id, Opt::Bitrate);
+        assert_eq!(by_long("linux-congestion").unwrap().id, Opt::Congestion);
+        assert!(
+            by_long("band").is_none(),
+            "by_long is exact; prefixes are getopt's job"
+        );
+        assert!(by_short('Q').is_none());
+    }
+
+    #[test]
+    fn implemented_set_is_the_documented_one() {
+        let supported: HashSet<&str> = OPTIONS
+            .iter()
+            .filter(|s| s.supported)
+            .map(|s| s.long)
+            .collect();
+        let expected: HashSet<&str> = [
+            "server",
+            "client",
+            "port",
+            "format",
+            "interval",
+            "verbose",
+            "json",
+            "json-stream",
+            "json-stream-full-output",
+            "logfile",
+            "forceflush",
+            "timestamps",
+            "debug",
+            "version",
+            "help",
+            "one-off",
+            "bind",
+            "version4",
+            "version6",
+            "rcv-timeout",
+            "time",
+            "bytes",
+            "blockcount",
+            "length",
+            "parallel",
+            "reverse",
+            "bidir",
+            "omit",
+            "title",
+            "extra-data",
+            "get-server-output",
+            "connect-timeout",
+            "udp",
+            "bitrate",
+            "window",
+            "udp-counters-64bit",
+            "repeating-payload",
+            "dont-fragment",
+            "gsro",
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(supported, expected);
+    }
+
+    #[test]
+    fn usage_column() {
+        assert_eq!(spec(Opt::Port).usage(), "-p, --port      #");
+        assert_eq!(spec(Opt::Debug).usage(), "-d, --debug[=#]");
+        assert_eq!(spec(Opt::Timestamps).usage(), "--timestamps<=format>");
+        assert_eq!(spec(Opt::Client).usage(), "-c, --client <host>[%<dev>]");
+        assert_eq!(spec(Opt::Bidir).usage(), "--bidir");
+    }
+
+    #[test]
+    fn status_table_has_a_row_per_option() {
+        let t = status_table_markdown();
+        assert_eq!(t.lines().count(), OPTIONS.len() + 2);
+        assert!(t.contains("| `-Z`, `--zerocopy` |  | client | not yet |"));
+        assert!(
+            t.contains("| `-b`, `--bitrate`, `--bandwidth` | `#[KMG][/#]` | client | supported |")
+        );
+    }
+}

@@ -1,0 +1,379 @@
+//! Command lines that fail: iperf3's messages, and which error wins.
+
+use super::table::{self, Opt, OPTIONS};
+use super::tests::{argv, err, param, server};
+use super::*;
+
+#[test]
+fn full_stderr_text_of_a_parameter_error() {
+    let e = parse("rperf3", &argv(&["-c", "h", "-s"])).unwrap_err();
+    assert_eq!(
+        e.message,
+        "rperf3: parameter error - cannot be both server and client\n\n\
+         Usage: rperf3 [-s|-c host] [options]\n\
+         Try `rperf3 --help' for more information.\n"
+    );
+    assert_eq!((e.status, e.code), (1, Some(1)));
+}
+
+#[test]
+fn role_errors() {
+    assert_eq!(
+        err(&["-s", "-c", "h"]),
+        param("cannot be both server and client")
+    );
+    assert_eq!(
+        err(&[]),
+        param("must either be a client (-c) or server (-s)")
+    );
+    assert_eq!(
+        err(&["-p", "1"]),
+        param("must either be a client (-c) or server (-s)")
+    );
+    assert_eq!(
+        err(&["-c", "h", "-1"]),
+        param("some option you are trying to set is server only")
+    );
+    for opt in [
+        "-u",
+        "-t5",
+        "-n1",
+        "-k1",
+        "-l1",
+        "-P2",
+        "-R",
+        "--bidir",
+        "-w1",
+        "-O1",
+        "-Tx",
+        "--extra-data=x",
+        "--get-server-output",
+        "--connect-timeout=1",
+        "-b1",
+        "--repeating-payload",
+        "--dont-fragment",
+        "--gsro",
+    ] {
+        assert_eq!(
+            err(&["-s", opt]),
+            param("some option you are trying to set is client only"),
+            "{opt}"
+        );
+    }
+    // Not checked by iperf3 on the server side.
+    server(&["-s", "--udp-counters-64bit", "-4"]);
+}
+
+#[test]
+fn value_errors_with_iperf3_texts() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["-c", "h", "-t", "86401"],
+            "test duration valid values are 0 to 86400 seconds",
+        ),
+        (
+            &["-c", "h", "-t", "-1"],
+            "test duration valid values are 0 to 86400 seconds",
+        ),
+        (
+            &["-c", "h", "-P", "129"],
+            "invalid number of parallel streams (min = 1, max = 128)",
+        ),
+        (
+            &["-c", "h", "-P", "0"],
+            "invalid number of parallel streams (min = 1, max = 128)",
+        ),
+        (
+            &["-c", "h", "-l", "2M"],
+            "block size too large (maximum = 1048576 bytes)",
+        ),
+        (
+            &["-c", "h", "-l", "-1"],
+            "block size too large (maximum = 1048576 bytes)",
+        ),
+        (
+            &["-c", "h", "-u", "-l", "2M"],
+            "block size too large (maximum = 1048576 bytes)",
+        ),
+        (
+            &["-c", "h", "-u", "-l", "10"],
+            "block size invalid (minimum = 16 bytes, maximum = 65507 bytes)",
+        ),
+        (
+            &["-c", "h", "-u", "-l", "65508"],
+            "block size invalid (minimum = 16 bytes, maximum = 65507 bytes)",
+        ),
+        (
+            &["-c", "h", "-w", "513M"],
+            "socket buffer size too large (maximum = 536870912 bytes)",
+        ),
+        (
+            &["-c", "h", "-i", "0.05"],
+            "invalid report interval (min = 0.1, max = 60 seconds)",
+        ),
+        (
+            &["-s", "-i", "61"],
+            "invalid report interval (min = 0.1, max = 60 seconds)",
+        ),
+        (
+            &["-s", "-i", "-1"],
+            "invalid report interval (min = 0.1, max = 60 seconds)",
+        ),
+        (
+            &["-c", "h", "-O", "601"],
+            "bogus value for --omit (maximum = 600 seconds)",
+        ),
+        (
+            &["-c", "h", "-O", "-1"],
+            "bogus value for --omit (maximum = 600 seconds)",
+        ),
+        (
+            &["-c", "h", "-b", "1M/0"],
+            "invalid burst count (maximum = 1000)",
+        ),
+        (
+            &["-c", "h", "-b", "1M/1001"],
+            "invalid burst count (maximum = 1000)",
+        ),
+        (
+            &["-c", "h", "-b", "1X/1001"],
+            "invalid burst count (maximum = 1000)",
+        ),
+        (
+            &["-c", "h", "-t", "5", "-n", "1M"],
+            "only one test end condition (-t, -n, -k) may be specified",
+        ),
+        (
+            &["-c", "h", "-n", "1M", "-k", "5"],
+            "only one test end condition (-t, -n, -k) may be specified",
+        ),
+        (
+            &["-c", "h", "-f", "x"],
+            "bad format specifier (valid formats are in the set [kmgtKMGT])",
+        ),
+        (
+            &["-c", "h", "-f", ""],
+            "bad format specifier (valid formats are in the set [kmgtKMGT])",
+        ),
+        (
+            &["-c", "h", "-R", "--bidir"],
+            "cannot be both reverse and bidirectional",
+        ),
+        (
+            &["-c", "h", "--bidir", "-R"],
+            "cannot be both reverse and bidirectional",
+        ),
+        (
+            &["-c", "h", "-p", "0"],
+            "port number must be between 1 and 65535 inclusive",
+        ),
+        (
+            &["-c", "h", "-p", "70000"],
+            "port number must be between 1 and 65535 inclusive",
+        ),
+        (
+            &["-c", "h", "-p", "abc"],
+            "port number must be between 1 and 65535 inclusive",
+        ),
+        (
+            &["-s", "--rcv-timeout", "99"],
+            "receive timeout value is incorrect or not in range: ",
+        ),
+        (
+            &["-c", "h", "--rcv-timeout", "500"],
+            "client receive timeout is valid only in receiving mode: ",
+        ),
+        (
+            &["-c", "h", "-n", "1X"],
+            "invalid unit value or suffix: '1X'",
+        ),
+        (
+            &["-c", "h", "-k", "-5"],
+            "invalid unit value or suffix: '-5'",
+        ),
+        (
+            &["-c", "h", "-l", "abc"],
+            "invalid unit value or suffix: 'abc'",
+        ),
+        (
+            &["-c", "h", "-w", "1q"],
+            "invalid unit value or suffix: '1q'",
+        ),
+        (
+            &["-c", "h", "-b", "fast"],
+            "invalid unit value or suffix: 'fast'",
+        ),
+        (
+            &["-c", "h", "-b", "1Z/5"],
+            "invalid unit value or suffix: '1Z'",
+        ),
+        (
+            &["-c", "h", "--connect-timeout", "1s"],
+            "invalid unit value or suffix: '1s'",
+        ),
+    ];
+    for (args, msg) in cases {
+        assert_eq!(err(args), param(msg), "{args:?}");
+    }
+}
+
+#[test]
+fn the_first_error_on_the_line_wins() {
+    // In-loop checks fire before the role checks made at the end.
+    assert_eq!(
+        err(&["-s", "-t", "100000"]),
+        param("test duration valid values are 0 to 86400 seconds")
+    );
+    assert_eq!(
+        err(&["-c", "h", "-p", "0", "-Q"]),
+        param("port number must be between 1 and 65535 inclusive")
+    );
+    assert_eq!(err(&["-Q", "-p", "0"]), "rperf3: invalid option -- 'Q'");
+    // Block size and end conditions are checked before the missing role.
+    assert_eq!(
+        err(&["-l", "2M"]),
+        param("block size too large (maximum = 1048576 bytes)")
+    );
+    assert_eq!(
+        err(&["-t", "5", "-n", "1"]),
+        param("only one test end condition (-t, -n, -k) may be specified")
+    );
+    // Server-only before client-only.
+    assert_eq!(
+        err(&["-c", "h", "-u", "-1"]),
+        param("some option you are trying to set is server only")
+    );
+}
+
+#[test]
+fn getopt_errors_with_glibc_texts() {
+    assert_eq!(err(&["--foo"]), "rperf3: unrecognized option '--foo'");
+    assert_eq!(err(&["-Q"]), "rperf3: invalid option -- 'Q'");
+    assert_eq!(err(&["-c"]), "rperf3: option requires an argument -- 'c'");
+    assert_eq!(
+        err(&["--cl"]),
+        "rperf3: option '--client' requires an argument"
+    );
+    assert_eq!(
+        err(&["-s", "--one=3"]),
+        "rperf3: option '--one-off' doesn't allow an argument"
+    );
+    assert_eq!(
+        err(&["--b"]),
+        "rperf3: option '--b' is ambiguous; possibilities: '--bitrate' '--bytes' \
+         '--blockcount' '--bidir' '--bind' '--bind-dev'"
+    );
+    assert_eq!(err(&["-s", "-d2"]), "rperf3: invalid option -- '2'");
+    let e = parse("x", &argv(&["--foo"])).unwrap_err();
+    assert_eq!(
+        e.message,
+        "x: unrecognized option '--foo'\n\nUsage: x [-s|-c host] [options]\n\
+         Try `x --help' for more information.\n"
+    );
+}
+
+#[test]
+fn every_unsupported_option_is_refused_by_name() {
+    for s in OPTIONS.iter().filter(|s| !s.supported) {
+        let mut line = vec!["-c".to_string(), "h".to_string(), format!("--{}", s.long)];
+        if s.arg == table::ArgKind::Required {
+            line.push("1".into());
+        }
+        let line: Vec<&str> = line.iter().map(String::as_str).collect();
+        assert_eq!(
+            err(&line),
+            param(&format!("option --{} is not supported yet", s.long))
+        );
+        if let Some(c) = s.short {
+            let short = format!("-{c}");
+            let mut line = vec!["-s", short.as_str()];
+            if s.arg == table::ArgKind::Required {
+                line.push("1");
+            }
+            assert_eq!(
+                err(&line),
+                param(&format!("option --{} is not supported yet", s.long))
+            );
+        }
+    }
+    // The alias typed is the name reported.
+    assert_eq!(
+        err(&["-c", "h", "--linux-congestion", "bbr"]),
+        param("option --linux-congestion is not supported yet")
+    );
+    assert_eq!(
+        err(&["-c", "h", "--zero"]),
+        param("option --zerocopy is not supported yet")
+    );
+}
+
+#[test]
+fn supported_options_all_parse() {
+    // One command line per side using every supported option of that side.
+    for s in OPTIONS.iter().filter(|s| s.supported) {
+        let mut line: Vec<String> = match s.side {
+            table::Side::Server => vec!["-s".into()],
+            _ => vec!["-c".into(), "h".into(), "-R".into()],
+        };
+        let value = match s.id {
+            Opt::Format => "m",
+            Opt::Logfile | Opt::Bind | Opt::Title | Opt::ExtraData | Opt::Client => "x",
+            Opt::RcvTimeout => "1000",
+            _ => "1",
+        };
+        let flag = format!("--{}", s.long);
+        line.push(flag);
+        if s.arg == table::ArgKind::Required {
+            line.push(value.into());
+        }
+        let line: Vec<&str> = line.iter().map(String::as_str).collect();
+        let r = parse("p", &argv(&line));
+        match s.id {
+            Opt::Help => assert!(matches!(r, Ok(Command::Help(_)))),
+            Opt::Version => assert_eq!(r, Ok(Command::Version)),
+            Opt::Bidir => assert!(r.is_err(), "-R with --bidir"),
+            _ => assert!(matches!(r, Ok(Command::Run(_))), "{line:?}: {r:?}"),
+        }
+    }
+}
+
+/// The getopt-level complaints must read as the installed iperf3's (glibc's), with
+/// the program name changed. Only cases where iperf3 exits before doing anything.
+#[test]
+fn getopt_errors_match_installed_iperf3() {
+    let iperf3 = std::path::Path::new("/usr/bin/iperf3");
+    if !iperf3.exists() {
+        return;
+    }
+    let cases: &[&[&str]] = &[
+        &["--foo"],
+        &["--foo=bar"],
+        &["-Q"],
+        &["-c"],
+        &["--client"],
+        &["--cl"],
+        &["--b"],
+        &["--b=3"],
+        &["--vers"],
+        &["-s", "--on=3"],
+        &["--server=x"],
+        &["-c", "h", "--version4=1"],
+        &["-c", "h", "-d2"],
+        &["-p"],
+        &["-p", "1", "--bi"],
+    ];
+    for args in cases {
+        let out = std::process::Command::new(iperf3)
+            .args(*args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let theirs = String::from_utf8_lossy(&out.stderr);
+        let theirs = theirs
+            .lines()
+            .next()
+            .unwrap()
+            .replace("/usr/bin/iperf3", "rperf3");
+        assert_eq!(err(args), theirs, "{args:?}");
+    }
+}

@@ -1,0 +1,321 @@
+//! From `RawArgs` to the typed `Config`, with iperf3's checks in iperf3's order.
+//!
+//! iperf3 checks some values the moment it meets them (so the first bad option on
+//! the line is the one reported) and the rest after the whole line is read. This
+//! file keeps that split: [`check_occurrence`] runs per option as it is parsed,
+//! [`finish`] runs once at the end and builds the `Config`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rperf3_app::config::{
+    ClientConfig, CommonConfig, Config, Direction, EndCondition, Family, OutputConfig, Protocol,
+    Role, ServerConfig,
+};
+
+use super::error::{
+    ParamError, MAX_BLOCKSIZE, MAX_BURST, MAX_INTERVAL, MAX_OMIT_TIME, MAX_STREAMS, MAX_TCP_BUFFER,
+    MAX_TIME, MAX_UDP_BLOCKSIZE, MIN_INTERVAL, MIN_RCV_TIMEOUT_MS, MIN_UDP_BLOCKSIZE,
+};
+use super::getopt::Occurrence;
+use super::raw::RawArgs;
+use super::table::{Opt, Side};
+use super::units::{atof, atoi, parse_rate, parse_size, to_count, UnitError};
+
+const DEFAULT_PORT: u16 = 5201;
+const DEFAULT_TIME: u32 = 10;
+const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
+const DEFAULT_TIMESTAMP_FORMAT: &str = "%c ";
+/// `-d` without a level, or with a level below 1, means every message.
+const DEBUG_LEVEL_MAX: u8 = 4;
+
+/// `-b rate[/burst]`: the rate in bits/s and the burst if a slash was given.
+fn bitrate(text: &str) -> Result<(u64, Option<u32>), ParamError> {
+    let (rate, burst) = match text.split_once('/') {
+        Some((rate, burst)) => {
+            // iperf3 checks the burst before it reads the rate.
+            let n = atoi(burst);
+            if !(1..=MAX_BURST).contains(&n) {
+                return Err(ParamError::Burst);
+            }
+            (rate, Some(n.unsigned_abs()))
+        }
+        None => (text, None),
+    };
+    let bits = to_count(parse_rate(rate)?, rate)?;
+    Ok((bits, burst))
+}
+
+/// A size option whose value must be a non-negative whole count (`-n`, `-k`).
+fn count(text: &str) -> Result<u64, ParamError> {
+    Ok(to_count(parse_size(text)?, text)?)
+}
+
+fn value(occ: &Occurrence) -> String {
+    occ.value
+        .as_ref()
+        .map(|v| v.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The checks iperf3 makes as it meets each option. `raw` holds the options met
+/// before this one.
+pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), ParamError> {
+    let spec = occ.spec;
+    if !spec.supported {
+        let long = occ.spelled.strip_prefix("--").unwrap_or(spec.long);
+        return Err(ParamError::Unsupported(long.to_string()));
+    }
+    let v = value(occ);
+    match spec.id {
+        Opt::Port if !(1..=65535).contains(&atoi(&v)) => Err(ParamError::BadPort),
+        Opt::Format if !v.starts_with(['k', 'm', 'g', 't', 'K', 'M', 'G', 'T']) => {
+            Err(ParamError::BadFormat)
+        }
+        Opt::Interval => {
+            let i = atof(&v);
+            if i != 0.0 && !(MIN_INTERVAL..=MAX_INTERVAL).contains(&i) {
+                Err(ParamError::Interval)
+            } else {
+                Ok(())
+            }
+        }
+        Opt::Server if raw.has(Opt::Client) => Err(ParamError::ServerAndClient),
+        Opt::Client if raw.has(Opt::Server) => Err(ParamError::ServerAndClient),
+        Opt::Bitrate => bitrate(&v).map(|_| ()),
+        Opt::Time if !(0..=MAX_TIME).contains(&atoi(&v)) => Err(ParamError::Duration),
+        Opt::Bytes | Opt::BlockCount => count(&v).map(|_| ()),
+        Opt::Length | Opt::ConnectTimeout => parse_size(&v).map(|_| ()).map_err(Into::into),
+        Opt::Parallel if !(1..=MAX_STREAMS).contains(&atoi(&v)) => Err(ParamError::NumStreams),
+        Opt::Reverse if raw.has(Opt::Bidir) => Err(ParamError::ReverseBidir),
+        Opt::Bidir if raw.has(Opt::Reverse) => Err(ParamError::ReverseBidir),
+        Opt::Window => {
+            let w = parse_size(&v)?;
+            if w > MAX_TCP_BUFFER {
+                Err(ParamError::BufSize)
+            } else if w < 0.0 {
+                Err(UnitError(v).into())
+            } else {
+                Ok(())
+            }
+        }
+        Opt::Omit if !(0..=MAX_OMIT_TIME).contains(&atoi(&v)) => Err(ParamError::Omit),
+        Opt::RcvTimeout if !(MIN_RCV_TIMEOUT_MS..=MAX_TIME * 1000).contains(&atoi(&v)) => {
+            Err(ParamError::RcvTimeout)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The checks iperf3 makes after reading the whole line, then the `Config`.
+/// Returns the warnings to print (full lines) with it.
+pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError> {
+    let is_client = raw.has(Opt::Client);
+    let is_server = raw.has(Opt::Server);
+    let used = |side: Side| {
+        raw.occurrences
+            .iter()
+            .any(|o| o.spec.enforced && o.spec.side == side)
+    };
+    if is_client && used(Side::Server) {
+        return Err(ParamError::ServerOnly);
+    }
+    if is_server && used(Side::Client) {
+        return Err(ParamError::ClientOnly);
+    }
+
+    let udp = raw.has(Opt::Udp);
+    let length = match raw.text(Opt::Length) {
+        // Already known to parse; `as` saturates like the range check needs.
+        Some(t) => parse_size(&t)? as i64,
+        None => 0,
+    };
+    if (!udp && length < 0) || length > MAX_BLOCKSIZE {
+        return Err(ParamError::BlockSize);
+    }
+    if udp && length != 0 && !(MIN_UDP_BLOCKSIZE..=MAX_UDP_BLOCKSIZE).contains(&length) {
+        return Err(ParamError::UdpBlockSize);
+    }
+
+    let bytes = raw
+        .text(Opt::Bytes)
+        .map(|t| count(&t))
+        .transpose()?
+        .unwrap_or(0);
+    let blocks = raw
+        .text(Opt::BlockCount)
+        .map(|t| count(&t))
+        .transpose()?
+        .unwrap_or(0);
+    let timed = raw.has(Opt::Time);
+    let conditions = [timed, bytes != 0, blocks != 0];
+    if conditions.iter().filter(|c| **c).count() > 1 {
+        return Err(ParamError::EndConditions);
+    }
+    if !is_client && !is_server {
+        return Err(ParamError::NoRole);
+    }
+    let direction = if raw.has(Opt::Bidir) {
+        Direction::Bidir
+    } else if raw.has(Opt::Reverse) {
+        Direction::Reverse
+    } else {
+        Direction::Normal
+    };
+    // A client that only sends never waits for data.
+    if is_client && raw.has(Opt::RcvTimeout) && direction == Direction::Normal {
+        return Err(ParamError::RcvTimeoutReceiverOnly);
+    }
+
+    let output = output(raw);
+    let mut warnings = Vec::new();
+    if output.json {
+        if output.format.is_some() {
+            warnings.push("warning: Report format (-f) flag ignored with JSON output (-J)".into());
+        }
+        if output.verbose {
+            warnings
+                .push("warning: Verbose output (-v) may interfere with JSON output (-J)".into());
+        }
+        if raw.has(Opt::Debug) {
+            warnings.push("warning: Debug output (-d) may interfere with JSON output (-J)".into());
+        }
+    }
+
+    let role = if is_client {
+        let end = if timed {
+            EndCondition::Time(atoi(&raw.text(Opt::Time).unwrap_or_default()).unsigned_abs())
+        } else if bytes != 0 {
+            EndCondition::Bytes(bytes)
+        } else if blocks != 0 {
+            EndCondition::Blocks(blocks)
+        } else {
+            EndCondition::Time(DEFAULT_TIME)
+        };
+        Role::Client(client(raw, udp, end, length, direction)?)
+    } else {
+        Role::Server(ServerConfig {
+            one_off: raw.has(Opt::OneOff),
+        })
+    };
+    let config = Config {
+        role,
+        common: common(raw),
+        output,
+    };
+    Ok((config, warnings))
+}
+
+fn client(
+    raw: &RawArgs,
+    udp: bool,
+    end: EndCondition,
+    length: i64,
+    direction: Direction,
+) -> Result<ClientConfig, ParamError> {
+    // The rate comes from the last -b; the burst from the last -b that had one,
+    // since iperf3 only touches the burst when a slash is present.
+    let mut bitrate_bits = None;
+    let mut burst = None;
+    for o in raw.occurrences.iter().filter(|o| o.spec.id == Opt::Bitrate) {
+        let (bits, b) = bitrate(&value(o))?;
+        bitrate_bits = Some(bits);
+        burst = b.or(burst);
+    }
+    let connect_timeout = match raw.text(Opt::ConnectTimeout) {
+        Some(t) => {
+            let ms = parse_size(&t)?;
+            // iperf3 treats a negative timeout as none.
+            (ms >= 0.0).then(|| Duration::from_millis(ms as u64))
+        }
+        None => None,
+    };
+    let window = match raw.text(Opt::Window) {
+        Some(t) => Some(parse_size(&t)? as u32).filter(|w| *w > 0),
+        None => None,
+    };
+    Ok(ClientConfig {
+        host: raw.text(Opt::Client).unwrap_or_default(),
+        protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
+        end,
+        omit: atoi(&raw.text(Opt::Omit).unwrap_or_default()).unsigned_abs(),
+        length: u32::try_from(length).ok().filter(|l| *l > 0),
+        parallel: raw
+            .text(Opt::Parallel)
+            .map_or(1, |p| atoi(&p).unsigned_abs()),
+        direction,
+        bitrate: bitrate_bits,
+        burst,
+        title: raw.text(Opt::Title),
+        extra_data: raw.text(Opt::ExtraData),
+        get_server_output: raw.has(Opt::GetServerOutput),
+        connect_timeout,
+        udp_counters_64bit: raw.has(Opt::UdpCounters64Bit),
+        repeating_payload: raw.has(Opt::RepeatingPayload),
+        dont_fragment: raw.has(Opt::DontFragment),
+        window,
+        gsro: raw.has(Opt::Gsro),
+    })
+}
+
+fn common(raw: &RawArgs) -> CommonConfig {
+    let family = raw
+        .occurrences
+        .iter()
+        .rev()
+        .find_map(|o| match o.spec.id {
+            Opt::Version4 => Some(Family::V4),
+            Opt::Version6 => Some(Family::V6),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let interval = match raw.text(Opt::Interval) {
+        Some(t) => Some(atof(&t))
+            .filter(|s| *s != 0.0)
+            .map(Duration::from_secs_f64),
+        None => Some(Duration::from_secs(1)),
+    };
+    let rcv_timeout = raw.text(Opt::RcvTimeout).map_or(DEFAULT_RCV_TIMEOUT, |t| {
+        Duration::from_millis(u64::from(atoi(&t).unsigned_abs()))
+    });
+    let debug = match raw.last(Opt::Debug) {
+        None => 0,
+        Some(o) => match &o.value {
+            None => DEBUG_LEVEL_MAX,
+            Some(v) => match atoi(&v.to_string_lossy()) {
+                l if l < 1 => DEBUG_LEVEL_MAX,
+                l => u8::try_from(l).unwrap_or(u8::MAX),
+            },
+        },
+    };
+    CommonConfig {
+        port: raw
+            .text(Opt::Port)
+            .and_then(|p| u16::try_from(atoi(&p)).ok())
+            .unwrap_or(DEFAULT_PORT),
+        bind: raw.text(Opt::Bind),
+        family,
+        interval,
+        rcv_timeout,
+        debug,
+    }
+}
+
+fn output(raw: &RawArgs) -> OutputConfig {
+    let json_stream = raw.has(Opt::JsonStream);
+    let timestamps = raw.last(Opt::Timestamps).map(|o| match &o.value {
+        Some(fmt) => fmt.to_string_lossy().into_owned(),
+        None => DEFAULT_TIMESTAMP_FORMAT.to_string(),
+    });
+    OutputConfig {
+        // --json-stream is a kind of JSON output for iperf3 (it sets -J too).
+        json: raw.has(Opt::Json) || json_stream,
+        json_stream,
+        json_stream_full_output: raw.has(Opt::JsonStreamFullOutput),
+        verbose: raw.has(Opt::Verbose),
+        format: raw.text(Opt::Format).and_then(|f| f.chars().next()),
+        logfile: raw.os(Opt::Logfile).map(PathBuf::from),
+        forceflush: raw.has(Opt::ForceFlush),
+        timestamps,
+    }
+}
