@@ -211,8 +211,10 @@ pub struct UdpTotals {
     pub lost: i64,
     /// Receiver: lost during the omit period.
     pub omitted_lost: i64,
-    /// Receiver: out-of-order datagrams.
+    /// Receiver: out-of-order datagrams (whole test, omit included).
     pub out_of_order: u64,
+    /// Receiver: out-of-order datagrams counted during the omit period.
+    pub omitted_out_of_order: u64,
     /// Receiver: final smoothed jitter, seconds.
     pub jitter: f64,
 }

@@ -1,5 +1,25 @@
 //! Result model and iperf3-compatible output: text, `-J` JSON and `--json-stream`.
+//!
+//! Drivers feed a [`Reporter`] the raw figures of a test ([`input`]); the
+//! builders combine them into the result model ([`model`]) with iperf3's rules,
+//! and the formatters print that model as iperf3 text or cJSON-style JSON.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod cfmt;
+pub mod cjson;
+pub mod end;
 pub mod input;
+pub mod interval;
+pub mod model;
+mod reporter;
+mod sink;
+pub mod start;
+pub mod text;
+pub mod units;
+
+#[cfg(test)]
+mod testutil;
+
+pub use reporter::{ReportOptions, Reporter, ServerOutput};
+pub use sink::TimestampFn;
