@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use crate::constants::{MAX_SERVER_RESULTS_LEN, UNIT_READ_TOTAL_TIMEOUT};
 use crate::cookie::COOKIE_LEN;
-use crate::error::{
-    IperfError, IE_ACCESS_DENIED, IE_CTRL_CLOSE, IE_MESSAGE, IE_RECV_RESULTS, IE_SERVER_TERM,
+use crate::error::IperfError;
+use crate::error_codes::{
+    IE_ACCESS_DENIED, IE_CTRL_CLOSE, IE_MESSAGE, IE_RECV_RESULTS, IE_SERVER_TERM,
 };
 use crate::framing::{ControlDecoder, Expect, Unit};
 use crate::msg::Msg;

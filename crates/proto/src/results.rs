@@ -6,7 +6,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::{IperfError, IE_RECV_RESULTS};
+use crate::error::IperfError;
+use crate::error_codes::IE_RECV_RESULTS;
 use crate::framing::encode_json;
 use crate::json_num::{as_c_int, as_f64, as_i64_wrapping, as_u64_sat, num_f64};
 

@@ -13,12 +13,14 @@ use crate::constants::{
     MAX_CLIENT_RESULTS_LEN, MAX_PARAMS_LEN, UNIT_READ_IDLE_TIMEOUT, UNIT_READ_TOTAL_TIMEOUT,
 };
 use crate::cookie::COOKIE_LEN;
-use crate::error::{
-    IperfError, IE_CTRL_CLOSE, IE_MESSAGE, IE_RECV_COOKIE, IE_RECV_PARAMS, IE_RECV_RESULTS,
+use crate::error::IperfError;
+use crate::error_codes::{
+    IE_CTRL_CLOSE, IE_MESSAGE, IE_RECV_COOKIE, IE_RECV_PARAMS, IE_RECV_RESULTS,
 };
 use crate::framing::{ControlDecoder, Expect, Unit};
 use crate::msg::Msg;
-use crate::params::{ServerLimits, TestParams};
+use crate::params::TestParams;
+use crate::params_check::ServerLimits;
 use crate::results::TestResults;
 
 /// What a busy server writes on a new control connection before closing it,
