@@ -4,6 +4,17 @@
 //! TEST_START, each interval, the end, errors) and it prints iperf3's text at
 //! once, or builds the `-J` document and prints it at `finish`, or emits
 //! `--json-stream` events as they happen. It never measures anything.
+//!
+//! Call order for one test (each step optional where the test ends early):
+//! server: `server_banner` → [`set_server_output_requested`, `set_peer_labels`]
+//! → `control_connected` → `stream_connected`… → `start` → `interval`… →
+//! `end` (peer = None) → `server_output_for_peer` → `finish`.
+//! client: `preamble` → `control_mss` → `control_connected` →
+//! `stream_connected`… → `start` → `interval`… → `end` → `server_output` →
+//! `finish`. `error` / `interrupted` / `warning` may come at any point.
+//!
+//! [`set_server_output_requested`]: Reporter::set_server_output_requested
+//! [`set_peer_labels`]: Reporter::set_peer_labels
 
 use crate::cjson;
 use crate::input::{FinalInput, IntervalInput, Side, StartInfo, StreamInfo, TestInfo};
