@@ -137,8 +137,8 @@ impl OptSpec {
             format!("{names}{m}")
         } else if m.is_empty() {
             names
-        } else if m.starts_with('#') && names.len() < 16 {
-            // iperf3 lines up the numeric hints of the short names in one column.
+        } else if self.short.is_some() && m.starts_with('#') && 16 + m.len() < 26 {
+            // iperf3 lines up the numeric hints of the short options in one column.
             format!("{names:<16}{m}")
         } else {
             format!("{names} {m}")
@@ -432,7 +432,8 @@ pub(crate) fn status_table_markdown() -> String {
         }
         let arg = match s.arg {
             ArgKind::None => String::new(),
-            ArgKind::Required => format!("`{}`", s.metavar),
+            // A bare "|" would end the table cell.
+            ArgKind::Required => format!("`{}`", s.metavar.replace('|', "\\|")),
             ArgKind::Optional => format!("`{}` (optional)", s.metavar),
         };
         let status = if s.supported { "supported" } else { "not yet" };
@@ -551,6 +552,9 @@ mod tests {
         assert_eq!(spec(Opt::Debug).usage(), "-d, --debug[=#]");
         assert_eq!(spec(Opt::Timestamps).usage(), "--timestamps<=format>");
         assert_eq!(spec(Opt::Client).usage(), "-c, --client <host>[%<dev>]");
+        assert_eq!(spec(Opt::Bitrate).usage(), "-b, --bitrate #[KMG][/#]");
+        assert_eq!(spec(Opt::Bytes).usage(), "-n, --bytes     #[KMG]");
+        assert_eq!(spec(Opt::RcvTimeout).usage(), "--rcv-timeout #");
         assert_eq!(spec(Opt::Bidir).usage(), "--bidir");
     }
 
@@ -562,5 +566,6 @@ mod tests {
         assert!(
             t.contains("| `-b`, `--bitrate`, `--bandwidth` | `#[KMG][/#]` | client | supported |")
         );
+        assert!(t.contains(r"| `--dscp` | `N\|name` | client | not yet |"));
     }
 }
