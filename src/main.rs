@@ -1,6 +1,88 @@
-//! The `rperf3` binary: argv, signals, exit codes.
+//! The `rperf3` binary: argv, signals, output files, exit codes.
+//!
+//! Everything below the binary works from a typed configuration; this file owns
+//! the process edges: parsing the command line, installing signal delivery, opening
+//! the log file, choosing the exit status.
 #![forbid(unsafe_code)]
 
 mod cli;
+mod output;
 
-fn main() {}
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use rperf3_app::config::Role;
+use rperf3_app::interrupt::Interrupt;
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let prog = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .map_or_else(
+            || "rperf3".to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
+    let inv = match cli::parse(&prog, args.get(1..).unwrap_or(&[])) {
+        Ok(cli::Command::Run(inv)) => inv,
+        Ok(cli::Command::Help(text)) => return print_and_exit(&text, 0),
+        Ok(cli::Command::Version) => {
+            return print_and_exit(&cli::version_text(&rperf3_sys::system::uname_line()), 0)
+        }
+        Err(e) => {
+            let _ = std::io::stderr().write_all(e.message.as_bytes());
+            return ExitCode::from(e.status.clamp(0, 255) as u8);
+        }
+    };
+    for w in &inv.warnings {
+        eprintln!("{w}");
+    }
+    match run(&prog, &inv.config) {
+        Ok(status) => ExitCode::from(status.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("{prog}: error - {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Writes to stdout, ignoring a closed pipe (`rperf3 -h | head` is not a crash).
+fn print_and_exit(text: &str, status: u8) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    ExitCode::from(status)
+}
+
+fn run(prog: &str, cfg: &rperf3_app::config::Config) -> anyhow::Result<i32> {
+    let mut intr = install_signals().context("unable to install signal handlers")?;
+    let outcome = match &cfg.role {
+        Role::Client(cc) => {
+            let mut rep = output::reporter(prog, cfg, rperf3_report::input::Side::Client)?;
+            rperf3_app::client::run(cc, &cfg.common, &mut rep, &mut intr)
+        }
+        Role::Server(sc) => {
+            // Open the log file once; each test gets a reporter writing to it.
+            let sink = output::Sink::open(&cfg.output)?;
+            let make = || output::reporter_to(prog, cfg, rperf3_report::input::Side::Server, &sink);
+            rperf3_app::server::serve(sc, &cfg.common, make, &mut intr)
+        }
+    };
+    Ok(outcome.status)
+}
+
+/// SIGINT, SIGTERM and SIGHUP write a byte to a pipe the control loops poll.
+fn install_signals() -> std::io::Result<Interrupt> {
+    let (rx, tx) = UnixStream::pair()?;
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::low_level::pipe::register(sig, tx.try_clone()?)?;
+    }
+    Interrupt::new(rx)
+}

@@ -1,5 +1,53 @@
 //! Client and server drivers: protocol, engine and report tied together.
+//!
+//! The binary hands over a validated [`config::Config`], a reporter factory and the
+//! signal pipe; the drivers return the process outcome.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod client;
 pub mod config;
+pub mod cpu;
+pub mod ctrl;
+pub mod interrupt;
+pub mod sampler;
+pub mod server;
+pub mod session;
+pub mod setup;
+pub mod streams;
+pub mod testrun;
+pub mod ticker;
+pub mod udp_setup;
+
+use rperf3_proto::IperfError;
+use rperf3_report::Reporter;
+
+/// How the process ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// The exit status.
+    pub status: i32,
+}
+
+impl Outcome {
+    /// Reports `err` (if any), flushes the report, and picks the exit status.
+    pub fn finish(rep: &mut Reporter, err: Option<IperfError>) -> Self {
+        let status = match &err {
+            Some(e) => {
+                rep.error(&e.text());
+                1
+            }
+            None => 0,
+        };
+        let _ = rep.finish();
+        Self { status }
+    }
+
+    /// A run ended by SIGINT/SIGTERM/SIGHUP: "interrupt - <text>", exit 0 as
+    /// iperf3 3.19 and later.
+    pub fn interrupted(rep: &mut Reporter, code: i32) -> Self {
+        rep.interrupted(&IperfError::new(code).text());
+        let _ = rep.finish();
+        Self { status: 0 }
+    }
+}

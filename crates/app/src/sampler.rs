@@ -1,0 +1,206 @@
+//! Turns live counters into interval samples and end totals (the reporter's input).
+//!
+//! Counters only ever grow; the sampler keeps the values at the last tick and at the
+//! stream's (post-omit) start, and reads TCP_INFO for local TCP senders.
+
+use std::time::Instant;
+
+use rperf3_engine::counters::CounterSnapshot;
+use rperf3_report::input::{
+    IntervalInput, SampleExtra, StreamFinal, StreamSample, TcpSample, TcpTotals, UdpRecvSample,
+};
+use rperf3_sys::tcp_info::TcpInfo;
+
+use crate::streams::LiveStream;
+
+#[derive(Debug, Default, Clone)]
+struct Track {
+    base: CounterSnapshot,
+    last: CounterSnapshot,
+    retrans_base: u32,
+    retrans_last: u32,
+    tcp: TcpTotals,
+    rtt_sum: u64,
+    rtt_n: u64,
+    /// UDP receiver (lost, highest seq, out-of-order) at the last tick.
+    udp_last: (i64, u64, u64),
+    /// UDP sender: datagrams sent when the omit period ended.
+    sent_omitted: u64,
+}
+
+/// Interval and total bookkeeping for the streams of one test.
+#[derive(Debug)]
+pub struct Sampler {
+    start: Instant,
+    last_tick: Instant,
+    omitting: bool,
+    tracks: Vec<Track>,
+}
+
+impl Sampler {
+    /// Starts sampling at `start` (TEST_START); `omitting` while `-O` runs.
+    pub fn new(streams: &[LiveStream], start: Instant, omitting: bool) -> Self {
+        let tracks = streams
+            .iter()
+            .map(|s| {
+                let r = s.tcp_info().map(|i| i.total_retrans).unwrap_or(0);
+                Track {
+                    retrans_base: r,
+                    retrans_last: r,
+                    ..Track::default()
+                }
+            })
+            .collect();
+        Self {
+            start,
+            last_tick: start,
+            omitting,
+            tracks,
+        }
+    }
+
+    /// Whether the omit period is still running.
+    pub fn omitting(&self) -> bool {
+        self.omitting
+    }
+
+    /// When the current (post-omit) measurement began.
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// When the last interval ended.
+    pub fn last_tick(&self) -> Instant {
+        self.last_tick
+    }
+
+    /// Ends the omit period at `now`: totals and times restart from here.
+    pub fn end_omit(&mut self, streams: &[LiveStream], now: Instant) {
+        self.omitting = false;
+        self.start = now;
+        self.last_tick = now;
+        for (t, s) in self.tracks.iter_mut().zip(streams) {
+            let snap = s.counters.snapshot();
+            t.base = snap;
+            t.last = snap;
+            let r = s
+                .tcp_info()
+                .map(|i| i.total_retrans)
+                .unwrap_or(t.retrans_last);
+            t.retrans_base = r;
+            t.retrans_last = r;
+            t.tcp = TcpTotals::default();
+            t.rtt_sum = 0;
+            t.rtt_n = 0;
+            t.sent_omitted = snap.blocks;
+            s.with_udp_stats(|u| {
+                u.reset_at_omit_end();
+                t.udp_last = (u.lost, u.packets, u.out_of_order);
+            });
+        }
+    }
+
+    /// Closes the interval that ends at `now`.
+    pub fn sample(&mut self, streams: &[LiveStream], now: Instant) -> IntervalInput {
+        let rel = |t: Instant| t.saturating_duration_since(self.start).as_secs_f64();
+        let (start, end) = (rel(self.last_tick), rel(now));
+        let omitted = self.omitting;
+        let mut out = Vec::with_capacity(streams.len());
+        for (t, s) in self.tracks.iter_mut().zip(streams) {
+            let snap = s.counters.snapshot();
+            let bytes = snap.bytes - t.last.bytes;
+            let blocks = snap.blocks - t.last.blocks;
+            t.last = snap;
+            let extra = if let Some(info) = s.tcp_info() {
+                SampleExtra::TcpSender(track_tcp(t, &info))
+            } else if let Some(u) = s.udp_stats() {
+                let (lost, packets, ooo) = t.udp_last;
+                t.udp_last = (u.lost, u.packets, u.out_of_order);
+                SampleExtra::UdpReceiver(UdpRecvSample {
+                    jitter: u.jitter,
+                    lost: u.lost - lost,
+                    packets: u.packets as i64 - packets as i64,
+                    out_of_order: u.out_of_order.saturating_sub(ooo),
+                })
+            } else if s.is_udp() {
+                SampleExtra::UdpSender { packets: blocks }
+            } else {
+                SampleExtra::None
+            };
+            out.push(StreamSample {
+                start,
+                end,
+                bytes,
+                omitted,
+                extra,
+            });
+        }
+        self.last_tick = now;
+        IntervalInput { streams: out }
+    }
+
+    /// Totals at the end of the test (call after the last [`Sampler::sample`]).
+    pub fn finals(&self, streams: &[LiveStream]) -> Vec<StreamFinal> {
+        let duration = self
+            .last_tick
+            .saturating_duration_since(self.start)
+            .as_secs_f64();
+        self.tracks
+            .iter()
+            .zip(streams)
+            .map(|(t, s)| StreamFinal {
+                bytes: t.last.bytes - t.base.bytes,
+                duration,
+                tcp: s.tcp_info().map(|_| {
+                    let mut tot = t.tcp;
+                    tot.mean_rtt = t.rtt_sum.checked_div(t.rtt_n).unwrap_or(0);
+                    tot
+                }),
+                udp: s.udp_totals(t.sent_omitted),
+            })
+            .collect()
+    }
+
+    /// Bytes moved on all streams since the (post-omit) start, by direction:
+    /// (sent, received).
+    pub fn totals(&self, streams: &[LiveStream]) -> (u64, u64) {
+        let mut sent = 0;
+        let mut recv = 0;
+        for (t, s) in self.tracks.iter().zip(streams) {
+            let b = s.counters.snapshot().bytes - t.base.bytes;
+            if s.info.sender {
+                sent += b;
+            } else {
+                recv += b;
+            }
+        }
+        (sent, recv)
+    }
+}
+
+fn track_tcp(t: &mut Track, info: &TcpInfo) -> TcpSample {
+    let retransmits = u64::from(info.total_retrans.saturating_sub(t.retrans_last));
+    t.retrans_last = info.total_retrans;
+    let tot = &mut t.tcp;
+    tot.retransmits = u64::from(info.total_retrans.saturating_sub(t.retrans_base));
+    tot.reorder = info.reord_seen;
+    tot.max_snd_cwnd = tot.max_snd_cwnd.max(info.snd_cwnd_bytes);
+    tot.max_snd_wnd = tot.max_snd_wnd.max(u64::from(info.snd_wnd));
+    tot.max_rtt = tot.max_rtt.max(u64::from(info.rtt));
+    tot.min_rtt = if t.rtt_n == 0 {
+        u64::from(info.rtt)
+    } else {
+        tot.min_rtt.min(u64::from(info.rtt))
+    };
+    t.rtt_sum += u64::from(info.rtt);
+    t.rtt_n += 1;
+    TcpSample {
+        retransmits,
+        snd_cwnd: info.snd_cwnd_bytes,
+        snd_wnd: u64::from(info.snd_wnd),
+        rtt: u64::from(info.rtt),
+        rttvar: u64::from(info.rttvar),
+        pmtu: u64::from(info.pmtu),
+        reorder: info.reord_seen,
+    }
+}

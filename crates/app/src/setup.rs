@@ -1,0 +1,125 @@
+//! From configuration to protocol parameters and report facts, both directions.
+
+use rperf3_proto::{Protocol as WireProto, TestParams};
+use rperf3_proto::{DEFAULT_TCP_BLKSIZE, DEFAULT_UDP_BLKSIZE, DEFAULT_UDP_RATE, MAX_UDP_BLOCKSIZE};
+use rperf3_report::input::{Proto, Side, TestInfo};
+
+use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition, Family, Protocol};
+
+/// The version string of `start.version` and `-V`.
+pub fn version_string() -> String {
+    // "iperf <version>" is the form tools parse; the suffix names the implementation.
+    format!("iperf 3.21 (rperf3 {})", env!("CARGO_PKG_VERSION"))
+}
+
+/// UDP datagram size without `-l`: the control connection's MSS, else 1460.
+pub fn default_udp_len(ctrl_mss: u32) -> u32 {
+    if ctrl_mss > 0 && ctrl_mss <= MAX_UDP_BLOCKSIZE {
+        ctrl_mss
+    } else {
+        DEFAULT_UDP_BLKSIZE
+    }
+}
+
+/// The parameters document a client sends. `len` is 0 for UDP without `-l`
+/// (filled from the control MSS once connected).
+pub fn client_params(cc: &ClientConfig) -> TestParams {
+    let udp = cc.protocol == Protocol::Udp;
+    let mut p = TestParams {
+        protocol: if udp { WireProto::Udp } else { WireProto::Tcp },
+        omit: cc.omit as i32,
+        parallel: cc.parallel as i32,
+        reverse: cc.direction == Direction::Reverse,
+        bidirectional: cc.direction == Direction::Bidir,
+        len: cc
+            .length
+            .map_or(if udp { 0 } else { DEFAULT_TCP_BLKSIZE as i32 }, |l| {
+                l as i32
+            }),
+        bandwidth: cc.bitrate.unwrap_or(if udp { DEFAULT_UDP_RATE } else { 0 }),
+        burst: cc.burst.unwrap_or(0) as i32,
+        window: cc.window.unwrap_or(0) as i32,
+        title: cc.title.clone(),
+        extra_data: cc.extra_data.clone(),
+        get_server_output: cc.get_server_output,
+        udp_counters_64bit: cc.udp_counters_64bit,
+        repeating_payload: cc.repeating_payload,
+        dont_fragment: cc.dont_fragment,
+        ..TestParams::default()
+    };
+    match cc.end {
+        EndCondition::Time(t) => p.time = t as i32,
+        EndCondition::Bytes(n) => {
+            p.time = 0;
+            p.num = n;
+        }
+        EndCondition::Blocks(n) => {
+            p.time = 0;
+            p.blockcount = n;
+        }
+    }
+    if cc.gsro {
+        p.gso = 1;
+        p.gro = 1;
+    }
+    p
+}
+
+/// What sending workers need, from the parameters in effect.
+pub fn send_spec(p: &TestParams) -> crate::streams::SendSpec {
+    crate::streams::SendSpec {
+        blksize: p.len.max(1) as usize,
+        pacer: (p.bandwidth > 0).then(|| rperf3_engine::pacing::Pacer::new(p.bandwidth)),
+        repeating: p.repeating_payload,
+        burst: p.burst.max(1) as u32,
+        counters_64bit: p.udp_counters_64bit,
+    }
+}
+
+/// The report's `test_start` facts from the parameters in effect.
+pub fn test_info(p: &TestParams, common: &CommonConfig, side: Side) -> TestInfo {
+    TestInfo {
+        side,
+        protocol: if p.protocol == WireProto::Udp {
+            Proto::Udp
+        } else {
+            Proto::Tcp
+        },
+        num_streams: p.parallel.max(1) as u32,
+        blksize: p.len.max(0) as u32,
+        omit: p.omit.max(0) as u32,
+        duration: p.time.max(0) as u32,
+        bytes: p.num,
+        blocks: p.blockcount,
+        reverse: p.reverse,
+        bidir: p.bidirectional,
+        tos: p.tos.max(0) as u32,
+        target_bitrate: p.bandwidth,
+        fq_rate: p.fqrate,
+        interval: common.interval.map_or(0.0, |d| d.as_secs_f64()),
+        gso: p.gso != 0,
+        gro: p.gro != 0,
+    }
+}
+
+impl From<Family> for rperf3_sys::net::Family {
+    fn from(f: Family) -> Self {
+        match f {
+            Family::Any => Self::Any,
+            Family::V4 => Self::V4,
+            Family::V6 => Self::V6,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udp_len_falls_back_to_1460() {
+        assert_eq!(default_udp_len(0), 1460);
+        assert_eq!(default_udp_len(32768), 32768);
+        assert_eq!(default_udp_len(70000), 1460);
+    }
+}

@@ -1,0 +1,261 @@
+//! Data streams of a test: their sockets, counters and workers.
+
+use std::io::{self, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rperf3_engine::control::RunControl;
+use rperf3_engine::counters::StreamCounters;
+use rperf3_engine::pacing::Pacer;
+use rperf3_engine::udp::UdpSendSpec;
+use rperf3_engine::worker::Worker;
+use rperf3_proto::UdpRecvStats;
+use rperf3_report::input::{StreamInfo, UdpTotals};
+use rperf3_sys::net::unmap;
+use rperf3_sys::tcp_info::{tcp_info, TcpInfo};
+
+/// The protocol stream id of the `index`-th stream (0-based): 1, 3, 4, 5, ...
+/// iperf3 skips 2; both sides must number alike to match results.
+pub fn stream_id(index: usize) -> u32 {
+    if index == 0 {
+        1
+    } else {
+        index as u32 + 2
+    }
+}
+
+/// A data socket.
+#[derive(Debug, Clone)]
+pub enum DataSock {
+    /// A TCP stream.
+    Tcp(Arc<TcpStream>),
+    /// A connected UDP socket.
+    Udp(Arc<UdpSocket>),
+}
+
+/// One stream of a running test.
+#[derive(Debug)]
+pub struct LiveStream {
+    /// Identity and role, as reported.
+    pub info: StreamInfo,
+    /// The socket.
+    pub sock: DataSock,
+    /// Counters the worker bumps.
+    pub counters: Arc<StreamCounters>,
+    /// UDP receiver statistics (receiving UDP streams only).
+    pub udp_stats: Option<Arc<Mutex<UdpRecvStats>>>,
+}
+
+/// What a sending worker needs.
+#[derive(Debug, Clone)]
+pub struct SendSpec {
+    /// Block size.
+    pub blksize: usize,
+    /// `-b` pacing.
+    pub pacer: Option<Pacer>,
+    /// `--repeating-payload`.
+    pub repeating: bool,
+    /// UDP: datagrams per burst (`-b rate/N`).
+    pub burst: u32,
+    /// UDP: 64-bit sequence numbers.
+    pub counters_64bit: bool,
+}
+
+impl LiveStream {
+    /// Wraps a connected TCP data socket.
+    pub fn tcp(sock: TcpStream, index: usize, sender: bool) -> io::Result<Self> {
+        let info = StreamInfo {
+            socket: sock.as_raw_fd(),
+            id: stream_id(index),
+            sender,
+            local: unmap(sock.local_addr()?),
+            remote: unmap(sock.peer_addr()?),
+        };
+        Ok(Self {
+            info,
+            sock: DataSock::Tcp(Arc::new(sock)),
+            counters: Arc::default(),
+            udp_stats: None,
+        })
+    }
+
+    /// Wraps a connected UDP data socket.
+    pub fn udp(sock: UdpSocket, index: usize, sender: bool) -> io::Result<Self> {
+        let info = StreamInfo {
+            socket: sock.as_raw_fd(),
+            id: stream_id(index),
+            sender,
+            local: unmap(sock.local_addr()?),
+            remote: unmap(sock.peer_addr()?),
+        };
+        Ok(Self {
+            info,
+            sock: DataSock::Udp(Arc::new(sock)),
+            counters: Arc::default(),
+            udp_stats: (!sender).then(Arc::default),
+        })
+    }
+
+    /// Whether this is a UDP stream.
+    pub fn is_udp(&self) -> bool {
+        matches!(self.sock, DataSock::Udp(_))
+    }
+
+    /// TCP_INFO of a local TCP sender (the only streams iperf3 reports it for).
+    pub fn tcp_info(&self) -> Option<TcpInfo> {
+        match &self.sock {
+            DataSock::Tcp(s) if self.info.sender => tcp_info(&**s),
+            DataSock::Tcp(_) | DataSock::Udp(_) => None,
+        }
+    }
+
+    /// A copy of the UDP receiver statistics.
+    pub fn udp_stats(&self) -> Option<UdpRecvStats> {
+        self.udp_stats
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()).clone())
+    }
+
+    /// Runs `f` on the live UDP receiver statistics (omit reset).
+    pub fn with_udp_stats(&self, f: impl FnOnce(&mut UdpRecvStats)) {
+        if let Some(m) = &self.udp_stats {
+            f(&mut m.lock().unwrap_or_else(|p| p.into_inner()));
+        }
+    }
+
+    /// UDP totals of this side (none for TCP). `sent_omitted` is the sender's
+    /// datagram count at the end of the omit period.
+    pub fn udp_totals(&self, sent_omitted: u64) -> Option<UdpTotals> {
+        if !self.is_udp() {
+            return None;
+        }
+        Some(match self.udp_stats() {
+            Some(s) => UdpTotals {
+                packets: s.packets,
+                omitted_packets: s.omitted_packets,
+                lost: s.lost,
+                omitted_lost: s.omitted_lost,
+                out_of_order: s.out_of_order,
+                omitted_out_of_order: s.omitted_out_of_order,
+                jitter: s.jitter,
+            },
+            None => UdpTotals {
+                packets: self.counters.snapshot().blocks,
+                omitted_packets: sent_omitted,
+                ..UdpTotals::default()
+            },
+        })
+    }
+
+    /// (SO_SNDBUF, SO_RCVBUF) of the data socket.
+    pub fn buffer_sizes(&self) -> (u64, u64) {
+        match &self.sock {
+            DataSock::Tcp(s) => rperf3_sys::net::buffer_sizes(&**s),
+            DataSock::Udp(s) => rperf3_sys::net::buffer_sizes(&**s),
+        }
+    }
+
+    /// The TCP socket, if this is a TCP stream.
+    pub fn tcp_socket(&self) -> Option<&TcpStream> {
+        match &self.sock {
+            DataSock::Tcp(s) => Some(s),
+            DataSock::Udp(_) => None,
+        }
+    }
+
+    /// Starts the stream's worker.
+    pub fn spawn(
+        &self,
+        ctl: &Arc<RunControl>,
+        blksize: usize,
+        send: &SendSpec,
+    ) -> io::Result<Worker> {
+        let counters = self.counters.clone();
+        let name = format!("stream-{}", self.info.id);
+        match &self.sock {
+            DataSock::Tcp(s) => {
+                let s = s.clone();
+                if self.info.sender {
+                    let buf = rperf3_engine::payload::make(send.blksize, send.repeating);
+                    let pacer = send.pacer;
+                    Worker::spawn(name, ctl.clone(), move |c| {
+                        rperf3_engine::tcp::send_loop(&s, &buf, pacer, c, &counters)
+                    })
+                } else {
+                    Worker::spawn(name, ctl.clone(), move |c| {
+                        rperf3_engine::tcp::recv_loop(&s, blksize, c, &counters)
+                    })
+                }
+            }
+            DataSock::Udp(s) => {
+                let s = s.clone();
+                if self.info.sender {
+                    let payload = rperf3_engine::payload::make(send.blksize, send.repeating);
+                    let spec = UdpSendSpec {
+                        len: send.blksize,
+                        pacer: send.pacer,
+                        burst: send.burst,
+                        counters_64bit: send.counters_64bit,
+                    };
+                    Worker::spawn(name, ctl.clone(), move |c| {
+                        rperf3_engine::udp::send_loop(&s, payload, spec, c, &counters)
+                    })
+                } else {
+                    let stats = self.udp_stats.clone().unwrap_or_default();
+                    let c64 = send.counters_64bit;
+                    Worker::spawn(name, ctl.clone(), move |c| {
+                        rperf3_engine::udp::recv_loop(&s, blksize, c64, c, &counters, &stats)
+                    })
+                }
+            }
+        }
+    }
+
+    /// Unblocks the worker and ends the connection.
+    pub fn shutdown(&self) {
+        match &self.sock {
+            DataSock::Tcp(s) => {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            // Wakes a receiver blocked in recv().
+            DataSock::Udp(s) => {
+                let _ = socket2::SockRef::from(&**s).shutdown(Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// Opens one client TCP data stream: connect, then the 37-byte cookie.
+pub fn connect_tcp_stream(
+    server: SocketAddr,
+    bind: Option<&str>,
+    cookie: &[u8],
+    timeout: Duration,
+) -> io::Result<TcpStream> {
+    let mut s = rperf3_sys::net::connect_tcp(&[server], bind, 0, Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
+    s.write_all(cookie)?;
+    s.set_write_timeout(None)?;
+    Ok(s)
+}
+
+/// Shuts every stream down and waits for the workers.
+pub fn stop_all(streams: &[LiveStream], workers: Vec<Worker>) {
+    for s in streams {
+        s.shutdown();
+    }
+    for w in workers {
+        w.join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ids_skip_two() {
+        let ids: Vec<u32> = (0..5).map(super::stream_id).collect();
+        assert_eq!(ids, vec![1, 3, 4, 5, 6]);
+    }
+}

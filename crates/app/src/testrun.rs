@@ -1,0 +1,253 @@
+//! A test between TEST_START and the end: workers, ticks, samples and totals.
+//! Shared by the client and the server session; the two differ only in who
+//! decides the end and what the control connection carries.
+
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rperf3_engine::budget::Budget;
+use rperf3_engine::control::RunControl;
+use rperf3_engine::worker::Worker;
+use rperf3_proto::{StreamResult, TestResults};
+use rperf3_report::input::{Cpu, FinalInput, IntervalInput, PeerStream, PeerSummary};
+
+use crate::cpu::CpuMeter;
+use crate::sampler::Sampler;
+use crate::streams::{LiveStream, SendSpec};
+use crate::ticker::{Due, Ticker};
+
+/// A running (or finished) test's data side.
+#[derive(Debug)]
+pub struct TestRun {
+    /// The streams, in protocol order.
+    pub streams: Vec<LiveStream>,
+    ctl: Arc<RunControl>,
+    workers: Vec<Worker>,
+    sampler: Sampler,
+    ticker: Ticker,
+    cpu: CpuMeter,
+    cpu_final: Option<Cpu>,
+    finished: bool,
+}
+
+impl TestRun {
+    /// Marks TEST_START: times, omit and interval schedule start now.
+    pub fn start(
+        streams: Vec<LiveStream>,
+        interval: Option<Duration>,
+        omit: Duration,
+        budget: Option<Budget>,
+    ) -> Self {
+        let now = Instant::now();
+        let sampler = Sampler::new(&streams, now, !omit.is_zero());
+        Self {
+            streams,
+            ctl: Arc::new(RunControl::new(budget)),
+            workers: Vec::new(),
+            sampler,
+            ticker: Ticker::new(now, interval, omit),
+            cpu: CpuMeter::start(),
+            cpu_final: None,
+            finished: false,
+        }
+    }
+
+    /// TEST_RUNNING: one worker thread per stream.
+    pub fn spawn_workers(&mut self, blksize: usize, send: &SendSpec) -> io::Result<()> {
+        for s in &self.streams {
+            self.workers.push(s.spawn(&self.ctl, blksize, send)?);
+        }
+        Ok(())
+    }
+
+    /// When the control loop must wake next for this test.
+    pub fn next_wake(&self) -> Option<Instant> {
+        if self.finished {
+            None
+        } else {
+            self.ticker.next()
+        }
+    }
+
+    /// Handles due ticks at `now`; returns interval reports to print.
+    pub fn tick(&mut self, now: Instant) -> Vec<IntervalInput> {
+        let mut out = Vec::new();
+        if self.finished {
+            return out;
+        }
+        loop {
+            match self.ticker.poll(now) {
+                Due::Nothing => break,
+                Due::Interval => out.push(self.sampler.sample(&self.streams, now)),
+                Due::OmitEnd => {
+                    // An omitted interval that has not been reported closes here.
+                    if now > self.sampler.last_tick() {
+                        out.push(self.sampler.sample(&self.streams, now));
+                    }
+                    self.sampler.end_omit(&self.streams, now);
+                }
+            }
+        }
+        out
+    }
+
+    /// Bytes (sent, received) since the post-omit start.
+    pub fn totals(&self) -> (u64, u64) {
+        self.sampler.totals(&self.streams)
+    }
+
+    /// Whether the omit period is over.
+    pub fn past_omit(&self) -> bool {
+        !self.sampler.omitting()
+    }
+
+    /// Whether every sending worker has returned (its budget is used up).
+    pub fn senders_done(&self) -> bool {
+        self.streams
+            .iter()
+            .zip(&self.workers)
+            .filter(|(s, _)| s.info.sender)
+            .all(|(_, w)| w.finished())
+    }
+
+    /// Whether any stream sends.
+    pub fn has_senders(&self) -> bool {
+        self.streams.iter().any(|s| s.info.sender)
+    }
+
+    /// A worker's failure, if one happened.
+    pub fn worker_error(&self) -> Option<io::Error> {
+        self.ctl.take_error()
+    }
+
+    /// The send budget, if any.
+    pub fn budget_exhausted(&self) -> bool {
+        self.ctl.budget().is_some_and(Budget::exhausted)
+    }
+
+    /// Stops counting: the last sample, then workers are told to stop. Returns the
+    /// final (possibly short) interval. Sockets stay open until [`TestRun::close`].
+    pub fn finish(&mut self, now: Instant) -> Option<IntervalInput> {
+        if self.finished {
+            return None;
+        }
+        self.finished = true;
+        let last =
+            (now > self.sampler.last_tick()).then(|| self.sampler.sample(&self.streams, now));
+        self.ctl.stop();
+        self.cpu_final = Some(self.cpu.read());
+        last
+    }
+
+    /// Waits up to `grace` for senders to finish their last block (they were told
+    /// to stop by [`TestRun::finish`]).
+    pub fn wait_senders(&self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        while !self.senders_done() && Instant::now() < deadline {
+            // Workers finish one block at most; polling briefly beats a condvar here.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Waits up to `grace` for senders, then shuts every socket and joins all workers.
+    pub fn close(&mut self, grace: Duration) {
+        self.wait_senders(grace);
+        crate::streams::stop_all(&self.streams, std::mem::take(&mut self.workers));
+    }
+
+    fn cpu(&self) -> Cpu {
+        self.cpu_final.unwrap_or_else(|| self.cpu.read())
+    }
+
+    /// Whether this side is a TCP sender with retransmit counters.
+    pub fn has_retransmits(&self) -> bool {
+        self.streams.iter().any(|s| s.tcp_info().is_some())
+    }
+
+    /// This side's results document for the exchange.
+    pub fn results(&self, congestion: Option<String>) -> TestResults {
+        let cpu = self.cpu();
+        let finals = self.sampler.finals(&self.streams);
+        let sender_has_retransmits = if !self.has_senders() {
+            -1
+        } else if self.has_retransmits() {
+            1
+        } else {
+            0
+        };
+        let streams = self
+            .streams
+            .iter()
+            .zip(&finals)
+            .map(|(s, f)| {
+                let udp = f.udp.unwrap_or_default();
+                StreamResult {
+                    id: s.info.id as i32,
+                    bytes: f.bytes,
+                    retransmits: f.tcp.map_or(-1, |t| t.retransmits as i64),
+                    jitter: udp.jitter,
+                    errors: udp.lost,
+                    omitted_errors: Some(udp.omitted_lost),
+                    packets: udp.packets,
+                    omitted_packets: Some(udp.omitted_packets),
+                    start_time: 0.0,
+                    end_time: f.duration,
+                }
+            })
+            .collect();
+        TestResults {
+            cpu_util_total: cpu.total,
+            cpu_util_user: cpu.user,
+            cpu_util_system: cpu.system,
+            sender_has_retransmits,
+            congestion_used: congestion,
+            server_output_json: None,
+            server_output_text: None,
+            streams,
+        }
+    }
+
+    /// The report's end input, with the peer's results when known.
+    pub fn final_input(
+        &self,
+        congestion: Option<String>,
+        peer: Option<&TestResults>,
+    ) -> FinalInput {
+        FinalInput {
+            streams: self.sampler.finals(&self.streams),
+            cpu: self.cpu(),
+            congestion,
+            has_retransmits: self.has_retransmits(),
+            peer: peer.map(peer_summary),
+        }
+    }
+}
+
+/// The peer's results, as the report reads them.
+pub fn peer_summary(r: &TestResults) -> PeerSummary {
+    PeerSummary {
+        cpu: Cpu {
+            total: r.cpu_util_total,
+            user: r.cpu_util_user,
+            system: r.cpu_util_system,
+        },
+        sender_has_retransmits: r.sender_has_retransmits,
+        congestion: r.congestion_used.clone(),
+        streams: r
+            .streams
+            .iter()
+            .map(|s| PeerStream {
+                id: s.id as u32,
+                bytes: s.bytes,
+                retransmits: s.retransmits,
+                jitter: s.jitter,
+                errors: s.errors,
+                omitted_errors: s.omitted_errors,
+                packets: s.packets,
+                omitted_packets: s.omitted_packets,
+                duration: Some(s.end_time - s.start_time),
+            })
+            .collect(),
+    }
+}
