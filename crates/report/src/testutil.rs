@@ -23,7 +23,6 @@ pub(crate) fn test_info(side: Side, protocol: Proto) -> TestInfo {
     }
 }
 
-#[allow(dead_code)]
 pub(crate) fn stream(socket: i32, id: u32, sender: bool, local: &str, remote: &str) -> StreamInfo {
     StreamInfo {
         socket,
@@ -32,4 +31,73 @@ pub(crate) fn stream(socket: i32, id: u32, sender: bool, local: &str, remote: &s
         local: local.parse().unwrap(),
         remote: remote.parse().unwrap(),
     }
+}
+
+use crate::input::{MssInfo, StartInfo};
+use crate::{ReportOptions, Reporter};
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
+
+/// A writer whose bytes the test can read back.
+#[derive(Clone, Default)]
+pub(crate) struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Shared {
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+impl Write for Shared {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+pub(crate) const VERSION: &str = "iperf 3.21+";
+pub(crate) const UNAME: &str = "Linux vm 6.18.44-fc-v595 #1 SMP PREEMPT_DYNAMIC @0 x86_64";
+
+/// A reporter writing into buffers: (reporter, stdout, stderr).
+pub(crate) fn reporter(
+    opts: impl FnOnce(&mut ReportOptions),
+    side: Side,
+) -> (Reporter, Shared, Shared) {
+    let mut o = ReportOptions::new(side, VERSION, UNAME);
+    opts(&mut o);
+    let (out, err) = (Shared::default(), Shared::default());
+    (
+        Reporter::new(o, Box::new(out.clone()), Box::new(err.clone())),
+        out,
+        err,
+    )
+}
+
+pub(crate) fn start_info(side: Side, tcp: bool) -> StartInfo {
+    StartInfo {
+        version: VERSION.into(),
+        system_info: UNAME.into(),
+        timestamp_millis: 1_795_236_827_254,
+        connecting_to: (side == Side::Client).then(|| ("127.0.0.1".to_string(), 27911)),
+        accepted_connection: (side == Side::Server).then(|| "127.0.0.1:41188".parse().unwrap()),
+        cookie: "yys3vtkxwb6ffuu6vtmbwsixxjlwweqwngq6".into(),
+        tcp_mss: tcp.then_some(MssInfo::Default(if side == Side::Client {
+            32768
+        } else {
+            0
+        })),
+        sock_bufsize: 0,
+        sndbuf_actual: 16384,
+        rcvbuf_actual: 131072,
+    }
+}
+
+pub(crate) fn fixture(name: &str) -> String {
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/iperf-3.21")
+        .join(name);
+    std::fs::read_to_string(p).unwrap()
 }
