@@ -86,8 +86,8 @@ fn is_transient(e: &io::Error) -> bool {
 }
 
 /// Receives datagrams, counting bytes and updating `stats`, until the socket is
-/// shut down or the run stops. Datagrams too short for a header count as bytes
-/// only; the socket is connected, so strangers' datagrams never arrive here.
+/// shut down or the run stops. Datagrams too short for a header are ignored; the
+/// socket is connected, so strangers' datagrams never arrive here.
 pub fn recv_loop(
     sock: &UdpSocket,
     len: usize,
@@ -121,11 +121,13 @@ pub fn recv_loop(
             Err(e) => return Err(e),
         };
         let now = rperf3_sys::clock::monotonic();
+        // Too short for a header (a stray handshake datagram): not test data.
+        let Some(h) = UdpHeader::decode(&buf[..n], counters_64bit) else {
+            continue;
+        };
         counters.add(n as u64);
-        if let Some(h) = UdpHeader::decode(&buf[..n], counters_64bit) {
-            let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
-            s.on_datagram(h.seq, h.sec, h.usec, now, n);
-        }
+        let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
+        s.on_datagram(h.seq, h.sec, h.usec, now, n);
     }
     Ok(())
 }
