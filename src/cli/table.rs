@@ -568,4 +568,14 @@ mod tests {
         );
         assert!(t.contains(r"| `--dscp` | `N\|name` | client | not yet |"));
     }
+
+    #[test]
+    fn readme_option_table_matches_the_parser() {
+        let readme = include_str!("../../README.md");
+        let t = status_table_markdown();
+        assert!(
+            readme.contains(&t),
+            "README.md's option table is stale; replace it with:\n{t}"
+        );
+    }
 }
