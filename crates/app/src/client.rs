@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use rperf3_engine::budget::{Budget, BudgetUnit};
+use rperf3_engine::counters::CounterSnapshot;
 use rperf3_proto::*;
 use rperf3_report::input::{MssInfo, Side, StartInfo};
 use rperf3_report::{Reporter, ServerOutput};
@@ -297,15 +298,19 @@ impl Client<'_> {
     ) -> Result<(), Stop> {
         let run = self.run.as_mut().expect("streams exist at TEST_RUNNING");
         let test_end = match self.cc.end {
-            EndCondition::Time(t) => Some(
+            // -t 0: no time limit, as iperf3.
+            EndCondition::Time(t) if t > 0 => Some(
                 Instant::now() + Duration::from_secs(u64::from(t) + self.params.omit.max(0) as u64),
             ),
             _ => None,
         };
         let limit = match self.cc.end {
-            EndCondition::Bytes(n) | EndCondition::Blocks(n) => Some(n),
+            EndCondition::Bytes(n) => Some((n, false)),
+            EndCondition::Blocks(n) => Some((n, true)),
             EndCondition::Time(_) => None,
         };
+        // A client that only receives (-R) gives up after --rcv-timeout of silence.
+        let mut last_rx = (0u64, Instant::now());
         loop {
             let now = Instant::now();
             if let Some(e) = run.worker_error() {
@@ -316,13 +321,21 @@ impl Client<'_> {
                 };
                 return Err(Stop::Error(io_err(code, &e)));
             }
+            let (sent, recv) = run.totals();
+            if recv.bytes != last_rx.0 {
+                last_rx = (recv.bytes, now);
+            } else if !run.has_senders() && now - last_rx.1 >= self.common.rcv_timeout {
+                return Err(Stop::Error(IperfError::new(IE_NO_MSG)));
+            }
             let done = match (test_end, limit) {
                 (Some(t), _) => now >= t,
-                (None, Some(n)) => {
-                    let (sent, recv) = run.totals();
+                (None, Some((n, blocks))) => {
+                    let pick = |c: CounterSnapshot| if blocks { c.blocks } else { c.bytes };
+                    // Senders stop by themselves when the budget is used up; a
+                    // receiving client counts what arrived (iperf3 checks both).
                     (run.has_senders() && run.senders_done() && run.budget_exhausted())
-                        || (!run.has_senders() && recv >= n)
-                        || sent >= n && run.senders_done()
+                        || pick(recv) >= n
+                        || (pick(sent) >= n && run.senders_done())
                 }
                 (None, None) => false,
             };

@@ -161,18 +161,16 @@ impl Sampler {
             .collect()
     }
 
-    /// Bytes moved on all streams since the (post-omit) start, by direction:
+    /// Counters moved on all streams since the (post-omit) start, by direction:
     /// (sent, received).
-    pub fn totals(&self, streams: &[LiveStream]) -> (u64, u64) {
-        let mut sent = 0;
-        let mut recv = 0;
+    pub fn totals(&self, streams: &[LiveStream]) -> (CounterSnapshot, CounterSnapshot) {
+        let mut sent = CounterSnapshot::default();
+        let mut recv = CounterSnapshot::default();
         for (t, s) in self.tracks.iter().zip(streams) {
-            let b = s.counters.snapshot().bytes - t.base.bytes;
-            if s.info.sender {
-                sent += b;
-            } else {
-                recv += b;
-            }
+            let now = s.counters.snapshot();
+            let side = if s.info.sender { &mut sent } else { &mut recv };
+            side.bytes += now.bytes - t.base.bytes;
+            side.blocks += now.blocks - t.base.blocks;
         }
         (sent, recv)
     }

@@ -404,7 +404,7 @@ impl Session {
             if safety.is_some_and(|t| now >= t) {
                 return Err(IperfError::new(IE_SERVER_TEST_DURATION_EXPIRED));
             }
-            let (_, recv) = run.totals();
+            let recv = run.totals().1.bytes;
             if recv != last_rx.0 {
                 last_rx = (recv, now);
             } else if !p.bidirectional

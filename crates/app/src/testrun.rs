@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use rperf3_engine::budget::Budget;
 use rperf3_engine::control::RunControl;
+use rperf3_engine::counters::CounterSnapshot;
 use rperf3_engine::worker::Worker;
 use rperf3_proto::{StreamResult, TestResults};
 use rperf3_report::input::{Cpu, FinalInput, IntervalInput, PeerStream, PeerSummary};
@@ -92,8 +93,8 @@ impl TestRun {
         out
     }
 
-    /// Bytes (sent, received) since the post-omit start.
-    pub fn totals(&self) -> (u64, u64) {
+    /// Counters (sent, received) since the post-omit start.
+    pub fn totals(&self) -> (CounterSnapshot, CounterSnapshot) {
         self.sampler.totals(&self.streams)
     }
 
