@@ -163,6 +163,9 @@ pub enum SampleExtra {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StreamSample {
     /// Seconds from the stream's (post-omit) start to the interval start.
+    /// Negative when the interval began before the omit-period reset (the
+    /// first interval after `-O`): iperf3 prints the magnitude and still counts
+    /// the whole interval in `seconds`.
     pub start: f64,
     /// Seconds from the stream's (post-omit) start to the interval end.
     pub end: f64,

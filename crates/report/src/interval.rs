@@ -21,11 +21,13 @@ pub fn should_report(iv: &IntervalInput, interval: f64) -> bool {
 }
 
 /// Start, end and the f32 `seconds` of a sample, at microsecond resolution.
+/// An interval that began before the omit reset has a negative start: iperf3
+/// shows its magnitude but counts the whole interval in `seconds`.
 fn times(s: &StreamSample) -> (f64, f64, f64) {
     let start = usec(s.start);
     let end = usec(s.end);
     let seconds = f64::from((end - start) as f32);
-    (start, end, seconds)
+    (start.abs(), end, seconds)
 }
 
 fn loss(jitter_s: f64, lost: i64, packets: i64) -> UdpLoss {

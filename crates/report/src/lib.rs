@@ -19,6 +19,8 @@ pub mod text;
 pub mod units;
 
 #[cfg(test)]
+mod golden_json;
+#[cfg(test)]
 mod golden_text;
 #[cfg(test)]
 mod testutil;

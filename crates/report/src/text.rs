@@ -421,7 +421,7 @@ impl EndCtx<'_> {
                 }
             }
             Some(u) => {
-                if !(self.server && !g.sender) {
+                if !self.server || g.sender {
                     let f = &g.sum_sent;
                     let head = lead(
                         "SUM",
