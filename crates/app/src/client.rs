@@ -454,6 +454,8 @@ impl Client<'_> {
     }
 }
 
+/// The resolver's own message (gai_strerror), as iperf3 prints it.
 fn gai_text(e: &std::io::Error) -> String {
-    e.to_string()
+    let s = e.to_string();
+    s.strip_prefix("failed to lookup address information: ").unwrap_or(&s).to_string()
 }

@@ -126,7 +126,7 @@ fn start_session(
     let link = Arc::new(SessionLink::default());
     let (tx, rx) = mpsc::channel();
     let (stop_rx, stop_tx) = Interrupt::pair()?;
-    let session = Session::new(conn, peer, rep, common.clone(), link.clone(), rx, stop_rx);
+    let session = Session::new(conn, peer, rep, common.clone(), link.clone(), rx, stop_rx)?;
     let thread = std::thread::Builder::new()
         .name("session".into())
         .spawn(move || session.run())?;

@@ -67,7 +67,8 @@ enum End {
 }
 
 impl Session {
-    /// A session for an accepted control connection.
+    /// A session for an accepted control connection (fails only if the socket
+    /// is already unusable).
     pub fn new(
         conn: TcpStream,
         peer: SocketAddr,
@@ -76,9 +77,9 @@ impl Session {
         link: Arc<SessionLink>,
         incoming: Receiver<TcpStream>,
         stop: Interrupt,
-    ) -> Self {
-        let ctrl = Ctrl::new(conn).expect("setting TCP_NODELAY on an accepted socket");
-        Self {
+    ) -> std::io::Result<Self> {
+        let ctrl = Ctrl::new(conn)?;
+        Ok(Self {
             ctrl,
             peer: rperf3_sys::net::unmap(peer),
             rep,
@@ -91,7 +92,7 @@ impl Session {
             run: None,
             params: None,
             reported_end: false,
-        }
+        })
     }
 
     /// Runs the session to its end. Returns whether it counts as a test (for `-1`).
