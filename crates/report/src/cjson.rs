@@ -151,6 +151,18 @@ mod tests {
         assert_eq!(number(-1.0), "-1");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn numbers_read_back_as_cjson_promises(d in proptest::num::f64::NORMAL | proptest::num::f64::ZERO) {
+            let s = number(d);
+            let back: f64 = s.parse().unwrap();
+            proptest::prop_assert!(close(back, d) || back == d, "{} -> {}", d, s);
+            if d.fract() == 0.0 && d.abs() < 2e9 {
+                proptest::prop_assert!(!s.contains(['.', 'e']), "{}", s);
+            }
+        }
+    }
+
     #[test]
     fn pretty_layout() {
         let v = json!({"a": [], "b": {}, "c": [{"x": 1}, {"y": "s"}], "d": true});

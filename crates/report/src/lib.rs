@@ -21,6 +21,8 @@ pub mod units;
 #[cfg(test)]
 mod golden_json;
 #[cfg(test)]
+mod golden_replay;
+#[cfg(test)]
 mod golden_text;
 #[cfg(test)]
 mod testutil;

@@ -59,6 +59,16 @@ pub fn format_units(bytes: f64, format: char) -> String {
         (BYTE_SCALE[conv], BYTE_LABELS[conv])
     };
     n *= scale;
+    if !n.is_finite() {
+        // glibc spells these "nan", "-nan", "inf" in the same four columns.
+        let word = match (n.is_nan(), n.is_sign_negative()) {
+            (true, true) => "-nan",
+            (true, false) => "nan",
+            (false, true) => "-inf",
+            (false, false) => "inf",
+        };
+        return format!("{word:>4} {label}");
+    }
     let digits = if n < 9.995 {
         2
     } else if n < 99.95 {
@@ -94,6 +104,12 @@ mod tests {
         assert_eq!(rate(0.0, 'a'), "0.00 bits/sec");
         assert_eq!(transfer(0.0), "0.00 Bytes");
         assert_eq!(rate(996_000.0 / 8.0, 'a'), " 996 Kbits/sec");
+    }
+
+    #[test]
+    fn non_finite_rates_print_like_glibc() {
+        assert_eq!(format_units(f64::INFINITY, 'a'), " inf Tbit");
+        assert_eq!(format_units(f64::NAN, 'a'), " nan bit");
     }
 
     #[test]
