@@ -25,6 +25,8 @@ mod golden_replay;
 #[cfg(test)]
 mod golden_text;
 #[cfg(test)]
+mod golden_text_udp;
+#[cfg(test)]
 mod testutil;
 
 pub use reporter::{ReportOptions, Reporter, ServerOutput};

@@ -461,3 +461,83 @@ impl Reporter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{Proto, SampleExtra, StreamSample};
+    use crate::testutil::{reporter, start_info, stream, test_info};
+
+    fn sample() -> IntervalInput {
+        IntervalInput {
+            streams: vec![StreamSample {
+                start: 0.0,
+                end: 1.0,
+                bytes: 10,
+                omitted: false,
+                extra: SampleExtra::None,
+            }],
+        }
+    }
+
+    #[test]
+    fn json_stream_server_keeps_intervals_only_for_the_client_copy() {
+        for requested in [false, true] {
+            let (mut r, out, _) = reporter(|o| o.json_stream = true, Side::Server);
+            r.set_server_output_requested(requested);
+            let t = test_info(Side::Server, Proto::Tcp);
+            let si = start_info(Side::Server, true);
+            r.control_connected(&si, &t);
+            r.stream_connected(&stream(5, 1, false, "127.0.0.1:5201", "127.0.0.1:40000"));
+            r.start(&si, &t);
+            r.interval(&sample());
+            let Some(ServerOutput::Json(copy)) = r.server_output_for_peer() else {
+                panic!()
+            };
+            assert_eq!(
+                copy["intervals"].as_array().unwrap().len(),
+                usize::from(requested)
+            );
+            r.finish().unwrap();
+            let events: Vec<Value> = out
+                .text()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            let names: Vec<_> = events
+                .iter()
+                .map(|e| e["event"].as_str().unwrap().to_string())
+                .collect();
+            assert_eq!(names, ["start", "interval", "end"]);
+        }
+    }
+
+    #[test]
+    fn interrupt_reads_as_iperf3_in_both_modes() {
+        let (mut r, out, err) = reporter(|_| {}, Side::Client);
+        r.interrupted("the client has terminated");
+        r.finish().unwrap();
+        assert_eq!(
+            err.text(),
+            "iperf3: interrupt - the client has terminated\n"
+        );
+        assert_eq!(out.text(), "");
+        let (mut r, out, err) = reporter(|o| o.json = true, Side::Client);
+        r.interrupted("the client has terminated");
+        r.warning("something");
+        r.finish().unwrap();
+        let doc: Value = serde_json::from_str(&out.text()).unwrap();
+        assert_eq!(doc["error"], "interrupt - the client has terminated");
+        assert_eq!(err.text(), "warning: something\n");
+    }
+
+    #[test]
+    fn finish_is_idempotent_and_json_ends_with_newline() {
+        let (mut r, out, _) = reporter(|o| o.json = true, Side::Client);
+        r.finish().unwrap();
+        r.finish().unwrap();
+        let text = out.text();
+        assert!(text.ends_with("}\n"));
+        assert_eq!(text.matches("\"start\"").count(), 1);
+    }
+}

@@ -33,7 +33,10 @@ pub(crate) fn stream(socket: i32, id: u32, sender: bool, local: &str, remote: &s
     }
 }
 
-use crate::input::{MssInfo, StartInfo};
+use crate::input::{
+    IntervalInput, MssInfo, PeerStream, SampleExtra, StartInfo, StreamFinal, StreamSample,
+    TcpSample, TcpTotals, UdpRecvSample,
+};
 use crate::{ReportOptions, Reporter};
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
@@ -100,4 +103,99 @@ pub(crate) fn fixture(name: &str) -> String {
         .join("tests/fixtures/iperf-3.21")
         .join(name);
     std::fs::read_to_string(p).unwrap()
+}
+
+pub(crate) fn sample(start: f64, end: f64, bytes: u64, extra: SampleExtra) -> StreamSample {
+    StreamSample {
+        start,
+        end,
+        bytes,
+        omitted: false,
+        extra,
+    }
+}
+
+pub(crate) fn tcp_tx(
+    start: f64,
+    end: f64,
+    bytes: u64,
+    retransmits: u64,
+    snd_cwnd: u64,
+) -> StreamSample {
+    let t = TcpSample {
+        retransmits,
+        snd_cwnd,
+        ..Default::default()
+    };
+    sample(start, end, bytes, SampleExtra::TcpSender(t))
+}
+
+pub(crate) fn plain(start: f64, end: f64, bytes: u64) -> StreamSample {
+    sample(start, end, bytes, SampleExtra::None)
+}
+
+pub(crate) fn udp_tx(start: f64, end: f64, bytes: u64, packets: u64) -> StreamSample {
+    sample(start, end, bytes, SampleExtra::UdpSender { packets })
+}
+
+pub(crate) fn udp_rx(start: f64, end: f64, bytes: u64, jitter: f64, packets: i64) -> StreamSample {
+    let r = UdpRecvSample {
+        jitter,
+        lost: 0,
+        packets,
+        out_of_order: 0,
+    };
+    sample(start, end, bytes, SampleExtra::UdpReceiver(r))
+}
+
+pub(crate) fn fin(bytes: u64, duration: f64) -> StreamFinal {
+    StreamFinal {
+        bytes,
+        duration,
+        tcp: None,
+        udp: None,
+    }
+}
+
+pub(crate) fn tcp_fin(bytes: u64, duration: f64, retransmits: u64) -> StreamFinal {
+    let tcp = TcpTotals {
+        retransmits,
+        ..Default::default()
+    };
+    StreamFinal {
+        tcp: Some(tcp),
+        ..fin(bytes, duration)
+    }
+}
+
+pub(crate) fn peer(id: u32, bytes: u64, retransmits: i64, duration: f64) -> PeerStream {
+    PeerStream {
+        id,
+        bytes,
+        retransmits,
+        duration: Some(duration),
+        ..Default::default()
+    }
+}
+
+pub(crate) fn iv(streams: Vec<StreamSample>) -> IntervalInput {
+    IntervalInput { streams }
+}
+
+pub(crate) fn done(mut r: Reporter, out: &Shared) -> String {
+    r.finish().unwrap();
+    out.text()
+}
+
+pub(crate) fn client_tcp(verbose: bool) -> (Reporter, Shared) {
+    let (r, out, _) = reporter(|o| o.verbose = verbose, Side::Client);
+    (r, out)
+}
+
+pub(crate) fn udp_test(side: Side) -> TestInfo {
+    TestInfo {
+        blksize: 1400,
+        target_bitrate: 1_000_000,
+        ..test_info(side, Proto::Udp)
+    }
 }

@@ -517,3 +517,40 @@ pub fn end(report: &EndReport, fmt: char, verbose: bool) -> Vec<String> {
 pub fn preamble(version: &str, system_info: &str) -> Vec<String> {
     vec![format!("{version}\n"), format!("{system_info}\n")]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{stream, test_info};
+
+    #[test]
+    fn mapped_addresses_print_as_ipv4() {
+        let s = stream(4, 1, true, "[::ffff:10.0.0.1]:5000", "[2001:db8::1]:5201");
+        assert_eq!(
+            stream_connected(&s),
+            "[  4] local 10.0.0.1 port 5000 connected to 2001:db8::1 port 5201\n"
+        );
+    }
+
+    #[test]
+    fn starting_test_names_the_end_condition() {
+        let mut t = test_info(Side::Client, Proto::Udp);
+        t.bytes = 209_715_200;
+        assert_eq!(
+            starting_test(&t),
+            "Starting Test: protocol: UDP, 1 streams, 131072 byte blocks, omitting 0 seconds, 209715200 bytes to send, tos 0\n"
+        );
+        t.bytes = 0;
+        t.blocks = 10;
+        assert!(starting_test(&t).ends_with(", 10 blocks to send, tos 0\n"));
+    }
+
+    #[test]
+    fn loss_counts_print_unsigned_like_iperf3() {
+        assert_eq!(
+            loss_columns(0.0123, -1, 90, -1.1),
+            "  0.012 ms  18446744073709551615/90 (-1.1%)"
+        );
+        assert_eq!(loss_columns(1.5, 1, 1, 100.0), "  1.500 ms  1/1 (1e+02%)");
+    }
+}
