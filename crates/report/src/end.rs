@@ -53,6 +53,8 @@ fn merge(info: &StreamInfo, local: &StreamFinal, peer: Option<&PeerStream>) -> M
             }) => (*op as i64, *oe),
             // An old peer: assume its omitted count equals ours; the loss during
             // the omit period is then unknown (-1) if there was any loss at all.
+            // Without an omit period nothing was omitted (iperf3 would take the
+            // whole loss as omitted and report 0 lost).
             Some(_) if omitted_packets > 0 => (omitted_packets, if cnt_error > 0 { -1 } else { 0 }),
             _ => (0, 0),
         };
@@ -79,7 +81,11 @@ fn merge(info: &StreamInfo, local: &StreamFinal, peer: Option<&PeerStream>) -> M
             omitted_cnt_error: udp.omitted_lost,
             omitted_packet_count: omitted_packets,
             sender_packets: peer.map_or(0, |p| p.packets as i64),
-            sender_omitted: peer.map_or(0, |p| p.omitted_packets.unwrap_or(p.packets) as i64),
+            // An old peer sends no omitted count: assume it equals ours (iperf3
+            // takes the whole count, which makes its sender total read 0).
+            sender_omitted: peer.map_or(0, |p| {
+                p.omitted_packets.map_or(omitted_packets, |o| o as i64)
+            }),
             receiver_packets: packets,
             receiver_omitted: omitted_packets,
             retrans: match peer {
@@ -421,4 +427,95 @@ pub fn to_json(r: &EndReport) -> Value {
         }
     }
     Value::Object(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{Cpu, PeerSummary, Side, UdpTotals};
+    use crate::testutil::{stream, test_info};
+
+    fn udp_receiver_with_old_peer(omitted_local: u64) -> EndReport {
+        let mut t = test_info(Side::Client, Proto::Udp);
+        t.reverse = true;
+        let layout = Layout::new(Side::Client, &t);
+        let streams = [stream(5, 1, false, "127.0.0.1:1", "127.0.0.1:2")];
+        let udp = UdpTotals {
+            packets: 8,
+            omitted_packets: omitted_local,
+            lost: 1,
+            ..Default::default()
+        };
+        let fin = FinalInput {
+            streams: vec![StreamFinal {
+                bytes: 1000,
+                duration: 2.0,
+                tcp: None,
+                udp: Some(udp),
+            }],
+            cpu: Cpu::default(),
+            congestion: None,
+            has_retransmits: false,
+            peer: Some(PeerSummary {
+                streams: vec![PeerStream {
+                    id: 1,
+                    bytes: 1100,
+                    packets: 8,
+                    duration: Some(2.0),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+        };
+        build(&layout, &streams, &fin)
+    }
+
+    #[test]
+    fn old_peer_without_omitted_counts_still_shows_sent_packets() {
+        let r = udp_receiver_with_old_peer(0);
+        let u = r.groups[0].streams[0].udp.unwrap();
+        assert_eq!(u.sender_packets, 8);
+        assert_eq!(u.receiver_lost, Some(1));
+        assert_eq!(r.groups[0].udp.unwrap().sender_packets, 8);
+    }
+
+    #[test]
+    fn reverse_client_takes_bytes_and_sender_time_from_the_peer() {
+        let r = udp_receiver_with_old_peer(0);
+        let s = &r.groups[0].streams[0];
+        assert_eq!(s.sent.bytes, 1100);
+        assert_eq!(s.received.bytes, 1000);
+        assert!(!r.groups[0].sender);
+    }
+
+    #[test]
+    fn server_without_peer_falls_back_to_local_times_and_zero_peer_bytes() {
+        let t = test_info(Side::Server, Proto::Tcp);
+        let layout = Layout::new(Side::Server, &t);
+        let streams = [stream(5, 1, false, "127.0.0.1:1", "127.0.0.1:2")];
+        let fin = FinalInput {
+            streams: vec![StreamFinal {
+                bytes: 5000,
+                duration: 3.002293,
+                tcp: None,
+                udp: None,
+            }],
+            cpu: Cpu {
+                total: 43.36,
+                user: 1.67,
+                system: 41.7,
+            },
+            congestion: Some("bbr".into()),
+            has_retransmits: false,
+            peer: None,
+        };
+        let r = build(&layout, &streams, &fin);
+        let v = to_json(&r);
+        assert_eq!(v["streams"][0]["sender"]["bytes"], 0);
+        assert_eq!(v["streams"][0]["sender"]["end"], 3.002293);
+        assert_eq!(v["sum_received"]["bytes"], 5000);
+        assert_eq!(v["cpu_utilization_percent"]["remote_total"], 0.0);
+        assert!(v.get("sender_tcp_congestion").is_none());
+        assert_eq!(v["receiver_tcp_congestion"], "bbr");
+    }
 }
