@@ -232,7 +232,7 @@ impl Reporter {
         }
     }
 
-    /// A data stream is set up (`start.connected[]`, text "[ ID] local ...").
+    /// A data stream is set up (`start.connected[]`, text `[  4] local ...`).
     /// Streams must be announced in the order the samples will use.
     pub fn stream_connected(&mut self, s: &StreamInfo) {
         self.streams.push(s.clone());
