@@ -374,20 +374,19 @@ impl Client<'_> {
                     Ok((Read0::Eof, _)) => return Err(Stop::Error(IperfError::new(IE_CTRL_CLOSE))),
                     Err(e) => return Err(Stop::Error(io_err(IE_CTRL_READ, &e))),
                 };
-                for ev in evs {
-                    match ev {
+                // During the test the server may only stop it.
+                if let Some(ev) = evs.into_iter().next() {
+                    return Err(match ev {
                         ClientEvent::ServerTerminate => {
                             let _ = ctrl.send(&m.done(), IE_SEND_MESSAGE);
-                            return Err(Stop::ServerTerminated);
+                            Stop::ServerTerminated
                         }
                         ClientEvent::ServerError { code, errno } => {
-                            return Err(Stop::Error(IperfError::with_errno(code, errno)))
+                            Stop::Error(IperfError::with_errno(code, errno))
                         }
-                        ClientEvent::AccessDenied => {
-                            return Err(Stop::Error(IperfError::new(IE_ACCESS_DENIED)))
-                        }
-                        _ => return Err(Stop::Error(IperfError::new(IE_MESSAGE))),
-                    }
+                        ClientEvent::AccessDenied => Stop::Error(IperfError::new(IE_ACCESS_DENIED)),
+                        _ => Stop::Error(IperfError::new(IE_MESSAGE)),
+                    });
                 }
             }
         }
@@ -457,5 +456,7 @@ impl Client<'_> {
 /// The resolver's own message (gai_strerror), as iperf3 prints it.
 fn gai_text(e: &std::io::Error) -> String {
     let s = e.to_string();
-    s.strip_prefix("failed to lookup address information: ").unwrap_or(&s).to_string()
+    s.strip_prefix("failed to lookup address information: ")
+        .unwrap_or(&s)
+        .to_string()
 }
