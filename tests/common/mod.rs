@@ -1,0 +1,440 @@
+//! The one harness every binary test uses: the binary's path, port allocation,
+//! server guards that are killed on drop, and clients with a hard timeout.
+//!
+//! Processes run with piped stdout/stderr read by background threads, so a test
+//! can wait for a line to appear (an event) instead of sleeping, and every
+//! failure message can show what each program printed.
+// Each test binary uses a different part of the harness, and its `pub` items are
+// the interface those binaries share.
+#![allow(dead_code, unreachable_pub)]
+
+pub mod json;
+
+use std::io::Read;
+use std::net::{TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+pub use nix::sys::signal::Signal;
+
+/// Default hard limit for one short (`-t 1`/`-t 2`) client run.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a server may take to start listening.
+const LISTEN_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The binary under test.
+pub fn rperf3() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_rperf3"))
+}
+
+/// Where tests may write files (log files); cargo provides it per target dir.
+pub fn scratch_file(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let n = SCRATCH.fetch_add(1, Ordering::SeqCst);
+    let path = dir.join(format!("{}-{}-{name}", std::process::id(), n));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+static SCRATCH: AtomicU32 = AtomicU32::new(0);
+
+/// A port nobody else uses: outside the kernel's ephemeral range (so client
+/// sockets never hold it), a per-process starting point (so concurrent test
+/// processes start far apart), a process-wide counter (so parallel tests in one
+/// process never get the same one), and a bind check for TCP and UDP.
+pub fn free_port() -> u16 {
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000; // 20000..32000, below 32768 (ip_local_port_range)
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let base = (std::process::id().wrapping_mul(2654435761) >> 7) % SPAN;
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let port = (LOW + (base + n) % SPAN) as u16;
+        if port_is_free(port) {
+            return port;
+        }
+    }
+    panic!("no free port in {LOW}..{}", LOW + SPAN);
+}
+
+fn port_is_free(port: u16) -> bool {
+    let tcp = TcpListener::bind(("::", port)).or_else(|_| TcpListener::bind(("0.0.0.0", port)));
+    let udp = UdpSocket::bind(("::", port)).or_else(|_| UdpSocket::bind(("0.0.0.0", port)));
+    tcp.is_ok() && udp.is_ok()
+}
+
+/// True when `tool` can be run. Missing: a panic when `CI=true` (the CI machine
+/// must have it), else a note on stderr and `false` so the caller skips.
+pub fn require_tool(tool: &str) -> bool {
+    let found = Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if found {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{tool} is required in CI");
+    }
+    eprintln!("note: {tool} not found, skipping this test");
+    false
+}
+
+/// Everything one program printed, read as it arrives.
+#[derive(Default)]
+struct Captured {
+    buf: Mutex<(Vec<u8>, bool)>, // (bytes so far, end of file seen)
+    grew: Condvar,
+}
+
+impl Captured {
+    fn pump(self: Arc<Self>, mut from: impl Read + Send + 'static) {
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            loop {
+                let n = from.read(&mut chunk).unwrap_or(0);
+                let mut g = self.buf.lock().unwrap();
+                if n == 0 {
+                    g.1 = true;
+                } else {
+                    g.0.extend_from_slice(&chunk[..n]);
+                }
+                self.grew.notify_all();
+                if n == 0 {
+                    return;
+                }
+            }
+        });
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.buf.lock().unwrap().0).into_owned()
+    }
+
+    /// Waits until `pred` holds for the text so far; false on deadline or EOF
+    /// without it.
+    fn wait_for(&self, deadline: Instant, pred: impl Fn(&str) -> bool) -> bool {
+        let mut g = self.buf.lock().unwrap();
+        loop {
+            if pred(&String::from_utf8_lossy(&g.0)) {
+                return true;
+            }
+            let now = Instant::now();
+            if g.1 || now >= deadline {
+                return false;
+            }
+            g = self.grew.wait_timeout(g, deadline - now).unwrap().0;
+        }
+    }
+
+    fn wait_eof(&self, deadline: Instant) -> bool {
+        let mut g = self.buf.lock().unwrap();
+        while !g.1 {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            g = self.grew.wait_timeout(g, deadline - now).unwrap().0;
+        }
+        true
+    }
+}
+
+/// What a finished program printed and how it ended.
+#[derive(Debug)]
+pub struct Output {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub cmdline: String,
+}
+
+impl Output {
+    /// Exit code (None when killed by a signal).
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Panics with everything printed unless the exit status is 0.
+    pub fn assert_ok(&self) -> &Self {
+        assert!(self.status.success(), "expected success:\n{self}");
+        self
+    }
+
+    /// The whole of stdout as one JSON document.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{self}"))
+    }
+}
+
+impl std::fmt::Display for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "$ {}\nstatus: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.cmdline, self.status, self.stdout, self.stderr
+        )
+    }
+}
+
+/// A running program with captured output; killed if dropped unfinished.
+pub struct Proc {
+    child: Option<Child>,
+    out: Arc<Captured>,
+    err: Arc<Captured>,
+    cmdline: String,
+}
+
+impl Proc {
+    pub fn spawn<S: AsRef<str>>(program: impl AsRef<Path>, args: &[S]) -> Proc {
+        let program = program.as_ref();
+        let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+        let cmdline = format!("{} {}", program.display(), args.join(" "));
+        let mut child = Command::new(program)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
+        let out = Arc::new(Captured::default());
+        let err = Arc::new(Captured::default());
+        out.clone().pump(child.stdout.take().expect("piped"));
+        err.clone().pump(child.stderr.take().expect("piped"));
+        Proc {
+            child: Some(child),
+            out,
+            err,
+            cmdline,
+        }
+    }
+
+    pub fn pid(&self) -> nix::unistd::Pid {
+        let id = self.child.as_ref().expect("running").id();
+        nix::unistd::Pid::from_raw(id as i32)
+    }
+
+    pub fn stdout(&self) -> String {
+        self.out.text()
+    }
+
+    pub fn stderr(&self) -> String {
+        self.err.text()
+    }
+
+    /// Waits (up to `timeout`) for `needle` in stdout.
+    pub fn wait_stdout(&self, needle: &str, timeout: Duration) -> bool {
+        self.out
+            .wait_for(Instant::now() + timeout, |s| s.contains(needle))
+    }
+
+    /// Waits (up to `timeout`) for `needle` in stderr.
+    pub fn wait_stderr(&self, needle: &str, timeout: Duration) -> bool {
+        self.err
+            .wait_for(Instant::now() + timeout, |s| s.contains(needle))
+    }
+
+    /// Waits (up to `timeout`) until stdout satisfies `pred`.
+    pub fn wait_stdout_until(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
+        self.out.wait_for(Instant::now() + timeout, pred)
+    }
+
+    pub fn signal(&self, sig: Signal) {
+        nix::sys::signal::kill(self.pid(), sig)
+            .unwrap_or_else(|e| panic!("kill({sig}) {}: {e}", self.cmdline));
+    }
+
+    /// Still running (not exited)?
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// Waits for the program to end; kills it and fails the test after `timeout`.
+    pub fn finish(mut self, timeout: Duration) -> Output {
+        let deadline = Instant::now() + timeout;
+        // Both pipes close when the program exits: an event, not a poll.
+        let ended = self.out.wait_eof(deadline) && self.err.wait_eof(deadline);
+        if !ended {
+            self.kill();
+            let partial = self.collect();
+            panic!("timed out after {timeout:?}, killed:\n{partial}");
+        }
+        self.collect()
+    }
+
+    fn kill(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+        }
+    }
+
+    fn collect(&mut self) -> Output {
+        let mut child = self.child.take().expect("collected once");
+        let status = child.wait().expect("wait");
+        let far = Instant::now() + Duration::from_secs(5);
+        self.out.wait_eof(far);
+        self.err.wait_eof(far);
+        Output {
+            status,
+            stdout: self.out.text(),
+            stderr: self.err.text(),
+            cmdline: self.cmdline.clone(),
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.kill();
+            let out = self.collect();
+            if std::thread::panicking() {
+                eprintln!("=== output of a program still running at the failure ===\n{out}");
+            }
+        }
+    }
+}
+
+/// A server on a free port, killed when dropped.
+pub struct Server {
+    pub port: u16,
+    proc: Option<Proc>,
+}
+
+impl Server {
+    /// `rperf3 -s -p PORT args...`
+    pub fn start(args: &[&str]) -> Server {
+        Self::start_program(&rperf3(), args)
+    }
+
+    /// `iperf3 -s -p PORT args...` (call `require_tool("iperf3")` first).
+    pub fn start_iperf3(args: &[&str]) -> Server {
+        Self::start_program(Path::new("iperf3"), args)
+    }
+
+    pub fn start_program(program: &Path, args: &[&str]) -> Server {
+        let port = free_port();
+        let p = port.to_string();
+        let mut all = vec!["-s", "-p", &p];
+        all.extend_from_slice(args);
+        let mut proc = Proc::spawn(program, &all);
+        wait_listening(&mut proc, port);
+        Server {
+            port,
+            proc: Some(proc),
+        }
+    }
+
+    pub fn proc(&self) -> &Proc {
+        self.proc.as_ref().expect("running")
+    }
+
+    pub fn stdout(&self) -> String {
+        self.proc().stdout()
+    }
+
+    pub fn stderr(&self) -> String {
+        self.proc().stderr()
+    }
+
+    pub fn signal(&self, sig: Signal) {
+        self.proc().signal(sig)
+    }
+
+    /// Client arguments aimed at this server: `-c 127.0.0.1 -p PORT extra...`.
+    pub fn args(&self, extra: &[&str]) -> Vec<String> {
+        let mut v = vec![
+            "-c".to_string(),
+            "127.0.0.1".to_string(),
+            "-p".to_string(),
+            self.port.to_string(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    }
+
+    /// Runs `rperf3 -c` against this server.
+    pub fn client(&self, extra: &[&str]) -> Output {
+        run_client(&self.args(extra), CLIENT_TIMEOUT)
+    }
+
+    /// Starts `rperf3 -c` against this server without waiting.
+    pub fn spawn_client(&self, extra: &[&str]) -> Proc {
+        Proc::spawn(rperf3(), &self.args(extra))
+    }
+
+    /// Waits until a text-mode server has printed its "Server listening" banner
+    /// `n` times: the n-th banner comes once the (n-1)-th session is over and
+    /// the server is back to listening.
+    pub fn wait_banners(&self, n: usize, timeout: Duration) -> bool {
+        self.proc()
+            .wait_stdout_until(timeout, |s| s.matches("Server listening on").count() >= n)
+    }
+
+    /// Waits for the server to exit by itself (`-1`, signals).
+    pub fn wait_exit(mut self, timeout: Duration) -> Output {
+        self.proc.take().expect("running").finish(timeout)
+    }
+
+    /// Stops the server and returns what it printed.
+    pub fn stop(mut self) -> Output {
+        let mut p = self.proc.take().expect("running");
+        p.kill();
+        p.collect()
+    }
+}
+
+/// Readiness without connecting: a probe connection would itself be a control
+/// connection (an iperf3 `-1` server takes it as its one test, and both log an
+/// error), so look for the listening socket in the kernel's table instead.
+fn wait_listening(proc: &mut Proc, port: u16) {
+    let deadline = Instant::now() + LISTEN_DEADLINE;
+    while !is_listening(port) {
+        if !proc.is_running() {
+            let out = proc.collect();
+            panic!("server exited before listening:\n{out}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "server not listening on {port} after {LISTEN_DEADLINE:?}:\n{}\n{}",
+            proc.stdout(),
+            proc.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Is there a TCP socket in LISTEN state (0A) on `port`?
+pub fn is_listening(port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let mut it = l.split_whitespace();
+                let local = it.nth(1).unwrap_or("");
+                let state = it.nth(1).unwrap_or("");
+                local.ends_with(&want) && state == "0A"
+            })
+        })
+    })
+}
+
+/// Runs `rperf3 args...` to the end; kills it and fails the test after `timeout`.
+pub fn run_client<S: AsRef<str>>(args: &[S], timeout: Duration) -> Output {
+    Proc::spawn(rperf3(), args).finish(timeout)
+}
+
+/// Runs any program to the end with a hard timeout.
+pub fn run_program<S: AsRef<str>>(
+    program: impl AsRef<Path>,
+    args: &[S],
+    timeout: Duration,
+) -> Output {
+    Proc::spawn(program, args).finish(timeout)
+}
