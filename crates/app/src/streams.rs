@@ -179,9 +179,11 @@ impl LiveStream {
                 let s = s.clone();
                 if self.info.sender {
                     let buf = rperf3_engine::payload::make(send.blksize, send.repeating);
+                    // Zero-copy sends when the OS allows; plain writes otherwise.
+                    let file = rperf3_sys::zerocopy::PayloadFile::new(&buf).ok();
                     let pacer = send.pacer;
                     Worker::spawn(name, ctl.clone(), move |c| {
-                        rperf3_engine::tcp::send_loop(&s, &buf, pacer, c, &counters)
+                        rperf3_engine::tcp::send_loop(&s, &buf, file.as_ref(), pacer, c, &counters)
                     })
                 } else {
                     Worker::spawn(name, ctl.clone(), move |c| {

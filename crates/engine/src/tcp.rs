@@ -7,11 +7,15 @@ use std::time::Instant;
 use crate::control::RunControl;
 use crate::counters::StreamCounters;
 use crate::pacing::Pacer;
+use rperf3_sys::zerocopy::PayloadFile;
 
-/// Sends `buf`-sized blocks until stopped or the budget is used up.
+/// Sends `buf`-sized blocks until stopped or the budget is used up. With `file`
+/// (the same payload in a memfd), blocks go out with sendfile: the kernel takes
+/// page references instead of copying the buffer each time.
 pub fn send_loop(
     mut sock: &TcpStream,
     buf: &[u8],
+    file: Option<&PayloadFile>,
     pacer: Option<Pacer>,
     ctl: &RunControl,
     counters: &StreamCounters,
@@ -35,7 +39,11 @@ pub fn send_loop(
         }
         let mut off = 0;
         while off < n {
-            match sock.write(&buf[off..n]) {
+            let r = match file {
+                Some(f) => f.send(sock, off, n),
+                None => sock.write(&buf[off..n]),
+            };
+            match r {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(k) => off += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -85,11 +93,29 @@ mod tests {
         let h = std::thread::spawn(move || recv_loop(&rx, 1000, &c2, &r2));
         let ctl = RunControl::new(Some(Budget::new(BudgetUnit::Bytes, 123_456)));
         let sc = StreamCounters::default();
-        send_loop(&tx, &[7u8; 10_000], None, &ctl, &sc).unwrap();
+        send_loop(&tx, &[7u8; 10_000], None, None, &ctl, &sc).unwrap();
         tx.shutdown(Shutdown::Write).unwrap();
         h.join().unwrap().unwrap();
         assert_eq!(sc.snapshot().bytes, 123_456);
         assert_eq!(rc.snapshot().bytes, 123_456);
+    }
+
+    #[test]
+    fn sendfile_path_sends_the_same_bytes() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let tx = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut rx, _) = l.accept().unwrap();
+        let payload: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
+        let f = PayloadFile::new(&payload).unwrap();
+        let ctl = RunControl::new(Some(Budget::new(BudgetUnit::Bytes, 10_000)));
+        let sc = StreamCounters::default();
+        send_loop(&tx, &payload, Some(&f), None, &ctl, &sc).unwrap();
+        tx.shutdown(Shutdown::Write).unwrap();
+        let mut got = Vec::new();
+        rx.read_to_end(&mut got).unwrap();
+        assert_eq!(got.len(), 10_000);
+        assert_eq!(&got[..4096], &payload[..]);
+        assert_eq!(&got[8192..], &payload[..10_000 - 8192]);
     }
 
     #[test]
@@ -102,7 +128,14 @@ mod tests {
         let (c2, s2) = (ctl.clone(), sc.clone());
         // 8 Mbit/s = 1 MB/s; after ~200 ms about 200 kB (+ one block).
         let h = std::thread::spawn(move || {
-            send_loop(&tx, &[0u8; 1000], Some(Pacer::new(8_000_000)), &c2, &s2)
+            send_loop(
+                &tx,
+                &[0u8; 1000],
+                None,
+                Some(Pacer::new(8_000_000)),
+                &c2,
+                &s2,
+            )
         });
         let sink = std::thread::spawn(move || {
             let mut b = [0u8; 65536];

@@ -17,3 +17,4 @@ pub mod sockopt;
 pub mod system;
 pub mod tcp_info;
 pub mod time;
+pub mod zerocopy;
