@@ -1,0 +1,476 @@
+//! Ground truth for rperf3's figures: traffic crosses a veth pair between two
+//! private network namespaces, where the kernel enforces a known rate (a tbf
+//! shaper) or drops a counted set of datagrams (an iptables rule), and rperf3's
+//! JSON reports must agree with what the kernel did.
+//!
+//! Needs root, `ip`, `tc` (tbf) and `iptables` (statistic, u32, length); see
+//! `netns/mod.rs` for what happens when they are missing.
+
+mod netns;
+
+use std::time::Duration;
+
+use netns::{count, json_doc, num, with_retries, Attempt, Pair, Side, DEV, ETH_HEADER, PORT};
+
+const SHAPER_RATE: f64 = 100e6;
+/// UDP payload per datagram in the UDP tests.
+const UDP_LEN: u32 = 1400;
+/// UDP + IPv4 headers: the IP packet of a datagram is `UDP_LEN + 28` bytes.
+const UDP_IP_HEADERS: u32 = 8 + 20;
+const RUN_TIMEOUT: Duration = Duration::from_secs(25);
+
+/// (sender, receiver) of the test data.
+fn roles(reverse: bool) -> (Side, Side) {
+    if reverse {
+        (Side::Server, Side::Client)
+    } else {
+        (Side::Client, Side::Server)
+    }
+}
+
+/// Signed relative difference of `measured` from `expected`.
+fn rel(measured: f64, expected: f64) -> f64 {
+    (measured - expected) / expected
+}
+
+/// Runs the client with `args` against a fresh one-test server; returns
+/// (client document, server document).
+fn run_test(pair: &Pair, args: &[&str]) -> (serde_json::Value, serde_json::Value) {
+    let server = pair.start_server();
+    let client = pair.spawn_client(args).finish(RUN_TIMEOUT);
+    let server = server.finish(Duration::from_secs(5));
+    (json_doc(&client), json_doc(&server))
+}
+
+/// Checks a rate against what a shaper allows: above the tolerance is
+/// impossible (the kernel never delivers more), so it fails at once; below it
+/// a starved shaper can explain, so it is a disturbed attempt.
+fn rate_check(what: &str, measured: f64, expected: f64, tolerance: f64, ctx: &str) -> Attempt {
+    let off = rel(measured, expected);
+    assert!(
+        off <= tolerance,
+        "{what} = {:.3} Mbit/s is {:.2}% above the {:.3} Mbit/s the shaper allows (limit \
+         {:.0}%)\n{ctx}",
+        measured / 1e6,
+        100.0 * off,
+        expected / 1e6,
+        100.0 * tolerance
+    );
+    if off < -tolerance {
+        return Attempt::Disturbed(format!(
+            "{what} = {:.3} Mbit/s is {:.2}% below the expected {:.3} Mbit/s (limit {:.0}%)\n{ctx}",
+            measured / 1e6,
+            -100.0 * off,
+            expected / 1e6,
+            100.0 * tolerance
+        ));
+    }
+    Attempt::Pass
+}
+
+// ---------------------------------------------------------------- TCP + tbf
+
+/// TCP through a 100 Mbit/s tbf on the sender's egress: the receiver's goodput
+/// is the shaper rate times payload per frame (MSS over MTU + Ethernet header),
+/// with the MSS and MTU read from the kernel's own connection state.
+fn tcp_goodput_through_tbf(reverse: bool) -> Attempt {
+    let Some(pair) = Pair::new() else {
+        return Attempt::Skip;
+    };
+    let (sender, _) = roles(reverse);
+    // Loss-based congestion control keeps the shaper's queue from running
+    // empty (bbr paces at its own estimate). Reno is one a namespace may pick.
+    for side in [Side::Server, Side::Client] {
+        pair.on(
+            side,
+            &["sysctl", "-qw", "net.ipv4.tcp_congestion_control=reno"],
+        );
+    }
+    // 50 ms of queue: after a loss halves the window the queue still holds
+    // enough to keep the link busy. A 64 KB bucket lets the shaper catch up
+    // after its dequeue ran up to 5 ms late; its initial burst falls in the
+    // omitted first second.
+    pair.on(
+        sender,
+        &[
+            "tc", "qdisc", "add", "dev", DEV, "root", "tbf", "rate", "100mbit", "burst", "64kb",
+            "latency", "50ms",
+        ],
+    );
+    let server = pair.start_server();
+    let mut args = vec!["-O", "1", "-t", "4"];
+    if reverse {
+        args.push("-R");
+    }
+    let client = pair.spawn_client(&args);
+    let (mss, pmtu) = pair.tcp_mss_pmtu(sender, Duration::from_secs(3));
+    let client = client.finish(RUN_TIMEOUT);
+    let server = server.finish(Duration::from_secs(5));
+    let (cdoc, sdoc) = (json_doc(&client), json_doc(&server));
+    let rdoc = if reverse { &cdoc } else { &sdoc };
+
+    let expected = SHAPER_RATE * f64::from(mss) / f64::from(pmtu + ETH_HEADER);
+    let measured = num(rdoc, "end.sum_received.bits_per_second");
+    let client_view = num(&cdoc, "end.sum_received.bits_per_second");
+    let sent = num(&cdoc, "end.sum_sent.bits_per_second");
+    let ctx = format!(
+        "TCP tbf 100M reverse={reverse}: receiver {:.3} Mbit/s (client's view {:.3}, sender \
+         {:.3}) vs expected {:.3} = 100 Mbit/s x mss {mss} / (pmtu {pmtu} + {ETH_HEADER})\n\
+         shaper: {}",
+        measured / 1e6,
+        client_view / 1e6,
+        sent / 1e6,
+        expected / 1e6,
+        pair.qdisc_stats(sender)
+    );
+    eprintln!("{ctx}");
+    match rate_check(
+        "receiver's end.sum_received",
+        measured,
+        expected,
+        0.01,
+        &ctx,
+    ) {
+        Attempt::Pass => rate_check(
+            "client's end.sum_received",
+            client_view,
+            expected,
+            0.01,
+            &ctx,
+        ),
+        other => other,
+    }
+}
+
+#[test]
+fn tcp_goodput_matches_tbf_rate() {
+    let _one_at_a_time = netns::serial();
+    with_retries("TCP through tbf", || tcp_goodput_through_tbf(false));
+}
+
+#[test]
+fn tcp_reverse_goodput_matches_tbf_rate() {
+    let _one_at_a_time = netns::serial();
+    with_retries("TCP -R through tbf", || tcp_goodput_through_tbf(true));
+}
+
+// ------------------------------------------------------- UDP + counting rules
+
+/// iptables match for the test's data datagrams only (not the 4-byte UDP
+/// handshake, not the TCP control connection), in the direction of the data.
+fn data_match(reverse: bool) -> Vec<String> {
+    let port = if reverse { "--sport" } else { "--dport" };
+    let ip_len = (UDP_LEN + UDP_IP_HEADERS).to_string();
+    let port_no = PORT.to_string();
+    [
+        "-p", "udp", port, &port_no, "-m", "length", "--length", &ip_len,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// Appends a rule `match + extra` to `chain` in `side`'s namespace.
+fn add_rule(pair: &Pair, side: Side, chain: &str, m: &[String], extra: &[&str]) {
+    let mut a = vec!["iptables", "-A", chain];
+    a.extend(m.iter().map(String::as_str));
+    a.extend_from_slice(extra);
+    pair.on(side, &a);
+}
+
+/// Counting rules: data datagrams entering the sender's IP output (after the
+/// socket accepted them) and passing the receiver's IP input.
+fn count_udp_data(pair: &Pair, reverse: bool) {
+    let (sender, receiver) = roles(reverse);
+    let m = data_match(reverse);
+    add_rule(pair, sender, "OUTPUT", &m, &["-j", "ACCEPT"]);
+    add_rule(pair, receiver, "INPUT", &m, &["-j", "ACCEPT"]);
+}
+
+/// What both UDP tests read from the two documents and the kernel.
+struct UdpFigures {
+    /// Datagrams the sender reports (its `end.sum_sent.packets`).
+    sent: u64,
+    /// Datagrams the receiver read: its `end.sum_received.bytes` / length.
+    received: u64,
+    /// The receiver's `end.sum_received.lost_packets`.
+    lost: u64,
+    /// The receiver's `end.sum_received.packets`: highest sequence number seen.
+    highest: u64,
+    /// Kernel: data datagrams through the sender's OUTPUT chain.
+    kernel_sent: u64,
+    /// Kernel: UDP datagrams the receiver's sockets handed to rperf3
+    /// (SNMP InDatagrams, counted on read; includes the one handshake datagram).
+    kernel_read: u64,
+    /// Kernel: datagrams the receiver's socket buffer had no room for.
+    rcvbuf_errors: u64,
+}
+
+impl UdpFigures {
+    fn read(
+        pair: &Pair,
+        reverse: bool,
+        sdoc: &serde_json::Value,
+        rdoc: &serde_json::Value,
+    ) -> Self {
+        let (sender, receiver) = roles(reverse);
+        Self {
+            sent: count(sdoc, "end.sum_sent.packets"),
+            received: count(rdoc, "end.sum_received.bytes") / u64::from(UDP_LEN),
+            lost: count(rdoc, "end.sum_received.lost_packets"),
+            highest: count(rdoc, "end.sum_received.packets"),
+            kernel_sent: *pair.iptables_packets(sender, "OUTPUT").last().unwrap(),
+            kernel_read: pair.udp_snmp(receiver, "InDatagrams"),
+            rcvbuf_errors: pair.udp_snmp(receiver, "RcvbufErrors"),
+        }
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "sender sent {} (kernel OUTPUT {}); receiver read {} (kernel InDatagrams {} incl. 1 \
+             handshake; RcvbufErrors {}), highest seq {}, lost {}",
+            self.sent,
+            self.kernel_sent,
+            self.received,
+            self.kernel_read,
+            self.rcvbuf_errors,
+            self.highest,
+            self.lost
+        )
+    }
+
+    /// Checks that hold whatever the machine's load: each end counts exactly
+    /// what went through its socket, and the loss is the gaps below the
+    /// highest sequence number (a veth never reorders).
+    fn assert_exact_counts(&self, ctx: &str) {
+        assert_eq!(
+            self.sent, self.kernel_sent,
+            "sender's end.sum_sent.packets != datagrams the kernel's OUTPUT chain saw\n{ctx}"
+        );
+        assert_eq!(
+            self.received + self.lost,
+            self.highest,
+            "received (bytes / {UDP_LEN}) + lost_packets != packets (highest sequence number) \
+             in the receiver's end.sum_received\n{ctx}"
+        );
+        assert_eq!(
+            self.received + 1,
+            self.kernel_read,
+            "receiver's end.sum_received.bytes / {UDP_LEN} (+1 handshake) != datagrams the \
+             kernel handed to rperf3 (SNMP Udp InDatagrams)\n{ctx}"
+        );
+        assert!(self.highest <= self.sent, "highest seq beyond sent\n{ctx}");
+    }
+}
+
+/// Sequence numbers the random drop rule may hit: well below the ~17900
+/// datagrams of the test, so every drop is followed by datagrams that arrive.
+/// (A receiver sees loss only as gaps below the highest sequence number: a
+/// drop among the very last datagrams is invisible to any iperf3 receiver.)
+const DROP_SEQ_MAX: u64 = 9000;
+
+/// UDP at 50 Mbit/s while the receiver's INPUT drops 1% of the data datagrams
+/// at random: the loss rperf3 reports is exactly the rule's drop counter.
+fn udp_loss_equals_iptables_drops(reverse: bool) -> Attempt {
+    let Some(pair) = Pair::new() else {
+        return Attempt::Skip;
+    };
+    let (_, receiver) = roles(reverse);
+    // The iperf3 header's 32-bit sequence number sits 8 bytes into the payload:
+    // 16 bytes past the start of the UDP header.
+    let seq = format!("0>>22&0x3C@16=1:{DROP_SEQ_MAX}");
+    add_rule(
+        &pair,
+        receiver,
+        "INPUT",
+        &data_match(reverse),
+        &[
+            "-m",
+            "u32",
+            "--u32",
+            &seq,
+            "-m",
+            "statistic",
+            "--mode",
+            "random",
+            "--probability",
+            "0.01",
+            "-j",
+            "DROP",
+        ],
+    );
+    count_udp_data(&pair, reverse);
+
+    let l = UDP_LEN.to_string();
+    let mut args = vec!["-u", "-b", "50M", "-l", &l, "-t", "4"];
+    if reverse {
+        args.push("-R");
+    }
+    let (cdoc, sdoc) = run_test(&pair, &args);
+    let (tdoc, rdoc) = if reverse {
+        (&sdoc, &cdoc)
+    } else {
+        (&cdoc, &sdoc)
+    };
+
+    let f = UdpFigures::read(&pair, reverse, tdoc, rdoc);
+    let dropped = pair.iptables_packets(receiver, "INPUT")[0];
+    let stream_lost = count(rdoc, "end.streams.0.udp.lost_packets");
+    let client_lost = count(&cdoc, "end.sum_received.lost_packets");
+    let lost_percent = num(rdoc, "end.sum_received.lost_percent");
+    let client_percent = num(&cdoc, "end.sum_received.lost_percent");
+    let client_packets = count(&cdoc, "end.sum_received.packets");
+    let ctx = format!(
+        "UDP 50M, 1% random drop, reverse={reverse}: iptables dropped {dropped}; rperf3 lost {} \
+         (stream {stream_lost}, client's view {client_lost}/{client_packets} = \
+         {client_percent:.4}%); {}",
+        f.lost,
+        f.summary()
+    );
+    eprintln!("{ctx}");
+
+    assert!(dropped >= 20, "the drop rule hardly fired\n{ctx}");
+    assert!(
+        f.highest > DROP_SEQ_MAX,
+        "too few datagrams for the drop window\n{ctx}"
+    );
+    let outcome = if f.lost == dropped {
+        Attempt::Pass
+    } else {
+        // Datagrams the socket buffer refused while rperf3 was descheduled are
+        // gaps too: a busy machine, not a counting error.
+        assert!(
+            f.lost > dropped && f.lost - dropped <= f.rcvbuf_errors,
+            "reported loss {} != iptables drops {dropped}\n{ctx}",
+            f.lost
+        );
+        Attempt::Disturbed(format!("receiver socket overflowed\n{ctx}"))
+    };
+    assert_eq!(stream_lost, f.lost, "stream loss != sum loss\n{ctx}");
+    assert_eq!(
+        client_lost, f.lost,
+        "client's loss != receiver's loss\n{ctx}"
+    );
+    // The percentage is of the sender's count where the document knows it
+    // (iperf3 does so): always on the client, never on a server, which writes
+    // its document before the results exchange.
+    let rdoc_base = if reverse { f.sent } else { f.highest };
+    for (pct, lost, packets) in [
+        (lost_percent, f.lost, rdoc_base),
+        (client_percent, client_lost, f.sent),
+    ] {
+        let want = 100.0 * lost as f64 / packets as f64;
+        assert!(
+            (pct - want).abs() < 1e-9,
+            "lost_percent {pct} != 100 x {lost} / {packets} = {want}\n{ctx}"
+        );
+    }
+    f.assert_exact_counts(&ctx);
+    outcome
+}
+
+#[test]
+fn udp_loss_equals_iptables_drops_forward() {
+    let _one_at_a_time = netns::serial();
+    with_retries("UDP random drop", || udp_loss_equals_iptables_drops(false));
+}
+
+#[test]
+fn udp_reverse_loss_equals_iptables_drops() {
+    let _one_at_a_time = netns::serial();
+    with_retries("UDP -R random drop", || {
+        udp_loss_equals_iptables_drops(true)
+    });
+}
+
+// ----------------------------------------------------------- UDP overload + tbf
+
+/// UDP offered at 150 Mbit/s into a 100 Mbit/s tbf on the sender's egress: the
+/// receiver's rate is the shaper's, scaled by payload per frame, and the loss
+/// rperf3 reports is exactly the datagrams sent but not received, less the few
+/// sent after the last one the receiver read.
+fn udp_overload_through_tbf(reverse: bool) -> Attempt {
+    let Some(pair) = Pair::new() else {
+        return Attempt::Skip;
+    };
+    let (sender, _) = roles(reverse);
+    // The queue (about 42 datagrams) is shorter than what the socket's send
+    // buffer lets the sender have in flight (about 90), so the shaper drops
+    // the excess instead of the send buffer slowing the sender down. The 64 KB
+    // bucket covers a sender stalled up to ~5 ms.
+    pair.on(
+        sender,
+        &[
+            "tc", "qdisc", "add", "dev", DEV, "root", "tbf", "rate", "100mbit", "burst", "64kb",
+            "limit", "60kb",
+        ],
+    );
+    count_udp_data(&pair, reverse);
+
+    let l = UDP_LEN.to_string();
+    let mut args = vec!["-u", "-b", "150M", "-l", &l, "-t", "4"];
+    if reverse {
+        args.push("-R");
+    }
+    let (cdoc, sdoc) = run_test(&pair, &args);
+    let (tdoc, rdoc) = if reverse {
+        (&sdoc, &cdoc)
+    } else {
+        (&cdoc, &sdoc)
+    };
+
+    let frame = UDP_LEN + UDP_IP_HEADERS + ETH_HEADER;
+    let expected = SHAPER_RATE * f64::from(UDP_LEN) / f64::from(frame);
+    let measured = num(rdoc, "end.sum_received.bits_per_second");
+    let offered = num(tdoc, "end.sum_sent.bits_per_second");
+    let f = UdpFigures::read(&pair, reverse, tdoc, rdoc);
+    let tail = f.sent - f.highest.min(f.sent);
+    let ctx = format!(
+        "UDP 150M into tbf 100M reverse={reverse}: received {:.3} Mbit/s vs expected {:.3} \
+         (100 Mbit/s x {UDP_LEN}/{frame}), offered {:.3}; rperf3 lost {} vs sent - received = \
+         {} ({tail} sent after the highest seq the receiver read); {}\nshaper: {}",
+        measured / 1e6,
+        expected / 1e6,
+        offered / 1e6,
+        f.lost,
+        f.sent as i64 - f.received as i64,
+        f.summary(),
+        pair.qdisc_stats(sender)
+    );
+    eprintln!("{ctx}");
+
+    let rate = rate_check("received rate", measured, expected, 0.02, &ctx);
+    // Every datagram the receiver missed is reported lost, except the ones
+    // sent after the last it read (no sequence number above them shows the
+    // gap: the shaper's drops at the very end, and with -R what the server
+    // still sent after the client had stopped reading). Those are few.
+    f.assert_exact_counts(&ctx);
+    assert_eq!(
+        (f.lost + tail) as i64,
+        f.sent as i64 - f.received as i64,
+        "reported loss + tail != sent - received\n{ctx}"
+    );
+    if f.sent < f.received + f.received / 5 {
+        return Attempt::Disturbed(format!("the shaper hardly dropped anything\n{ctx}"));
+    }
+    if tail > f.sent / 100 {
+        return Attempt::Disturbed(format!("the end of the test took long\n{ctx}"));
+    }
+    rate
+}
+
+#[test]
+fn udp_overload_rate_and_loss_match_tbf() {
+    let _one_at_a_time = netns::serial();
+    with_retries("UDP overload through tbf", || {
+        udp_overload_through_tbf(false)
+    });
+}
+
+#[test]
+fn udp_reverse_overload_rate_and_loss_match_tbf() {
+    let _one_at_a_time = netns::serial();
+    with_retries("UDP -R overload through tbf", || {
+        udp_overload_through_tbf(true)
+    });
+}
