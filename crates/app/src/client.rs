@@ -75,6 +75,7 @@ impl Client<'_> {
             &addrs,
             self.common.bind.as_deref(),
             0,
+            self.device(),
             self.cc.connect_timeout,
         )
         .map_err(|e| Stop::Error(io_err(IE_CONNECT, &e)))?;
@@ -216,6 +217,16 @@ impl Client<'_> {
         }
     }
 
+    /// `-c host%dev` or `-B addr%dev`: SO_BINDTODEVICE on every socket.
+    fn device(&self) -> Option<&str> {
+        rperf3_sys::net::device_part(&self.cc.host).or_else(|| {
+            self.common
+                .bind
+                .as_deref()
+                .and_then(rperf3_sys::net::device_part)
+        })
+    }
+
     fn budget(&self) -> Option<Budget> {
         match self.cc.end {
             EndCondition::Time(_) => None,
@@ -249,6 +260,7 @@ impl Client<'_> {
                 let s = crate::udp_setup::connect_stream(
                     server,
                     self.common.bind.as_deref(),
+                    self.device(),
                     len,
                     self.cc.window,
                     UDP_CONNECT_TIMEOUT,
@@ -272,6 +284,7 @@ impl Client<'_> {
                 let s = connect_tcp_stream(
                     server,
                     self.common.bind.as_deref(),
+                    self.device(),
                     cookie,
                     Duration::from_secs(10),
                 )

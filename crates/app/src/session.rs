@@ -272,7 +272,14 @@ impl Session {
                 self.common.family.into(),
             )
             .map_err(|e| io_err(IE_STREAM_LISTEN, &e))?;
-            let mut acc = UdpAcceptor::bind(addr).map_err(|e| io_err(IE_STREAM_LISTEN, &e))?;
+            let mut acc = UdpAcceptor::bind(
+                addr,
+                self.common
+                    .bind
+                    .as_deref()
+                    .and_then(rperf3_sys::net::device_part),
+            )
+            .map_err(|e| io_err(IE_STREAM_LISTEN, &e))?;
             let bytes = self.machine.begin_create_streams();
             self.ctrl.send(&bytes, IE_SEND_MESSAGE)?;
             let deadline = Instant::now() + STREAMS_TIMEOUT;

@@ -233,10 +233,11 @@ impl LiveStream {
 pub fn connect_tcp_stream(
     server: SocketAddr,
     bind: Option<&str>,
+    device: Option<&str>,
     cookie: &[u8],
     timeout: Duration,
 ) -> io::Result<TcpStream> {
-    let mut s = rperf3_sys::net::connect_tcp(&[server], bind, 0, Some(timeout))?;
+    let mut s = rperf3_sys::net::connect_tcp(&[server], bind, 0, device, Some(timeout))?;
     s.set_write_timeout(Some(timeout))?;
     s.write_all(cookie)?;
     s.set_write_timeout(None)?;

@@ -34,6 +34,7 @@ pub fn size_buffers(s: &UdpSocket, len: usize, window: Option<u32>) -> io::Resul
 pub fn connect_stream(
     server: SocketAddr,
     bind: Option<&str>,
+    device: Option<&str>,
     len: usize,
     window: Option<u32>,
     timeout: Duration,
@@ -52,7 +53,7 @@ pub fn connect_stream(
         None if server.is_ipv4() => SocketAddr::from(([0, 0, 0, 0], 0)),
         None => SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0)),
     };
-    let sock = UdpSocket::bind(local)?;
+    let sock = rperf3_sys::net::udp_bind(local, false, device)?;
     sock.connect(server)?;
     size_buffers(&sock, len, window)?;
     sock.send(&UDP_CONNECT_MSG)?;
@@ -80,15 +81,17 @@ pub fn connect_stream(
 #[derive(Debug)]
 pub struct UdpAcceptor {
     addr: SocketAddr,
+    device: Option<String>,
     listener: Option<UdpSocket>,
 }
 
 impl UdpAcceptor {
     /// Binds the first listening socket on the test port (before CREATE_STREAMS).
-    pub fn bind(addr: SocketAddr) -> io::Result<Self> {
-        let listener = rperf3_sys::net::udp_bind(addr, true)?;
+    pub fn bind(addr: SocketAddr, device: Option<&str>) -> io::Result<Self> {
+        let listener = rperf3_sys::net::udp_bind(addr, true, device)?;
         Ok(Self {
             addr,
+            device: device.map(str::to_string),
             listener: Some(listener),
         })
     }
@@ -116,7 +119,11 @@ impl UdpAcceptor {
         let stream = self.listener.take().expect("checked above");
         stream.connect(peer)?;
         if !last {
-            self.listener = Some(rperf3_sys::net::udp_bind(self.addr, true)?);
+            self.listener = Some(rperf3_sys::net::udp_bind(
+                self.addr,
+                true,
+                self.device.as_deref(),
+            )?);
         }
         size_buffers(&stream, len, window)?;
         stream.send(&UDP_CONNECT_REPLY)?;
@@ -135,10 +142,10 @@ mod tests {
         let port = probe.local_addr().unwrap().port();
         drop(probe);
         let listen = SocketAddr::from(([127, 0, 0, 1], port));
-        let mut acc = UdpAcceptor::bind(listen).unwrap();
+        let mut acc = UdpAcceptor::bind(listen, None).unwrap();
         let client = std::thread::spawn(move || {
-            let a = connect_stream(listen, None, 100, None, Duration::from_secs(5)).unwrap();
-            let b = connect_stream(listen, None, 100, None, Duration::from_secs(5)).unwrap();
+            let a = connect_stream(listen, None, None, 100, None, Duration::from_secs(5)).unwrap();
+            let b = connect_stream(listen, None, None, 100, None, Duration::from_secs(5)).unwrap();
             (a.local_addr().unwrap(), b.local_addr().unwrap())
         });
         let s1 = acc

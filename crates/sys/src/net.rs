@@ -38,6 +38,22 @@ pub fn host_part(host: &str) -> &str {
     }
 }
 
+/// The `%dev` suffix of a host (bind-to-device), if it has one; an IPv6 zone id is
+/// not a device request.
+pub fn device_part(host: &str) -> Option<&str> {
+    match host.rsplit_once('%') {
+        Some((h, d)) if !h.contains(':') && !d.is_empty() => Some(d),
+        _ => None,
+    }
+}
+
+fn bind_device(sock: &Socket, dev: Option<&str>) -> io::Result<()> {
+    match dev {
+        Some(d) => sock.bind_device(Some(d.as_bytes())),
+        None => Ok(()),
+    }
+}
+
 /// Resolves `host:port`, keeping only addresses of `family`.
 pub fn resolve(host: &str, port: u16, family: Family) -> io::Result<Vec<SocketAddr>> {
     let h = host_part(host);
@@ -80,16 +96,18 @@ fn local_for(bind: Option<&str>, remote: &SocketAddr) -> io::Result<Option<Socke
 }
 
 /// Connects a TCP socket to the first address that answers, binding to `bind`
-/// (a host, any port; or `bind_port` if nonzero) and giving up after `timeout`.
+/// (a host, any port; or `bind_port` if nonzero), to `device` if given
+/// (SO_BINDTODEVICE), and giving up after `timeout`.
 pub fn connect_tcp(
     addrs: &[SocketAddr],
     bind: Option<&str>,
     bind_port: u16,
+    device: Option<&str>,
     timeout: Option<Duration>,
 ) -> io::Result<TcpStream> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
     for addr in addrs {
-        match try_connect(addr, bind, bind_port, timeout) {
+        match try_connect(addr, bind, bind_port, device, timeout) {
             Ok(s) => return Ok(s),
             Err(e) => last = e,
         }
@@ -101,9 +119,11 @@ fn try_connect(
     addr: &SocketAddr,
     bind: Option<&str>,
     bind_port: u16,
+    device: Option<&str>,
     timeout: Option<Duration>,
 ) -> io::Result<TcpStream> {
     let sock = Socket::new(Domain::for_address(*addr), Type::STREAM, None)?;
+    bind_device(&sock, device.or_else(|| bind.and_then(device_part)))?;
     let local = local_for(bind, addr)?;
     if local.is_some() || bind_port != 0 {
         let mut l = local.unwrap_or_else(|| match addr {
@@ -127,6 +147,7 @@ pub fn listen_tcp(bind: Option<&str>, port: u16, family: Family) -> io::Result<T
     let addr = listen_addr(bind, port, family)?;
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     sock.set_reuse_address(true)?;
+    bind_device(&sock, bind.and_then(device_part))?;
     if addr.is_ipv6() && bind.is_none() {
         sock.set_only_v6(family == Family::V6)?;
     }
@@ -161,9 +182,14 @@ fn ipv6_available() -> bool {
 
 /// A UDP socket bound to `local` with SO_REUSEADDR (the server binds one per stream
 /// on the same port; see the protocol spec on UDP stream setup).
-pub fn udp_bind(local: SocketAddr, dual_stack: bool) -> io::Result<UdpSocket> {
+pub fn udp_bind(
+    local: SocketAddr,
+    dual_stack: bool,
+    device: Option<&str>,
+) -> io::Result<UdpSocket> {
     let sock = Socket::new(Domain::for_address(local), Type::DGRAM, None)?;
     sock.set_reuse_address(true)?;
+    bind_device(&sock, device)?;
     if local.is_ipv6() {
         sock.set_only_v6(!dual_stack)?;
     }
@@ -216,6 +242,34 @@ mod tests {
     }
 
     #[test]
+    fn device_part_ignores_zones() {
+        assert_eq!(device_part("10.0.0.1%eth0"), Some("eth0"));
+        assert_eq!(device_part("fe80::1%eth0"), None);
+        assert_eq!(device_part("host"), None);
+    }
+
+    #[test]
+    fn binding_to_loopback_device_still_connects() {
+        let l = listen_tcp(Some("127.0.0.1%lo"), 0, Family::V4).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let addrs = resolve("127.0.0.1", port, Family::V4).unwrap();
+        connect_tcp(&addrs, None, 0, Some("lo"), Some(Duration::from_secs(2))).unwrap();
+    }
+
+    #[test]
+    fn unknown_device_is_an_error() {
+        let addrs = resolve("127.0.0.1", 9, Family::V4).unwrap();
+        assert!(connect_tcp(
+            &addrs,
+            None,
+            0,
+            Some("nosuchdev0"),
+            Some(Duration::from_secs(1))
+        )
+        .is_err());
+    }
+
+    #[test]
     fn unmap_shows_v4() {
         let a: SocketAddr = "[::ffff:127.0.0.1]:5201".parse().unwrap();
         assert_eq!(unmap(a).to_string(), "127.0.0.1:5201");
@@ -226,7 +280,7 @@ mod tests {
         let l = listen_tcp(None, 0, Family::Any).unwrap();
         let port = l.local_addr().unwrap().port();
         let addrs = resolve("127.0.0.1", port, Family::Any).unwrap();
-        let c = connect_tcp(&addrs, None, 0, Some(Duration::from_secs(2))).unwrap();
+        let c = connect_tcp(&addrs, None, 0, None, Some(Duration::from_secs(2))).unwrap();
         let (s, peer) = l.accept().unwrap();
         assert_eq!(unmap(peer).ip().to_string(), "127.0.0.1");
         assert!(tcp_mss(&c) > 0);
