@@ -253,11 +253,14 @@ impl UdpFigures {
             "received (bytes / {UDP_LEN}) + lost_packets != packets (highest sequence number) \
              in the receiver's end.sum_received\n{ctx}"
         );
-        assert_eq!(
-            self.received + 1,
-            self.kernel_read,
-            "receiver's end.sum_received.bytes / {UDP_LEN} (+1 handshake) != datagrams the \
-             kernel handed to rperf3 (SNMP Udp InDatagrams)\n{ctx}"
+        // The receiver's worker may read a datagram or two after the final sample
+        // (in -R the server keeps sending until TEST_END); those are outside the
+        // test, as in iperf3, and the counts above stay consistent without them.
+        let after_end = self.kernel_read.saturating_sub(self.received + 1);
+        assert!(
+            self.received < self.kernel_read && after_end <= 2,
+            "receiver's end.sum_received.bytes / {UDP_LEN} (+1 handshake) vs datagrams the \
+             kernel handed to rperf3 (SNMP Udp InDatagrams): {after_end} read after the end\n{ctx}"
         );
         assert!(self.highest <= self.sent, "highest seq beyond sent\n{ctx}");
     }

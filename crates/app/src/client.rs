@@ -19,8 +19,6 @@ use crate::Outcome;
 
 /// How often a byte/block-limited receiving client checks its totals.
 const LIMIT_CHECK: Duration = Duration::from_millis(10);
-/// How long to wait for senders to finish their last block at the end.
-const SENDER_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs one client test. Errors are reported through `rep` (JSON `error` key or
 /// `<prog>: error - ...`) and returned so the binary can set the exit status.
@@ -353,10 +351,9 @@ impl Client<'_> {
                 (None, None) => false,
             };
             if done {
-                if let Some(iv) = run.finish(Instant::now()) {
+                if let Some(iv) = run.finish() {
                     rep.interval(&iv);
                 }
-                run.wait_senders(SENDER_GRACE);
                 ctrl.send(&m.end_test(), IE_SEND_MESSAGE)
                     .map_err(Stop::Error)?;
                 return Ok(());
@@ -428,10 +425,10 @@ impl Client<'_> {
         rep: &mut Reporter,
     ) -> Outcome {
         if let Some(run) = self.run.as_mut() {
-            if let Some(iv) = run.finish(Instant::now()) {
+            if let Some(iv) = run.finish() {
                 rep.interval(&iv);
             }
-            run.close(SENDER_GRACE);
+            run.close();
         }
         let cong = self.local_congestion();
         let end = |rep: &mut Reporter, run: &Option<TestRun>, peer: Option<&TestResults>| {

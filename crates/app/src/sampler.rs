@@ -6,8 +6,10 @@
 use std::time::Instant;
 
 use rperf3_engine::counters::CounterSnapshot;
+use rperf3_proto::UdpRecvStats;
 use rperf3_report::input::{
     IntervalInput, SampleExtra, StreamFinal, StreamSample, TcpSample, TcpTotals, UdpRecvSample,
+    UdpTotals,
 };
 use rperf3_sys::tcp_info::TcpInfo;
 
@@ -26,6 +28,9 @@ struct Track {
     udp_last: (i64, u64, u64),
     /// UDP sender: datagrams sent when the omit period ended.
     sent_omitted: u64,
+    /// UDP receiver: statistics as of the last sample (totals come from here, so
+    /// they agree with the byte count of the same instant).
+    udp_snap: Option<UdpRecvStats>,
 }
 
 /// Interval and total bookkeeping for the streams of one test.
@@ -80,7 +85,13 @@ impl Sampler {
         self.start = now;
         self.last_tick = now;
         for (t, s) in self.tracks.iter_mut().zip(streams) {
-            let snap = s.counters.snapshot();
+            let mut snap = s.counters.snapshot();
+            s.with_udp_stats(|u, c| {
+                u.reset_at_omit_end();
+                t.udp_last = (u.lost, u.packets, u.out_of_order);
+                t.udp_snap = Some(u.clone());
+                snap = c;
+            });
             t.base = snap;
             t.last = snap;
             let r = s
@@ -93,10 +104,6 @@ impl Sampler {
             t.rtt_sum = 0;
             t.rtt_n = 0;
             t.sent_omitted = snap.blocks;
-            s.with_udp_stats(|u| {
-                u.reset_at_omit_end();
-                t.udp_last = (u.lost, u.packets, u.out_of_order);
-            });
         }
     }
 
@@ -107,21 +114,26 @@ impl Sampler {
         let omitted = self.omitting;
         let mut out = Vec::with_capacity(streams.len());
         for (t, s) in self.tracks.iter_mut().zip(streams) {
-            let snap = s.counters.snapshot();
+            let (snap, udp) = match s.udp_snapshot() {
+                Some((c, u)) => (c, Some(u)),
+                None => (s.counters.snapshot(), None),
+            };
             let bytes = snap.bytes - t.last.bytes;
             let blocks = snap.blocks - t.last.blocks;
             t.last = snap;
             let extra = if let Some(info) = s.tcp_info() {
                 SampleExtra::TcpSender(track_tcp(t, &info))
-            } else if let Some(u) = s.udp_stats() {
+            } else if let Some(u) = udp {
                 let (lost, packets, ooo) = t.udp_last;
                 t.udp_last = (u.lost, u.packets, u.out_of_order);
-                SampleExtra::UdpReceiver(UdpRecvSample {
+                let sample = UdpRecvSample {
                     jitter: u.jitter,
                     lost: u.lost - lost,
                     packets: u.packets as i64 - packets as i64,
                     out_of_order: u.out_of_order.saturating_sub(ooo),
-                })
+                };
+                t.udp_snap = Some(u);
+                SampleExtra::UdpReceiver(sample)
             } else if s.is_udp() {
                 SampleExtra::UdpSender { packets: blocks }
             } else {
@@ -156,7 +168,7 @@ impl Sampler {
                     tot.mean_rtt = t.rtt_sum.checked_div(t.rtt_n).unwrap_or(0);
                     tot
                 }),
-                udp: s.udp_totals(t.sent_omitted),
+                udp: s.is_udp().then(|| udp_totals(t)),
             })
             .collect()
     }
@@ -173,6 +185,27 @@ impl Sampler {
             side.blocks += now.blocks - t.base.blocks;
         }
         (sent, recv)
+    }
+}
+
+/// UDP totals as of the last sample: the receiver's statistics, or the sender's
+/// datagram counts.
+fn udp_totals(t: &Track) -> UdpTotals {
+    match &t.udp_snap {
+        Some(s) => UdpTotals {
+            packets: s.packets,
+            omitted_packets: s.omitted_packets,
+            lost: s.lost,
+            omitted_lost: s.omitted_lost,
+            out_of_order: s.out_of_order,
+            omitted_out_of_order: s.omitted_out_of_order,
+            jitter: s.jitter,
+        },
+        None => UdpTotals {
+            packets: t.last.blocks,
+            omitted_packets: t.sent_omitted,
+            ..UdpTotals::default()
+        },
     }
 }
 

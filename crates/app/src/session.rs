@@ -101,10 +101,10 @@ impl Session {
         self.link.set_wants_streams(false);
         let counted = !matches!(end, End::AuthFailed);
         if let Some(run) = self.run.as_mut() {
-            if let Some(iv) = run.finish(Instant::now()) {
+            if let Some(iv) = run.finish() {
                 self.rep.interval(&iv);
             }
-            run.close(Duration::from_secs(1));
+            run.close();
         }
         let err = match end {
             End::Done => None,
@@ -448,10 +448,10 @@ impl Session {
     fn end_of_test(&mut self) -> Result<(), IperfError> {
         let cong = self.congestion();
         let run = self.run.as_mut().expect("running");
-        if let Some(iv) = run.finish(Instant::now()) {
+        if let Some(iv) = run.finish() {
             self.rep.interval(&iv);
         }
-        run.close(Duration::from_secs(1));
+        run.close();
         // The server's report is built before it knows the client's figures.
         let fin = run.final_input(cong, None);
         self.rep.end(&fin);

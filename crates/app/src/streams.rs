@@ -7,12 +7,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rperf3_engine::control::RunControl;
-use rperf3_engine::counters::StreamCounters;
+use rperf3_engine::counters::{CounterSnapshot, StreamCounters};
 use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
 use rperf3_engine::worker::Worker;
 use rperf3_proto::UdpRecvStats;
-use rperf3_report::input::{StreamInfo, UdpTotals};
+use rperf3_report::input::StreamInfo;
 use rperf3_sys::net::unmap;
 use rperf3_sys::tcp_info::{tcp_info, TcpInfo};
 
@@ -118,35 +118,20 @@ impl LiveStream {
             .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()).clone())
     }
 
-    /// Runs `f` on the live UDP receiver statistics (omit reset).
-    pub fn with_udp_stats(&self, f: impl FnOnce(&mut UdpRecvStats)) {
+    /// Runs `f` on the live UDP receiver statistics and the counters read under
+    /// the same lock (omit reset).
+    pub fn with_udp_stats(&self, f: impl FnOnce(&mut UdpRecvStats, CounterSnapshot)) {
         if let Some(m) = &self.udp_stats {
-            f(&mut m.lock().unwrap_or_else(|p| p.into_inner()));
+            let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut g, self.counters.snapshot());
         }
     }
 
-    /// UDP totals of this side (none for TCP). `sent_omitted` is the sender's
-    /// datagram count at the end of the omit period.
-    pub fn udp_totals(&self, sent_omitted: u64) -> Option<UdpTotals> {
-        if !self.is_udp() {
-            return None;
-        }
-        Some(match self.udp_stats() {
-            Some(s) => UdpTotals {
-                packets: s.packets,
-                omitted_packets: s.omitted_packets,
-                lost: s.lost,
-                omitted_lost: s.omitted_lost,
-                out_of_order: s.out_of_order,
-                omitted_out_of_order: s.omitted_out_of_order,
-                jitter: s.jitter,
-            },
-            None => UdpTotals {
-                packets: self.counters.snapshot().blocks,
-                omitted_packets: sent_omitted,
-                ..UdpTotals::default()
-            },
-        })
+    /// A UDP receiver's counters and statistics, read together under its lock.
+    pub fn udp_snapshot(&self) -> Option<(CounterSnapshot, UdpRecvStats)> {
+        let m = self.udp_stats.as_ref()?;
+        let g = m.lock().unwrap_or_else(|p| p.into_inner());
+        Some((self.counters.snapshot(), g.clone()))
     }
 
     /// (SO_SNDBUF, SO_RCVBUF) of the data socket.

@@ -18,6 +18,11 @@ use crate::sampler::Sampler;
 use crate::streams::{LiveStream, SendSpec};
 use crate::ticker::{Due, Ticker};
 
+/// Longest wait for senders to finish their current block at the end. A block
+/// that takes longer (a slow path, or a peer that stopped reading) is left out,
+/// as iperf3 cancels its sender threads.
+const SENDER_GRACE: Duration = Duration::from_millis(100);
+
 /// A running (or finished) test's data side.
 #[derive(Debug)]
 pub struct TestRun {
@@ -127,23 +132,26 @@ impl TestRun {
         self.ctl.budget().is_some_and(Budget::exhausted)
     }
 
-    /// Stops counting: the last sample, then workers are told to stop. Returns the
-    /// final (possibly short) interval. Sockets stay open until [`TestRun::close`].
-    pub fn finish(&mut self, now: Instant) -> Option<IntervalInput> {
+    /// Stops counting: workers are told to stop, senders get up to `SENDER_GRACE`
+    /// to finish their block (so what they sent is all counted), then the last
+    /// sample. Returns the final (possibly short) interval. Sockets stay open until
+    /// [`TestRun::close`].
+    pub fn finish(&mut self) -> Option<IntervalInput> {
         if self.finished {
             return None;
         }
         self.finished = true;
+        self.ctl.stop();
+        self.wait_senders(SENDER_GRACE);
+        let now = Instant::now();
         let last =
             (now > self.sampler.last_tick()).then(|| self.sampler.sample(&self.streams, now));
-        self.ctl.stop();
         self.cpu_final = Some(self.cpu.read());
         last
     }
 
-    /// Waits up to `grace` for senders to finish their last block (they were told
-    /// to stop by [`TestRun::finish`]).
-    pub fn wait_senders(&self, grace: Duration) {
+    /// Waits up to `grace` for senders to finish their last block.
+    fn wait_senders(&self, grace: Duration) {
         let deadline = Instant::now() + grace;
         while !self.senders_done() && Instant::now() < deadline {
             // Workers finish one block at most; polling briefly beats a condvar here.
@@ -151,9 +159,8 @@ impl TestRun {
         }
     }
 
-    /// Waits up to `grace` for senders, then shuts every socket and joins all workers.
-    pub fn close(&mut self, grace: Duration) {
-        self.wait_senders(grace);
+    /// Shuts every socket (unblocking the workers) and joins all workers.
+    pub fn close(&mut self) {
         crate::streams::stop_all(&self.streams, std::mem::take(&mut self.workers));
     }
 

@@ -125,9 +125,11 @@ pub fn recv_loop(
         let Some(h) = UdpHeader::decode(&buf[..n], counters_64bit) else {
             continue;
         };
-        counters.add(n as u64);
+        // Counters and statistics change under one lock, so a sample sees both
+        // before or both after a datagram.
         let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
         s.on_datagram(h.seq, h.sec, h.usec, now, n);
+        counters.add(n as u64);
     }
     Ok(())
 }
