@@ -1,0 +1,290 @@
+//! Raw control-connection bytes against our server: silent, short, oversized,
+//! malformed and out-of-order clients. Each case checks what the server
+//! answers, that it logs an error, and that it is ready for a real client
+//! right after.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::Server;
+use serde_json::{json, Value};
+
+/// A server that lost its client must be listening again within this time
+/// (far below its 10 s read deadline).
+const READY: Duration = Duration::from_secs(3);
+
+/// Longest wait for one reply from the server.
+const REPLY: Duration = Duration::from_secs(5);
+
+const PARAM_EXCHANGE: u8 = 9;
+const CREATE_STREAMS: u8 = 10;
+const TEST_START: u8 = 1;
+const TEST_RUNNING: u8 = 2;
+const TEST_END: u8 = 4;
+const EXCHANGE_RESULTS: u8 = 13;
+const DISPLAY_RESULTS: u8 = 14;
+const IPERF_DONE: u8 = 16;
+const ACCESS_DENIED: u8 = 0xFF;
+const SERVER_ERROR: u8 = 0xFE;
+
+/// A 36-character cookie from iperf3's alphabet, plus the NUL.
+const COOKIE: &[u8; 37] = b"rawtestcookie234567abcdefghijklmnopq\0";
+
+fn connect(srv: &Server) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+    s.set_read_timeout(Some(REPLY)).unwrap();
+    s.set_nodelay(true).unwrap();
+    s
+}
+
+fn read_byte(s: &mut TcpStream) -> u8 {
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).expect("one state byte");
+    b[0]
+}
+
+fn expect_state(s: &mut TcpStream, want: u8) {
+    let got = read_byte(s);
+    assert_eq!(got, want, "state byte {got:#04x}, wanted {want:#04x}");
+}
+
+/// Everything until the server closes (or the reply deadline passes).
+fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return out,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return out,
+            Err(e) => panic!("server did not close the connection: {e}; got {out:?}"),
+        }
+    }
+}
+
+fn send_json(s: &mut TcpStream, v: &Value) {
+    let body = serde_json::to_vec(v).unwrap();
+    s.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
+    s.write_all(&body).unwrap();
+}
+
+fn read_json(s: &mut TcpStream) -> Value {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).expect("length prefix");
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).expect("JSON body");
+    serde_json::from_slice(&body).expect("JSON document")
+}
+
+/// The parameters iperf3 3.21 sends for a one-stream TCP test.
+fn tcp_params(parallel: i64) -> Value {
+    json!({"tcp": true, "omit": 0, "time": 1, "num": 0, "blockcount": 0,
+           "parallel": parallel, "len": 131072, "pacing_timer": 1000,
+           "client_version": "3.21"})
+}
+
+/// A server that failed a session answers with nothing or with SERVER_ERROR
+/// and two int32 (error code, errno), then closes. Returns the code, if any.
+fn error_or_close(reply: &[u8]) -> Option<i32> {
+    if reply.is_empty() {
+        return None;
+    }
+    assert_eq!(reply[0], SERVER_ERROR, "unexpected reply {reply:?}");
+    assert_eq!(reply.len(), 9, "SERVER_ERROR + 8 bytes: {reply:?}");
+    Some(i32::from_be_bytes(reply[1..5].try_into().unwrap()))
+}
+
+/// Cookie, PARAM_EXCHANGE: the common start of the cases below.
+fn handshake(srv: &Server) -> TcpStream {
+    let mut s = connect(srv);
+    s.write_all(COOKIE).unwrap();
+    expect_state(&mut s, PARAM_EXCHANGE);
+    s
+}
+
+/// The server logged `what`, is back to listening (its `n`-th banner), and a
+/// real client test succeeds.
+fn assert_recovered(srv: &Server, n: usize, what: &str) {
+    assert!(
+        srv.proc().wait_stderr(what, READY),
+        "server did not log {what:?}:\n{}",
+        srv.stderr()
+    );
+    assert!(
+        srv.wait_banners(n, READY),
+        "server not listening again within {READY:?}:\n{}",
+        srv.stdout()
+    );
+    srv.client(&["-n", "10M"]).assert_ok();
+}
+
+/// Named to sort first: it waits out the server's read deadline (about 10 s),
+/// and starting first lets the other cases run beside it.
+#[test]
+fn a_silent_client_is_dropped_after_the_read_deadline() {
+    let srv = Server::start(&[]);
+    let mut s = connect(&srv);
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let t0 = Instant::now();
+    let reply = read_to_close(&mut s);
+    let waited = t0.elapsed();
+    assert!(reply.is_empty() || reply[0] == SERVER_ERROR, "{reply:?}");
+    assert!(
+        srv.proc()
+            .wait_stderr("unable to receive cookie at server", READY),
+        "{}",
+        srv.stderr()
+    );
+    assert!(
+        (Duration::from_secs(5)..Duration::from_secs(13)).contains(&waited),
+        "silent client dropped after {waited:?}, wanted about 10 s"
+    );
+    assert!(srv.wait_banners(2, READY));
+    srv.client(&["-n", "10M"]).assert_ok();
+}
+
+#[test]
+fn idle_client_holds_server_until_it_closes() {
+    let srv = Server::start(&[]);
+    let idle = connect(&srv);
+    // While the first connection idles, a second one is refused at once.
+    let mut second = connect(&srv);
+    let reply = read_to_close(&mut second);
+    assert_eq!(reply, [ACCESS_DENIED], "second control connection");
+    // Closing the first ends its session without waiting for the deadline.
+    drop(idle);
+    assert_recovered(&srv, 2, "unable to receive cookie at server");
+}
+
+#[test]
+fn short_cookie_then_close() {
+    let srv = Server::start(&[]);
+    let mut s = connect(&srv);
+    s.write_all(b"abcdefghij").unwrap();
+    drop(s);
+    assert_recovered(&srv, 2, "unable to receive cookie at server");
+}
+
+#[test]
+fn oversized_params_length_is_refused() {
+    let srv = Server::start(&[]);
+    let mut s = handshake(&srv);
+    s.write_all(&9000u32.to_be_bytes()).unwrap();
+    let code = error_or_close(&read_to_close(&mut s));
+    assert!(
+        matches!(code, None | Some(114)),
+        "code {code:?} (114 = IERECVPARAMS)"
+    );
+    assert_recovered(&srv, 2, "unable to receive parameters from client");
+}
+
+#[test]
+fn invalid_json_params_are_refused() {
+    let srv = Server::start(&[]);
+    let mut s = handshake(&srv);
+    s.write_all(&5u32.to_be_bytes()).unwrap();
+    s.write_all(b"{nope").unwrap();
+    let code = error_or_close(&read_to_close(&mut s));
+    assert!(
+        matches!(code, None | Some(114)),
+        "code {code:?} (114 = IERECVPARAMS)"
+    );
+    assert_recovered(&srv, 2, "unable to receive parameters from client");
+}
+
+#[test]
+fn zero_parallel_streams_are_refused() {
+    let srv = Server::start(&[]);
+    let mut s = handshake(&srv);
+    send_json(&mut s, &tcp_params(0));
+    let reply = read_to_close(&mut s);
+    let code = error_or_close(&reply);
+    assert!(
+        matches!(code, None | Some(6)),
+        "code {code:?} (6 = IENUMSTREAMS)"
+    );
+    assert_recovered(&srv, 2, "error - ");
+}
+
+#[test]
+fn client_vanishes_after_create_streams() {
+    let srv = Server::start(&[]);
+    let mut s = handshake(&srv);
+    send_json(&mut s, &tcp_params(1));
+    expect_state(&mut s, CREATE_STREAMS);
+    drop(s);
+    assert_recovered(&srv, 2, "error - ");
+}
+
+/// Control connection and one TCP data stream up to TEST_RUNNING.
+fn running_test(srv: &Server) -> (TcpStream, TcpStream) {
+    let mut ctl = handshake(srv);
+    send_json(&mut ctl, &tcp_params(1));
+    expect_state(&mut ctl, CREATE_STREAMS);
+    let mut data = connect(srv);
+    data.write_all(COOKIE).unwrap();
+    expect_state(&mut ctl, TEST_START);
+    expect_state(&mut ctl, TEST_RUNNING);
+    (ctl, data)
+}
+
+#[test]
+fn unknown_state_byte_ends_the_session() {
+    let srv = Server::start(&[]);
+    let (mut ctl, _data) = running_test(&srv);
+    ctl.write_all(&[0x63]).unwrap();
+    let code = error_or_close(&read_to_close(&mut ctl));
+    assert!(
+        matches!(code, None | Some(110)),
+        "code {code:?} (110 = IEMESSAGE)"
+    );
+    assert_recovered(&srv, 2, "received an unknown control message");
+}
+
+#[test]
+fn data_connection_with_wrong_cookie_is_refused_and_test_goes_on() {
+    let srv = Server::start(&[]);
+    let mut ctl = handshake(&srv);
+    send_json(&mut ctl, &tcp_params(1));
+    expect_state(&mut ctl, CREATE_STREAMS);
+    // A stranger's cookie: ACCESS_DENIED on that connection only.
+    let mut stranger = connect(&srv);
+    stranger
+        .write_all(b"wrongcookiewrongcookiewrongcookie234\0")
+        .unwrap();
+    assert_eq!(read_to_close(&mut stranger), [ACCESS_DENIED]);
+    // The right cookie makes the stream, and the test runs to the end.
+    let mut data = connect(&srv);
+    data.write_all(COOKIE).unwrap();
+    expect_state(&mut ctl, TEST_START);
+    expect_state(&mut ctl, TEST_RUNNING);
+    const SENT: u64 = 1 << 20;
+    data.write_all(&vec![0x5a; SENT as usize]).unwrap();
+    ctl.write_all(&[TEST_END]).unwrap();
+    expect_state(&mut ctl, EXCHANGE_RESULTS);
+    send_json(
+        &mut ctl,
+        &json!({"cpu_util_total": 1.0, "cpu_util_user": 0.5, "cpu_util_system": 0.5,
+                "sender_has_retransmits": 0,
+                "streams": [{"id": 1, "bytes": SENT, "retransmits": 0, "jitter": 0,
+                             "errors": 0, "packets": 0, "start_time": 0, "end_time": 0.1}]}),
+    );
+    let results = read_json(&mut ctl);
+    let streams = results["streams"].as_array().expect("streams array");
+    assert_eq!(streams.len(), 1, "{results}");
+    assert_eq!(streams[0]["id"], 1, "{results}");
+    let got = streams[0]["bytes"].as_u64().expect("bytes");
+    assert!(got <= SENT, "server counted {got} of {SENT}");
+    assert_eq!(results["sender_has_retransmits"], -1, "a receiving server");
+    expect_state(&mut ctl, DISPLAY_RESULTS);
+    ctl.write_all(&[IPERF_DONE]).unwrap();
+    ctl.shutdown(std::net::Shutdown::Write).unwrap();
+    assert_eq!(read_to_close(&mut ctl), Vec::<u8>::new());
+    drop(data);
+    assert!(srv.wait_banners(2, READY), "{}", srv.stdout());
+    assert!(srv.stdout().contains("receiver"), "{}", srv.stdout());
+    srv.client(&["-n", "10M"]).assert_ok();
+}
