@@ -8,6 +8,7 @@
 // the interface those binaries share.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod interop;
 pub mod json;
 
 use std::io::Read;
@@ -192,7 +193,7 @@ pub struct Proc {
 }
 
 impl Proc {
-    pub fn spawn<S: AsRef<str>>(program: impl AsRef<Path>, args: &[S]) -> Proc {
+    pub fn spawn<S: AsRef<str>>(program: impl AsRef<Path>, args: &[S]) -> Self {
         let program = program.as_ref();
         let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
         let cmdline = format!("{} {}", program.display(), args.join(" "));
@@ -207,7 +208,7 @@ impl Proc {
         let err = Arc::new(Captured::default());
         out.clone().pump(child.stdout.take().expect("piped"));
         err.clone().pump(child.stderr.take().expect("piped"));
-        Proc {
+        Self {
             child: Some(child),
             out,
             err,
@@ -309,23 +310,23 @@ pub struct Server {
 
 impl Server {
     /// `rperf3 -s -p PORT args...`
-    pub fn start(args: &[&str]) -> Server {
+    pub fn start(args: &[&str]) -> Self {
         Self::start_program(&rperf3(), args)
     }
 
     /// `iperf3 -s -p PORT args...` (call `require_tool("iperf3")` first).
-    pub fn start_iperf3(args: &[&str]) -> Server {
+    pub fn start_iperf3(args: &[&str]) -> Self {
         Self::start_program(Path::new("iperf3"), args)
     }
 
-    pub fn start_program(program: &Path, args: &[&str]) -> Server {
+    pub fn start_program(program: &Path, args: &[&str]) -> Self {
         let port = free_port();
         let p = port.to_string();
         let mut all = vec!["-s", "-p", &p];
         all.extend_from_slice(args);
         let mut proc = Proc::spawn(program, &all);
         wait_listening(&mut proc, port);
-        Server {
+        Self {
             port,
             proc: Some(proc),
         }

@@ -1,0 +1,231 @@
+//! Running one test between rperf3 and iperf3 (either side) with `-J` on both
+//! ends, and checking that the two documents tell the same story.
+//!
+//! Checks return a list of problems instead of panicking, so a repeated run
+//! can count failures and report all of them at once.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::json::get;
+use super::{rperf3, run_program, Server, CLIENT_TIMEOUT};
+
+/// Who plays which part.
+#[derive(Clone, Copy, Debug)]
+pub enum Pairing {
+    /// `rperf3 -c` against `iperf3 -s`.
+    OursToIperf3,
+    /// `iperf3 -c` against `rperf3 -s`.
+    Iperf3ToOurs,
+}
+
+/// Both documents of one test, plus how each program ended.
+pub struct Run {
+    pub client: Value,
+    pub server: Value,
+    pub problems: Vec<String>,
+    pub transcript: String,
+}
+
+/// Runs `client_args` (after `-c 127.0.0.1 -p PORT -J`) against a one-off
+/// `-J` server.
+pub fn run(pairing: Pairing, client_args: &[&str]) -> Run {
+    let ours = rperf3();
+    let iperf3 = Path::new("iperf3");
+    match pairing {
+        Pairing::OursToIperf3 => run_between(&ours, iperf3, client_args),
+        Pairing::Iperf3ToOurs => run_between(iperf3, &ours, client_args),
+    }
+}
+
+fn run_between(client_prog: &Path, server_prog: &Path, client_args: &[&str]) -> Run {
+    let srv = Server::start_program(server_prog, &["-1", "-J"]);
+    let mut args = srv.args(&["-J"]);
+    args.extend(client_args.iter().map(|s| s.to_string()));
+    let c = run_program(client_prog, &args, CLIENT_TIMEOUT);
+    let s = srv.wait_exit(CLIENT_TIMEOUT);
+    let transcript = format!("{c}\n{s}");
+    let mut problems = Vec::new();
+    for (who, out) in [("client", &c), ("server", &s)] {
+        if out.code() != Some(0) {
+            problems.push(format!("{who} exit status {}", out.status));
+        }
+    }
+    let parse = |who: &str, text: &str, problems: &mut Vec<String>| -> Value {
+        match serde_json::from_str::<Value>(text) {
+            Ok(v) => {
+                if let Some(e) = v.get("error") {
+                    problems.push(format!("{who} error: {e}"));
+                }
+                v
+            }
+            Err(e) => {
+                problems.push(format!("{who} stdout is not one JSON document: {e}"));
+                Value::Null
+            }
+        }
+    };
+    let client = parse("client", &c.stdout, &mut problems);
+    let server = parse("server", &s.stdout, &mut problems);
+    Run {
+        client,
+        server,
+        problems,
+        transcript,
+    }
+}
+
+impl Run {
+    /// Panics listing every problem (with both programs' output).
+    pub fn assert_clean(&self) {
+        assert!(
+            self.problems.is_empty(),
+            "problems:\n  {}\n{}",
+            self.problems.join("\n  "),
+            self.transcript
+        );
+    }
+
+    fn num(&mut self, doc_is_client: bool, path: &str) -> f64 {
+        let doc = if doc_is_client {
+            &self.client
+        } else {
+            &self.server
+        };
+        match get(doc, path).and_then(Value::as_f64) {
+            Some(v) => v,
+            None => {
+                let who = if doc_is_client { "client" } else { "server" };
+                self.problems.push(format!("{who}: no number at {path}"));
+                f64::NAN
+            }
+        }
+    }
+
+    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
+        if !ok {
+            self.problems.push(what());
+        }
+    }
+
+    /// Stream and connection counts on both sides.
+    pub fn check_stream_counts(&mut self, want: usize) {
+        for (who, doc) in [("client", &self.client), ("server", &self.server)] {
+            for path in ["start.connected", "end.streams"] {
+                let n = get(doc, path).and_then(Value::as_array).map(Vec::len);
+                if n != Some(want) {
+                    self.problems
+                        .push(format!("{who} {path}: {n:?} entries, wanted {want}"));
+                }
+            }
+        }
+    }
+
+    /// The traffic groups of this test: (key suffix, whether the client sends).
+    pub fn groups(mode: Mode) -> Vec<(&'static str, bool)> {
+        match mode {
+            Mode::Normal => vec![("", true)],
+            Mode::Reverse => vec![("", false)],
+            Mode::Bidir => vec![("", true), ("_bidir_reverse", false)],
+        }
+    }
+
+    /// The figures each side measured itself appear unchanged in the other
+    /// side's document (they travel in the results exchange), and returns
+    /// (sent, received) per group as the measuring side saw them.
+    pub fn check_cross_counts(&mut self, mode: Mode, keys: &[&str]) -> Vec<(f64, f64)> {
+        let mut out = Vec::new();
+        for (sfx, client_sends) in Self::groups(mode) {
+            let sent_path = format!("end.sum_sent{sfx}");
+            let rcvd_path = format!("end.sum_received{sfx}");
+            // The server measured one end of this group itself; the client got
+            // that figure from the results exchange.
+            let server_path = if client_sends { &rcvd_path } else { &sent_path };
+            for k in keys {
+                let p = format!("{server_path}.{k}");
+                let (c, s) = (self.num(true, &p), self.num(false, &p));
+                self.check(c == s, || format!("{p}: client says {c}, server says {s}"));
+            }
+            let sent = self.num(client_sends, &format!("{sent_path}.bytes"));
+            let received = self.num(!client_sends, &format!("{rcvd_path}.bytes"));
+            self.check(sent > 0.0, || format!("{sent_path}.bytes = {sent}"));
+            out.push((sent, received));
+        }
+        out
+    }
+
+    /// TCP: per group, the receiver got what the sender sent, less at most what
+    /// the socket buffers of `streams` connections can hold in flight.
+    pub fn check_tcp_delivery(&mut self, mode: Mode, streams: usize) {
+        let flows = self.check_cross_counts(mode, &["bytes"]);
+        let buffers = streams as f64 * in_flight_per_stream();
+        for (i, (sent, received)) in flows.into_iter().enumerate() {
+            let slack = buffers.max(0.01 * sent);
+            self.check(received <= sent + slack && received >= sent - slack, || {
+                format!("group {i}: sent {sent}, received {received} (slack {slack})")
+            });
+        }
+    }
+
+    /// The sending client's test lasted about `secs` seconds.
+    pub fn check_duration(&mut self, secs: f64) {
+        for who_client in [true, false] {
+            let d = self.num(who_client, "end.sum_sent.seconds");
+            let who = if who_client { "client" } else { "server" };
+            self.check(d >= secs - 0.05 && d <= secs + 0.75, || {
+                format!("{who} end.sum_sent.seconds = {d}, wanted about {secs}")
+            });
+        }
+    }
+
+    /// UDP: per group, packets and loss reconcile between the documents.
+    pub fn check_udp_accounting(&mut self, mode: Mode) {
+        self.check_cross_counts(mode, &["bytes", "packets", "lost_packets"]);
+        let len_c = self.num(true, "start.test_start.blksize");
+        let len_s = self.num(false, "start.test_start.blksize");
+        self.check(len_c == len_s, || format!("blksize {len_c} vs {len_s}"));
+        for (sfx, client_sends) in Self::groups(mode) {
+            let sp = format!("end.sum_sent{sfx}");
+            let rp = format!("end.sum_received{sfx}");
+            let sent_pk = self.num(client_sends, &format!("{sp}.packets"));
+            let sent_b = self.num(client_sends, &format!("{sp}.bytes"));
+            let rcv_pk = self.num(!client_sends, &format!("{rp}.packets"));
+            let lost = self.num(!client_sends, &format!("{rp}.lost_packets"));
+            let rcv_b = self.num(!client_sends, &format!("{rp}.bytes"));
+            self.check(sent_pk > 0.0 && sent_b == sent_pk * len_c, || {
+                format!("{sp}: {sent_b} bytes in {sent_pk} datagrams of {len_c}")
+            });
+            // The receiver's count is its highest sequence number: never
+            // beyond what was sent.
+            self.check(rcv_pk <= sent_pk && rcv_pk > 0.0, || {
+                format!("{rp}.packets {rcv_pk} vs sent {sent_pk}")
+            });
+            // Received datagrams = highest sequence - lost (no reordering on
+            // loopback), each exactly one block.
+            self.check(lost >= 0.0 && rcv_b == (rcv_pk - lost) * len_c, || {
+                format!("{rp}: {rcv_b} bytes but packets {rcv_pk} - lost {lost} of {len_c}")
+            });
+        }
+    }
+}
+
+/// Which way data flows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Normal,
+    Reverse,
+    Bidir,
+}
+
+/// Bytes one TCP connection can have in flight: the largest send buffer plus
+/// the largest receive buffer the kernel allows.
+fn in_flight_per_stream() -> f64 {
+    let max_of = |f: &str| {
+        std::fs::read_to_string(f)
+            .ok()
+            .and_then(|t| t.split_whitespace().nth(2)?.parse::<f64>().ok())
+            .unwrap_or(64.0 * 1024.0 * 1024.0)
+    };
+    max_of("/proc/sys/net/ipv4/tcp_wmem") + max_of("/proc/sys/net/ipv4/tcp_rmem")
+}

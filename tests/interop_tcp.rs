@@ -1,0 +1,127 @@
+//! TCP between rperf3 and Debian's iperf3 3.12, both ways round, `-J` on both
+//! ends: each test must succeed on both sides, and the two documents must agree
+//! on what was sent and received.
+
+mod common;
+
+use common::interop::{run, Mode, Pairing, Run};
+use common::json::{arr, get, num};
+use serde_json::Value;
+
+/// Generates one test per pairing (`ours_to_iperf3`, `iperf3_to_ours`).
+macro_rules! both_ways {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            use super::*;
+
+            #[test]
+            fn ours_to_iperf3() {
+                if common::require_tool("iperf3") {
+                    ($body)(Pairing::OursToIperf3);
+                }
+            }
+
+            #[test]
+            fn iperf3_to_ours() {
+                if common::require_tool("iperf3") {
+                    ($body)(Pairing::Iperf3ToOurs);
+                }
+            }
+        }
+    };
+}
+
+/// A timed test: clean exit, stream counts, delivery and duration.
+fn timed(p: Pairing, args: &[&str], mode: Mode, streams: usize) -> Run {
+    let mut r = run(p, args);
+    r.assert_clean();
+    let per_direction = if mode == Mode::Bidir { 2 } else { 1 };
+    r.check_stream_counts(streams * per_direction);
+    r.check_tcp_delivery(mode, streams * per_direction);
+    r.check_duration(1.0);
+    r.assert_clean();
+    r
+}
+
+both_ways!(normal, |p| {
+    timed(p, &["-t", "1"], Mode::Normal, 1);
+});
+
+both_ways!(reverse, |p| {
+    let r = timed(p, &["-t", "1", "-R"], Mode::Reverse, 1);
+    assert_eq!(num(&r.server, "start.test_start.reverse"), 1.0);
+});
+
+both_ways!(bidir, |p| {
+    timed(p, &["-t", "1", "--bidir"], Mode::Bidir, 1);
+});
+
+both_ways!(parallel_4, |p| {
+    timed(p, &["-t", "1", "-P", "4"], Mode::Normal, 4);
+});
+
+/// `-n`/`-k`: the sender's count is exact; the receiver (which stops counting
+/// at TEST_END) reports no more than that, and both documents agree on it.
+fn counted(p: Pairing, args: &[&str], exact: f64) {
+    let mut r = run(p, args);
+    r.assert_clean();
+    r.check_stream_counts(1);
+    let flows = r.check_cross_counts(Mode::Normal, &["bytes"]);
+    r.assert_clean();
+    let (sent, received) = flows[0];
+    assert_eq!(sent, exact, "sender's bytes\n{}", r.transcript);
+    assert!(
+        received > 0.0 && received <= sent,
+        "received {received} of {sent}\n{}",
+        r.transcript
+    );
+    assert_eq!(num(&r.server, "start.test_start.duration"), 0.0);
+}
+
+both_ways!(bytes_10m, |p| {
+    counted(p, &["-n", "10M"], 10.0 * 1024.0 * 1024.0);
+});
+
+both_ways!(blocks_100, |p| {
+    counted(p, &["-k", "100"], 100.0 * 131072.0);
+});
+
+both_ways!(omit_1, |p| {
+    let mut r = run(p, &["-t", "1", "-O", "1"]);
+    r.assert_clean();
+    for (who, doc) in [("client", &r.client), ("server", &r.server)] {
+        let ivs = arr(doc, "intervals");
+        assert_eq!(
+            ivs[0]["sum"]["omitted"],
+            Value::Bool(true),
+            "{who} first interval"
+        );
+        assert!(
+            ivs[1..]
+                .iter()
+                .any(|i| i["sum"]["omitted"] == Value::Bool(false)),
+            "{who}: no counted interval"
+        );
+        assert_eq!(num(doc, "start.test_start.omit"), 1.0, "{who}");
+    }
+    r.check_tcp_delivery(Mode::Normal, 1);
+    r.check_duration(1.0);
+    r.assert_clean();
+});
+
+both_ways!(get_server_output, |p| {
+    let r = timed(p, &["-t", "1", "--get-server-output"], Mode::Normal, 1);
+    let so = get(&r.client, "server_output_json").expect("server_output_json in client doc");
+    assert!(so.is_object(), "{so}");
+    // The copy the client got is the document the server printed.
+    assert_eq!(
+        num(so, "end.sum_received.bytes"),
+        num(&r.server, "end.sum_received.bytes"),
+        "{}",
+        r.transcript
+    );
+    assert_eq!(
+        arr(so, "intervals").len(),
+        arr(&r.server, "intervals").len()
+    );
+});

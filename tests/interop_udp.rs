@@ -1,0 +1,127 @@
+//! UDP between rperf3 and Debian's iperf3 3.12, both ways round, `-J` on both
+//! ends: packets, loss and bytes must reconcile between the two documents, and
+//! multi-stream handshakes (several streams on one UDP port) must never fail.
+
+mod common;
+
+use common::interop::{run, Mode, Pairing};
+use common::json::num;
+
+macro_rules! both_ways {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            use super::*;
+
+            #[test]
+            fn ours_to_iperf3() {
+                if common::require_tool("iperf3") {
+                    ($body)(Pairing::OursToIperf3);
+                }
+            }
+
+            #[test]
+            fn iperf3_to_ours() {
+                if common::require_tool("iperf3") {
+                    ($body)(Pairing::Iperf3ToOurs);
+                }
+            }
+        }
+    };
+}
+
+/// One UDP test: clean on both sides, right stream count, figures reconcile.
+/// Returns the problems found (empty when all is well).
+fn udp(p: Pairing, args: &[&str], mode: Mode, streams: usize) -> Vec<String> {
+    let mut r = run(p, args);
+    if !r.problems.is_empty() {
+        return vec![format!("{}\n{}", r.problems.join("; "), r.transcript)];
+    }
+    let per_direction = if mode == Mode::Bidir { 2 } else { 1 };
+    r.check_stream_counts(streams * per_direction);
+    r.check_udp_accounting(mode);
+    r.check_duration(1.0);
+    if r.problems.is_empty() {
+        Vec::new()
+    } else {
+        vec![format!("{}\n{}", r.problems.join("\n  "), r.transcript)]
+    }
+}
+
+fn assert_udp(p: Pairing, args: &[&str], mode: Mode, streams: usize) {
+    let problems = udp(p, args, mode, streams);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+both_ways!(normal_10m, |p| {
+    assert_udp(p, &["-u", "-b", "10M", "-t", "1"], Mode::Normal, 1);
+});
+
+both_ways!(reverse_10m, |p| {
+    assert_udp(p, &["-u", "-b", "10M", "-t", "1", "-R"], Mode::Reverse, 1);
+});
+
+both_ways!(bidir_10m, |p| {
+    assert_udp(
+        p,
+        &["-u", "-b", "10M", "-t", "1", "--bidir"],
+        Mode::Bidir,
+        1,
+    );
+});
+
+both_ways!(parallel_2_10m, |p| {
+    assert_udp(
+        p,
+        &["-u", "-b", "10M", "-t", "1", "-P", "2"],
+        Mode::Normal,
+        2,
+    );
+});
+
+both_ways!(counters_64bit, |p| {
+    let args = ["-u", "-b", "10M", "-t", "1", "--udp-counters-64bit"];
+    assert_udp(p, &args, Mode::Normal, 1);
+});
+
+// Sender rate: about what `-b` asked for (paced, per stream).
+both_ways!(rate_is_paced, |p| {
+    let r = run(p, &["-u", "-b", "10M", "-t", "1"]);
+    r.assert_clean();
+    let bps = num(&r.client, "end.sum_sent.bits_per_second");
+    assert!(
+        (9.0e6..11.0e6).contains(&bps),
+        "sender rate {bps} bit/s for -b 10M\n{}",
+        r.transcript
+    );
+});
+
+/// Every one of `times` runs must succeed; all failures are listed.
+fn repeated(p: Pairing, args: &[&str], mode: Mode, streams: usize, times: usize) {
+    let mut failures = Vec::new();
+    for i in 0..times {
+        for f in udp(p, args, mode, streams) {
+            failures.push(format!("run {i}: {f}"));
+        }
+    }
+    assert_eq!(
+        failures.len(),
+        0,
+        "{} of {times} runs failed:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+both_ways!(parallel_2_ten_times, |p| {
+    repeated(p, &["-u", "-P", "2", "-t", "1"], Mode::Normal, 2, 10);
+});
+
+both_ways!(bidir_parallel_2_ten_times, |p| {
+    repeated(
+        p,
+        &["-u", "--bidir", "-P", "2", "-t", "1"],
+        Mode::Bidir,
+        2,
+        10,
+    );
+});
