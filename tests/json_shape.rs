@@ -26,8 +26,8 @@ enum Shape {
     Bool,
     Number,
     String,
-    Array(Vec<Shape>),
-    Object(Vec<(String, Shape)>),
+    Array(Vec<Self>),
+    Object(Vec<(String, Self)>),
 }
 
 impl<'de> Deserialize<'de> for Shape {
