@@ -58,6 +58,15 @@ impl Budget {
         }
     }
 
+    /// Gives back `count` claims of `block` bytes that were not sent.
+    pub fn refund(&self, block: usize, count: usize) {
+        let units = match self.unit {
+            BudgetUnit::Bytes => (block * count) as u64,
+            BudgetUnit::Blocks => count as u64,
+        };
+        self.remaining.fetch_add(units, Ordering::AcqRel);
+    }
+
     /// Whether nothing is left.
     pub fn exhausted(&self) -> bool {
         self.remaining.load(Ordering::Acquire) == 0
@@ -77,6 +86,17 @@ mod tests {
         assert_eq!(b.claim(100), 50);
         assert_eq!(b.claim(100), 0);
         assert!(b.exhausted());
+    }
+
+    #[test]
+    fn refund_returns_unsent_claims() {
+        let b = Budget::new(BudgetUnit::Blocks, 3);
+        assert_eq!(b.claim(10), 10);
+        assert_eq!(b.claim(10), 10);
+        b.refund(10, 1);
+        assert_eq!(b.claim(10), 10);
+        assert_eq!(b.claim(10), 10);
+        assert_eq!(b.claim(10), 0);
     }
 
     #[test]

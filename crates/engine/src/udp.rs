@@ -32,11 +32,33 @@ pub struct UdpSendSpec {
 /// Longest a paced sender sleeps at once, so the stop flag stays responsive.
 const MAX_NAP: Duration = Duration::from_millis(20);
 
+/// Datagrams per system call at most (sendmmsg / recvmmsg).
+const BATCH: usize = rperf3_sys::mmsg::MAX_BATCH;
+
+/// How many datagrams are due now: those whose send time at the target rate has
+/// come (at least one), or a whole `-b rate/N` burst. Unpaced: a full batch.
+fn due_now(spec: &UdpSendSpec, sent: u64, elapsed: Duration) -> Option<usize> {
+    let Some(p) = spec.pacer else {
+        return Some(BATCH);
+    };
+    if p.wait(sent, elapsed).is_some() {
+        return None;
+    }
+    if spec.burst > 1 {
+        return Some(spec.burst as usize);
+    }
+    // Behind schedule after a late wakeup: catch up, at most one batch at once.
+    let allowed = (u128::from(p.rate()) * elapsed.as_nanos() / 8_000_000_000) as u64;
+    let behind = allowed.saturating_sub(sent) / spec.len.max(1) as u64;
+    Some((behind as usize + 1).min(BATCH))
+}
+
 /// Sends datagrams until stopped or the budget is used up. `payload` is `len`
-/// bytes; its first bytes are overwritten with the header of each datagram.
+/// bytes; each datagram is a copy with its own header. Due datagrams go out in
+/// one sendmmsg call.
 pub fn send_loop(
     sock: &UdpSocket,
-    mut payload: Vec<u8>,
+    payload: Vec<u8>,
     spec: UdpSendSpec,
     ctl: &RunControl,
     counters: &StreamCounters,
@@ -44,34 +66,55 @@ pub fn send_loop(
     let start = Instant::now();
     let mut seq: u64 = 0;
     let mut sent: u64 = 0;
-    let burst = spec.burst.max(1);
+    let mut bufs = vec![payload; BATCH];
     while !ctl.stopped() {
-        if let Some(p) = spec.pacer {
-            if let Some(w) = p.wait(sent, start.elapsed()) {
-                std::thread::sleep(w.min(MAX_NAP));
-                continue;
-            }
-        }
-        for _ in 0..burst {
+        let Some(mut want) = due_now(&spec, sent, start.elapsed()) else {
+            let w = spec
+                .pacer
+                .and_then(|p| p.wait(sent, start.elapsed()))
+                .unwrap_or_default();
+            std::thread::sleep(w.min(MAX_NAP));
+            continue;
+        };
+        while want > 0 && !ctl.stopped() {
+            let mut n = want.min(BATCH);
             if let Some(b) = ctl.budget() {
-                if b.claim(spec.len) == 0 {
+                let mut claimed = 0;
+                while claimed < n && b.claim(spec.len) > 0 {
+                    claimed += 1;
+                }
+                n = claimed;
+                if n == 0 {
                     return Ok(());
                 }
             }
-            let hdr = UdpHeader::new(rperf3_sys::clock::monotonic(), seq + 1);
-            hdr.encode(&mut payload, spec.counters_64bit);
-            match sock.send(&payload) {
-                Ok(n) => {
-                    // A failed send does not use up a sequence number.
-                    seq += 1;
-                    sent += n as u64;
-                    counters.add(n as u64);
-                }
-                Err(e) if is_transient(&e) => std::thread::yield_now(),
-                Err(e) => return Err(e),
+            let now = rperf3_sys::clock::monotonic();
+            for (i, buf) in bufs[..n].iter_mut().enumerate() {
+                UdpHeader::new(now, seq + 1 + i as u64).encode(buf, spec.counters_64bit);
             }
-            if ctl.stopped() {
-                break;
+            let refs: Vec<&[u8]> = bufs[..n].iter().map(Vec::as_slice).collect();
+            match rperf3_sys::mmsg::send_batch(sock, &refs) {
+                Ok(k) => {
+                    // Unsent datagrams do not use up sequence numbers.
+                    seq += k as u64;
+                    for b in &refs[..k] {
+                        sent += b.len() as u64;
+                        counters.add(b.len() as u64);
+                    }
+                    want -= k.min(want);
+                    if k < n {
+                        if let Some(b) = ctl.budget() {
+                            b.refund(spec.len, n - k);
+                        }
+                    }
+                }
+                Err(e) if is_transient(&e) => {
+                    if let Some(b) = ctl.budget() {
+                        b.refund(spec.len, n);
+                    }
+                    std::thread::yield_now();
+                }
+                Err(e) => return Err(e),
             }
         }
     }
@@ -96,40 +139,40 @@ pub fn recv_loop(
     counters: &StreamCounters,
     stats: &Mutex<UdpRecvStats>,
 ) -> io::Result<()> {
-    let mut buf = vec![0u8; len.max(UdpHeader::len(counters_64bit))];
+    let mut bufs = vec![vec![0u8; len.max(UdpHeader::len(counters_64bit))]; BATCH];
+    let mut lens = [0usize; BATCH];
     while !ctl.stopped() {
-        let n = match sock.recv(&mut buf) {
-            Ok(0) => {
-                // shutdown() wakes a blocked recv with 0 bytes.
-                if ctl.stopped() {
-                    return Ok(());
-                }
-                continue;
-            }
-            Ok(n) => n,
+        let got = match rperf3_sys::mmsg::recv_batch(sock, &mut bufs, &mut lens) {
+            Ok(g) => g,
             Err(e)
                 if matches!(
                     e.kind(),
                     io::ErrorKind::WouldBlock
                         | io::ErrorKind::TimedOut
                         | io::ErrorKind::Interrupted
+                        | io::ErrorKind::ConnectionRefused
                 ) =>
             {
                 continue
             }
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
             Err(e) => return Err(e),
         };
+        // shutdown() wakes a blocked receive with nothing (or an empty datagram).
+        if ctl.stopped() {
+            return Ok(());
+        }
         let now = rperf3_sys::clock::monotonic();
-        // Too short for a header (a stray handshake datagram): not test data.
-        let Some(h) = UdpHeader::decode(&buf[..n], counters_64bit) else {
-            continue;
-        };
-        // Counters and statistics change under one lock, so a sample sees both
-        // before or both after a datagram.
+        // Counters and statistics change under one lock, so a sample sees a
+        // batch entirely or not at all.
         let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
-        s.on_datagram(h.seq, h.sec, h.usec, now, n);
-        counters.add(n as u64);
+        for (buf, &n) in bufs.iter().zip(&lens[..got]) {
+            // Too short for a header (a stray handshake datagram): not test data.
+            let Some(h) = UdpHeader::decode(&buf[..n], counters_64bit) else {
+                continue;
+            };
+            s.on_datagram(h.seq, h.sec, h.usec, now, n);
+            counters.add(n as u64);
+        }
     }
     Ok(())
 }

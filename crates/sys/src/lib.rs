@@ -4,11 +4,13 @@
 //! - `tcp_info.rs`: `getsockopt(TCP_INFO)` into a plain-old-data struct.
 //! - `time.rs`: `localtime_r` + `strftime` for `--timestamps`.
 //! - `sockopt.rs`: `setsockopt` for options socket2 does not wrap (IP_MTU_DISCOVER).
+//! - `mmsg.rs`: `sendmmsg` / `recvmmsg` over arrays of headers pointing at live buffers.
 //!
 //! Everything else goes through `socket2`, `nix` or `std`.
 #![deny(missing_docs)]
 
 pub mod clock;
+pub mod mmsg;
 pub mod net;
 pub mod poll;
 pub mod random;
