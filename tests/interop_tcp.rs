@@ -125,3 +125,26 @@ both_ways!(get_server_output, |p| {
         arr(&r.server, "intervals").len()
     );
 });
+
+/// iperf3 reads the control connection's TCP_MAXSEG after writing the cookie
+/// (the first write settles the kernel's current MSS). That value is
+/// `tcp_mss_default`, the `-V` "Control connection MSS" and the default UDP
+/// datagram size, so ours must read it at the same point to match.
+#[test]
+#[ignore = "bug: client reads the control MSS before sending the cookie (32741 here vs iperf3's 32768)"]
+fn control_mss_matches_iperf3() {
+    if !common::require_tool("iperf3") {
+        return;
+    }
+    let srv = common::Server::start_iperf3(&[]);
+    let args = srv.args(&["-J", "-n", "1M"]);
+    let theirs = common::run_program("iperf3", &args, common::CLIENT_TIMEOUT);
+    theirs.assert_ok();
+    let ours = common::run_client(&args, common::CLIENT_TIMEOUT);
+    ours.assert_ok();
+    assert_eq!(
+        num(&ours.json(), "start.tcp_mss_default"),
+        num(&theirs.json(), "start.tcp_mss_default"),
+        "same loopback, same server"
+    );
+}
