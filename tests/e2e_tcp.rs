@@ -22,12 +22,11 @@ fn json_test(extra: &[&str]) -> Value {
     doc
 }
 
-/// The receiving side got what was sent, give or take what was in flight when
-/// the test ended (a few socket buffers out of gigabytes). Which side is larger
-/// is checked once, in `tcp_receiver_never_exceeds_sender`.
+/// The receiving side got what was sent, less what was in flight when the
+/// test ended (a few socket buffers out of gigabytes), and never more.
 fn assert_delivered(sent: f64, received: f64) {
     assert!(
-        close(sent, received, 0.01),
+        received <= sent && received >= 0.99 * sent,
         "sent {sent} received {received}"
     );
 }
@@ -170,7 +169,6 @@ fn tcp_bytes_10m_exact_sender_consistent_receiver() {
 /// Bytes are counted as sent once written; a receiver can never have read more.
 /// (iperf3 reads the sender's counters after its sender threads stopped.)
 #[test]
-#[ignore = "bug: client's sent bytes miss the blocks written after its final sample, so receiver > sender"]
 fn tcp_receiver_never_exceeds_sender() {
     let srv = Server::start(&[]);
     for n in 1..=3 {

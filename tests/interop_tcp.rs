@@ -104,7 +104,7 @@ both_ways!(omit_1, |p| {
         );
         assert_eq!(num(doc, "start.test_start.omit"), 1.0, "{who}");
     }
-    r.check_tcp_delivery(Mode::Normal, 1);
+    r.check_tcp_delivery_omit(Mode::Normal, 1);
     r.check_duration(1.0);
     r.assert_clean();
 });
