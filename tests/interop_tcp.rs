@@ -148,3 +148,87 @@ fn control_mss_matches_iperf3() {
         "same loopback, same server"
     );
 }
+
+/// Up to this long for a first interval line or a banner.
+const EVENT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A text client started against `srv`, once it has printed its first
+/// interval report.
+fn running_client(program: &std::path::Path, srv: &common::Server) -> common::Proc {
+    let c = common::Proc::spawn(program, &srv.args(&["-t", "10", "--forceflush"]));
+    assert!(
+        c.wait_stdout("0.00-1.00   sec", EVENT),
+        "no first interval:\n{}",
+        c.stdout()
+    );
+    c
+}
+
+/// CLIENT_TERMINATE crosses over: the server logs "the client has
+/// terminated" and takes the next client.
+fn client_interrupt(client: &std::path::Path, srv: common::Server) {
+    let c = running_client(client, &srv);
+    c.signal(common::Signal::SIGINT);
+    let out = c.finish(common::CLIENT_TIMEOUT);
+    assert!(
+        out.stdout.lines().any(|l| l.ends_with("sender")),
+        "no partial summary:\n{out}"
+    );
+    assert!(
+        srv.proc().wait_stderr("the client has terminated", EVENT),
+        "server stderr:\n{}",
+        srv.stderr()
+    );
+    assert!(srv.wait_banners(2, EVENT), "{}", srv.stdout());
+    let next = common::run_program(client, &srv.args(&["-n", "1M"]), common::CLIENT_TIMEOUT);
+    next.assert_ok();
+}
+
+/// SERVER_TERMINATE crosses over: the client reports "the server has
+/// terminated" and fails.
+fn server_terminate(client: &std::path::Path, srv: common::Server) {
+    let c = running_client(client, &srv);
+    srv.signal(common::Signal::SIGTERM);
+    let out = c.finish(common::CLIENT_TIMEOUT);
+    assert_eq!(out.code(), Some(1), "{out}");
+    assert!(
+        out.stderr.contains("the server has terminated")
+            || out.stdout.contains("the server has terminated"),
+        "{out}"
+    );
+}
+
+#[test]
+fn sigint_ours_to_iperf3() {
+    if common::require_tool("iperf3") {
+        // --forceflush: iperf3 buffers its piped stdout, banner included.
+        let srv = common::Server::start_iperf3(&["--forceflush"]);
+        client_interrupt(&common::rperf3(), srv);
+    }
+}
+
+#[test]
+fn sigint_iperf3_to_ours() {
+    if common::require_tool("iperf3") {
+        client_interrupt(std::path::Path::new("iperf3"), common::Server::start(&[]));
+    }
+}
+
+#[test]
+fn sigterm_iperf3_server_to_our_client() {
+    if common::require_tool("iperf3") {
+        server_terminate(&common::rperf3(), common::Server::start_iperf3(&[]));
+    }
+}
+
+/// iperf3's server writes SERVER_TERMINATE before its data sockets close, so
+/// its client learns why the test ended (4 of 4 runs here); ours must too.
+#[test]
+#[ignore = "bug: server closes its data streams before sending SERVER_TERMINATE; iperf3 client fails with Broken pipe instead"]
+fn sigterm_our_server_to_iperf3_client() {
+    if common::require_tool("iperf3") {
+        for _ in 0..3 {
+            server_terminate(std::path::Path::new("iperf3"), common::Server::start(&[]));
+        }
+    }
+}
