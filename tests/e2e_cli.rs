@@ -168,7 +168,6 @@ fn one_off_server_exits_after_one_test() {
 /// iperf3 accepts a new client as soon as the previous test is over; a script
 /// running tests back to back must never see "busy".
 #[test]
-#[ignore = "bug: server refuses a client that arrives right after the previous test (serve() dispatches before reaping the finished session)"]
 fn back_to_back_clients_are_all_served() {
     let srv = Server::start(&[]);
     for i in 0..4 {
@@ -180,7 +179,6 @@ fn back_to_back_clients_are_all_served() {
 /// iperf3 prints nothing but the error when refused: "Connecting to host" (and
 /// the JSON start keys) come only once the server asks for the parameters.
 #[test]
-#[ignore = "bug: a refused client prints \"Connecting to host\" before the busy error (on-connect output emitted before PARAM_EXCHANGE)"]
 fn busy_refusal_prints_only_the_error() {
     let srv = Server::start(&[]);
     let first = srv.spawn_client(&["-t", "3", "--forceflush"]);

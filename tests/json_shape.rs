@@ -404,7 +404,6 @@ fn refused_by_busy_server(client_args: &[&str]) -> String {
 }
 
 #[test]
-#[ignore = "bug: refused client's start has on-connect keys (timestamp, connecting_to, cookie, tcp_mss_default, target_bitrate, fq_rate) iperf3 adds only at PARAM_EXCHANGE"]
 fn error_server_busy_json() {
     let Some(dir) = fixture_dir() else { return };
     let out = refused_by_busy_server(&["-J", "-t", "1"]);

@@ -78,18 +78,19 @@ impl Client<'_> {
         )
         .map_err(|e| Stop::Error(io_err(IE_CONNECT, &e)))?;
         self.server = sock.peer_addr().ok();
-        self.ctrl_mss = rperf3_sys::net::tcp_mss(&sock);
         let mut ctrl = Ctrl::new(sock).map_err(|e| Stop::Error(io_err(IE_CONNECT, &e)))?;
-        if self.params.len == 0 {
-            // UDP without -l: the control connection's MSS, as iperf3.
-            self.params.len = crate::setup::default_udp_len(self.ctrl_mss) as i32;
-        }
         let mut random = [0u8; COOKIE_LEN - 1];
         rperf3_sys::random::fill(&mut random);
         let cookie = make_cookie(&random);
         // A busy server writes 0xFF and closes before reading the cookie; the
         // write may then fail, but the 0xFF is still there to read.
         let cookie_sent = ctrl.send(&cookie, IE_SEND_COOKIE);
+        // Read after the first write, as iperf3: that settles the kernel's MSS.
+        self.ctrl_mss = rperf3_sys::net::tcp_mss(ctrl.sock());
+        if self.params.len == 0 {
+            // UDP without -l: the control connection's MSS, as iperf3.
+            self.params.len = crate::setup::default_udp_len(self.ctrl_mss) as i32;
+        }
         let mut m = ClientMachine::new(cookie, &self.params);
         if let Err(e) = cookie_sent {
             if !matches!(self.pump(&mut ctrl, &mut m, rep, intr, Duration::from_secs(1)), Err(Stop::Error(ref x)) if x.code == IE_ACCESS_DENIED)
@@ -105,7 +106,7 @@ impl Client<'_> {
             connecting_to: Some((self.cc.host.clone(), self.common.port)),
             accepted_connection: None,
             cookie: cookie_str(&cookie).to_string(),
-            tcp_mss: (!(self.params.protocol == Protocol::Udp))
+            tcp_mss: (self.params.protocol != Protocol::Udp)
                 .then_some(MssInfo::Default(self.ctrl_mss)),
             sock_bufsize: self.cc.window.unwrap_or(0) as u64,
             sndbuf_actual: 0,
@@ -114,7 +115,6 @@ impl Client<'_> {
         let info = test_info(&self.params, self.common, Side::Client);
         rep.preamble();
         rep.control_mss(self.ctrl_mss);
-        rep.control_connected(&start, &info);
         let mut start = Some(start);
         let mut cookie_once = Some(cookie);
         let mut pending: Vec<LiveStream> = Vec::new();
@@ -123,6 +123,12 @@ impl Client<'_> {
             for ev in events {
                 match ev {
                     ClientEvent::SendParams(bytes) => {
+                        // The server took us on: only now is the test "connected"
+                        // (a refused client prints nothing but the error).
+                        if let Some(st) = start.as_mut() {
+                            st.timestamp_millis = rperf3_sys::time::unix_millis();
+                            rep.control_connected(st, &info);
+                        }
                         ctrl.send(&bytes, IE_SEND_PARAMS).map_err(Stop::Error)?
                     }
                     ClientEvent::CreateStreams => {
@@ -310,8 +316,10 @@ impl Client<'_> {
         let run = self.run.as_mut().expect("streams exist at TEST_RUNNING");
         let test_end = match self.cc.end {
             // -t 0: no time limit, as iperf3.
+            // Timed from TEST_START, like the interval ticks.
             EndCondition::Time(t) if t > 0 => Some(
-                Instant::now() + Duration::from_secs(u64::from(t) + self.params.omit.max(0) as u64),
+                run.started_at()
+                    + Duration::from_secs(u64::from(t) + self.params.omit.max(0) as u64),
             ),
             _ => None,
         };

@@ -71,10 +71,29 @@ pub fn serve(
                 let _ = a.thread.join();
             }
             // Signal exit: iperf3 3.19+ exits 0.
+            if let Some(mut r) = rep.take() {
+                r.interrupted(&rperf3_proto::IperfError::new(rperf3_proto::IE_SERVER_TERM).text());
+                let _ = r.finish();
+            }
             return Outcome { status: 0 };
         }
         if ready[0] {
             if let Ok((conn, peer)) = listener.accept() {
+                // A session that is only tidying up is waited for (bounded by its
+                // own close deadline), so back-to-back clients are never refused.
+                if active
+                    .as_ref()
+                    .is_some_and(|a| a.link.finishing() && !a.link.wants_streams())
+                {
+                    let a = active.take().expect("checked above");
+                    match reap(a, sc, common, &mut test_number, &mut make_reporter) {
+                        Reaped::Exit => {
+                            refuse(conn);
+                            return Outcome { status: 0 };
+                        }
+                        Reaped::Next(r) => rep = Some(*r),
+                    }
+                }
                 match &active {
                     Some(a) if a.link.wants_streams() => {
                         let _ = a.streams.send(conn);
@@ -92,18 +111,39 @@ pub fn serve(
         }
         if active.as_ref().is_some_and(|a| a.thread.is_finished()) {
             let a = active.take().expect("checked above");
-            let counted = a.thread.join().unwrap_or(true);
-            if sc.one_off && counted {
-                return Outcome { status: 0 };
+            match reap(a, sc, common, &mut test_number, &mut make_reporter) {
+                Reaped::Exit => return Outcome { status: 0 },
+                Reaped::Next(r) => rep = Some(*r),
             }
-            if counted {
-                test_number += 1;
-            }
-            let mut r = make_reporter();
-            r.server_banner(common.port, test_number);
-            rep = Some(r);
         }
     }
+}
+
+enum Reaped {
+    /// `-1` and the test counted: the server exits.
+    Exit,
+    /// The next test's reporter, banner printed.
+    Next(Box<Reporter>),
+}
+
+/// Joins a finished (or finishing) session and prepares for the next test.
+fn reap(
+    a: Active,
+    sc: &ServerConfig,
+    common: &CommonConfig,
+    test_number: &mut u64,
+    make_reporter: &mut impl FnMut() -> Reporter,
+) -> Reaped {
+    let counted = a.thread.join().unwrap_or(true);
+    if sc.one_off && counted {
+        return Reaped::Exit;
+    }
+    if counted {
+        *test_number += 1;
+    }
+    let mut r = make_reporter();
+    r.server_banner(common.port, *test_number);
+    Reaped::Next(Box::new(r))
 }
 
 fn listener_fd(l: &TcpListener) -> std::os::fd::BorrowedFd<'_> {

@@ -29,6 +29,7 @@ const STREAM_COOKIE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Default)]
 pub struct SessionLink {
     want_streams: AtomicBool,
+    finishing: AtomicBool,
 }
 
 impl SessionLink {
@@ -39,6 +40,16 @@ impl SessionLink {
 
     fn set_wants_streams(&self, v: bool) {
         self.want_streams.store(v, Ordering::Release);
+    }
+
+    /// Whether the session's test is over and it is only tidying up: a new
+    /// client should wait for it rather than be refused.
+    pub fn finishing(&self) -> bool {
+        self.finishing.load(Ordering::Acquire)
+    }
+
+    fn set_finishing(&self) {
+        self.finishing.store(true, Ordering::Release);
     }
 }
 
@@ -99,22 +110,28 @@ impl Session {
     pub fn run(mut self) -> bool {
         let end = self.drive();
         self.link.set_wants_streams(false);
+        self.link.set_finishing();
+        let mut last_iv = self.run.as_mut().and_then(TestRun::finish);
+        if matches!(end, End::Interrupted) {
+            // Tell the client before its data connections close, so it learns why
+            // (a sender that hits a reset first reports a write error instead); the
+            // streams stay open, unread, until it answers or a short deadline.
+            let bytes = self.machine.terminate();
+            let _ = self.ctrl.send(&bytes, IE_SEND_MESSAGE);
+            self.await_client_close(Duration::from_secs(2));
+        }
         let counted = !matches!(end, End::AuthFailed);
         if let Some(run) = self.run.as_mut() {
-            if let Some(iv) = run.finish() {
+            if let Some(iv) = last_iv.take() {
                 self.rep.interval(&iv);
             }
             run.close();
         }
-        let err = match end {
-            End::Done => None,
-            End::Failed(e) => Some(e),
-            End::AuthFailed => Some(IperfError::new(IE_AUTH_TEST)),
-            End::Interrupted => {
-                let bytes = self.machine.terminate();
-                let _ = self.ctrl.send(&bytes, IE_SEND_MESSAGE);
-                Some(IperfError::new(IE_SERVER_TERM))
-            }
+        let (err, interrupted) = match end {
+            End::Done => (None, false),
+            End::Failed(e) => (Some(e), false),
+            End::AuthFailed => (Some(IperfError::new(IE_AUTH_TEST)), false),
+            End::Interrupted => (Some(IperfError::new(IE_SERVER_TERM)), true),
         };
         if let (Some(e), Some(run)) = (&err, self.run.as_ref()) {
             // A test cut short still shows what it measured.
@@ -123,12 +140,30 @@ impl Session {
                 self.rep.end(&fin);
             }
         }
-        if let Some(e) = &err {
-            self.rep.error(&e.text());
+        match &err {
+            Some(e) if interrupted => self.rep.interrupted(&e.text()),
+            Some(e) => self.rep.error(&e.text()),
+            None => {}
         }
         let _ = self.rep.finish();
         self.ctrl.close_gracefully(Duration::from_secs(2));
         counted
+    }
+
+    /// Reads and discards until the client closes the control connection (after
+    /// its IPERF_DONE) or `limit` passes.
+    fn await_client_close(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            match self.ctrl.read(left) {
+                Ok((Read0::Data(_), _)) => {}
+                _ => return,
+            }
+        }
     }
 
     fn drive(&mut self) -> End {
@@ -171,7 +206,10 @@ impl Session {
                             return End::Failed(e);
                         }
                     }
-                    ServerEvent::Done => return End::Done,
+                    ServerEvent::Done => {
+                        self.link.set_finishing();
+                        return End::Done;
+                    }
                     ServerEvent::ClientTerminated => {
                         return End::Failed(IperfError::new(IE_CLIENT_TERM))
                     }

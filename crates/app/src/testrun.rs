@@ -35,6 +35,7 @@ pub struct TestRun {
     cpu: CpuMeter,
     cpu_final: Option<Cpu>,
     finished: bool,
+    started: Instant,
 }
 
 impl TestRun {
@@ -56,7 +57,13 @@ impl TestRun {
             cpu: CpuMeter::start(),
             cpu_final: None,
             finished: false,
+            started: now,
         }
+    }
+
+    /// The TEST_START instant.
+    pub fn started_at(&self) -> Instant {
+        self.started
     }
 
     /// TEST_RUNNING: one worker thread per stream.
