@@ -191,6 +191,46 @@ mod tests {
         (a, b)
     }
 
+    fn spec(rate: Option<u64>, burst: u32) -> UdpSendSpec {
+        UdpSendSpec {
+            len: 1250,
+            pacer: rate.map(Pacer::new),
+            burst,
+            counters_64bit: false,
+        }
+    }
+
+    #[test]
+    fn unpaced_sends_full_batches() {
+        assert_eq!(due_now(&spec(None, 1), 0, Duration::ZERO), Some(BATCH));
+    }
+
+    #[test]
+    fn on_schedule_one_datagram_at_a_time() {
+        // 10 Mbit/s, 1250-byte datagrams: one due every millisecond.
+        let s = spec(Some(10_000_000), 1);
+        assert_eq!(due_now(&s, 0, Duration::ZERO), Some(1));
+        assert_eq!(due_now(&s, 1250, Duration::from_micros(500)), None);
+        assert_eq!(due_now(&s, 1250, Duration::from_millis(1)), Some(1));
+    }
+
+    #[test]
+    fn a_late_wakeup_catches_up_in_one_bounded_batch() {
+        let s = spec(Some(10_000_000), 1);
+        // 5 ms late: the 5 datagrams that became due, plus the current one.
+        assert_eq!(due_now(&s, 0, Duration::from_millis(5)), Some(6));
+        // Never more than one batch at once, however late.
+        assert_eq!(due_now(&s, 0, Duration::from_secs(10)), Some(BATCH));
+    }
+
+    #[test]
+    fn burst_sends_n_back_to_back() {
+        let s = spec(Some(10_000_000), 10);
+        assert_eq!(due_now(&s, 0, Duration::ZERO), Some(10));
+        assert_eq!(due_now(&s, 12_500, Duration::from_millis(5)), None);
+        assert_eq!(due_now(&s, 12_500, Duration::from_millis(10)), Some(10));
+    }
+
     #[test]
     fn datagrams_carry_consecutive_sequence_numbers() {
         let (tx, rx) = pair();

@@ -1,0 +1,52 @@
+//! UDP against ourselves: the pacer hits the target rate, `-n` is exact, and the
+//! receiver's counts reconcile with the sender's.
+
+mod common;
+
+use common::json::{assert_no_error, num};
+use common::Server;
+
+/// Sent rate over a 5 s test, as the client reports it.
+fn sent_rate(rate: &str) -> (f64, serde_json::Value) {
+    let srv = Server::start(&["-1"]);
+    let out = srv.client(&["-u", "-b", rate, "-l", "1448", "-t", "5", "-J"]);
+    out.assert_ok();
+    let doc = out.json();
+    assert_no_error(&doc);
+    (num(&doc, "end.sum_sent.bits_per_second"), doc)
+}
+
+/// At -b 100M and -b 1G the sent rate is within 0.5% of the target. One test
+/// runs both, one after the other, so they do not share the CPU.
+#[test]
+fn udp_pacing_hits_100m_and_1g_within_half_a_percent() {
+    for (rate, target) in [("100M", 100e6), ("1G", 1e9)] {
+        let (bps, doc) = sent_rate(rate);
+        let err = (bps - target).abs() / target;
+        assert!(
+            err < 0.005,
+            "-b {rate}: sent {bps:.0} bit/s, {:.3}% off\n{doc:#}",
+            err * 100.0
+        );
+    }
+}
+
+/// `-n` sends exactly that many bytes in whole datagrams, and the receiver's
+/// packets + loss account for every one of them.
+#[test]
+fn udp_byte_limit_is_exact_and_counts_reconcile() {
+    let srv = Server::start(&["-1", "-J"]);
+    let out = srv.client(&["-u", "-b", "50M", "-l", "1000", "-n", "1M", "-J"]);
+    out.assert_ok();
+    let doc = out.json();
+    assert_no_error(&doc);
+    let sent_packets = num(&doc, "end.sum_sent.packets");
+    // 1M = 1048576 bytes: 1049 datagrams of 1000 bytes (the last one claimed whole).
+    assert_eq!(num(&doc, "end.sum_sent.bytes"), 1_049_000.0, "{doc:#}");
+    assert_eq!(sent_packets, 1049.0, "{doc:#}");
+    let recv_packets = num(&doc, "end.sum_received.packets");
+    let lost = num(&doc, "end.sum_received.lost_packets");
+    let recv_bytes = num(&doc, "end.sum_received.bytes");
+    assert_eq!(recv_bytes / 1000.0 + lost, recv_packets, "{doc:#}");
+    assert!(recv_packets <= sent_packets, "{doc:#}");
+}
