@@ -66,36 +66,25 @@ pub struct SendSpec {
 impl LiveStream {
     /// Wraps a connected TCP data socket.
     pub fn tcp(sock: TcpStream, index: usize, sender: bool) -> io::Result<Self> {
-        let info = StreamInfo {
-            socket: sock.as_raw_fd(),
-            id: stream_id(index),
-            sender,
-            local: unmap(sock.local_addr()?),
-            remote: unmap(sock.peer_addr()?),
-        };
-        Ok(Self {
-            info,
-            sock: DataSock::Tcp(Arc::new(sock)),
-            counters: Arc::default(),
-            udp_stats: None,
-        })
+        let info = stream_info(&sock, sock.local_addr()?, sock.peer_addr()?, index, sender);
+        Ok(Self::new(info, DataSock::Tcp(Arc::new(sock))))
     }
 
     /// Wraps a connected UDP data socket.
     pub fn udp(sock: UdpSocket, index: usize, sender: bool) -> io::Result<Self> {
-        let info = StreamInfo {
-            socket: sock.as_raw_fd(),
-            id: stream_id(index),
-            sender,
-            local: unmap(sock.local_addr()?),
-            remote: unmap(sock.peer_addr()?),
-        };
-        Ok(Self {
+        let info = stream_info(&sock, sock.local_addr()?, sock.peer_addr()?, index, sender);
+        Ok(Self::new(info, DataSock::Udp(Arc::new(sock))))
+    }
+
+    fn new(info: StreamInfo, sock: DataSock) -> Self {
+        // Only UDP receivers keep loss/jitter statistics.
+        let udp_stats = (matches!(sock, DataSock::Udp(_)) && !info.sender).then(Arc::default);
+        Self {
             info,
-            sock: DataSock::Udp(Arc::new(sock)),
+            sock,
             counters: Arc::default(),
-            udp_stats: (!sender).then(Arc::default),
-        })
+            udp_stats,
+        }
     }
 
     /// Whether this is a UDP stream.
@@ -211,6 +200,22 @@ impl LiveStream {
                 let _ = socket2::SockRef::from(&**s).shutdown(Shutdown::Both);
             }
         }
+    }
+}
+
+fn stream_info(
+    fd: &impl AsRawFd,
+    local: SocketAddr,
+    remote: SocketAddr,
+    index: usize,
+    sender: bool,
+) -> StreamInfo {
+    StreamInfo {
+        socket: fd.as_raw_fd(),
+        id: stream_id(index),
+        sender,
+        local: unmap(local),
+        remote: unmap(remote),
     }
 }
 
