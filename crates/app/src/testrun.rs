@@ -148,9 +148,11 @@ impl TestRun {
             return None;
         }
         self.finished = true;
+        // The test ends now; a block finishing during the grace still counts in
+        // it (a paced sender may be asleep until its next datagram is due).
+        let now = Instant::now();
         self.ctl.stop();
         self.wait_senders(SENDER_GRACE);
-        let now = Instant::now();
         let last =
             (now > self.sampler.last_tick()).then(|| self.sampler.sample(&self.streams, now));
         self.cpu_final = Some(self.cpu.read());

@@ -26,7 +26,7 @@ pub fn send_loop(
         if let Some(p) = pacer {
             if let Some(w) = p.wait(sent, start.elapsed()) {
                 // Short naps keep the stop flag responsive at low rates.
-                std::thread::sleep(w.min(std::time::Duration::from_millis(50)));
+                std::thread::sleep(w.min(std::time::Duration::from_millis(5)));
                 continue;
             }
         }

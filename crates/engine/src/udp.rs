@@ -30,7 +30,7 @@ pub struct UdpSendSpec {
 }
 
 /// Longest a paced sender sleeps at once, so the stop flag stays responsive.
-const MAX_NAP: Duration = Duration::from_millis(20);
+const MAX_NAP: Duration = Duration::from_millis(5);
 
 /// Datagrams per system call at most (sendmmsg / recvmmsg).
 const BATCH: usize = rperf3_sys::mmsg::MAX_BATCH;
