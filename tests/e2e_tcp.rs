@@ -269,3 +269,19 @@ fn tcp_client_interval_count_matches_duration() {
         assert_eq!(ends.len(), 2, "interval ends {ends:?}");
     }
 }
+
+/// `-n` with `-O`: the limit counts only what is sent after the omit period
+/// (plus at most the one block a sender had in hand when the period ended).
+#[test]
+fn tcp_bytes_limit_counts_after_omit() {
+    let doc = json_test(&["-n", "20M", "-O", "1"]);
+    let intervals = arr(&doc, "intervals");
+    assert_eq!(
+        at(&intervals[0], "sum.omitted"),
+        &Value::Bool(true),
+        "{doc:#}"
+    );
+    let sent = num(&doc, "end.sum_sent.bytes");
+    let n = 20.0 * 1024.0 * 1024.0;
+    assert!((n..=n + 131_072.0).contains(&sent), "sent {sent}\n{doc:#}");
+}

@@ -348,7 +348,8 @@ impl Client<'_> {
             }
             let done = match (test_end, limit) {
                 (Some(t), _) => now >= t,
-                (None, Some((n, blocks))) => {
+                // Limits count only after the omit period, as in iperf3.
+                (None, Some((n, blocks))) if run.past_omit() => {
                     let pick = |c: CounterSnapshot| if blocks { c.blocks } else { c.bytes };
                     // Senders stop by themselves when the budget is used up; a
                     // receiving client counts what arrived (iperf3 checks both).
@@ -356,7 +357,7 @@ impl Client<'_> {
                         || pick(recv) >= n
                         || (pick(sent) >= n && run.senders_done())
                 }
-                (None, None) => false,
+                (None, _) => false,
             };
             if done {
                 if let Some(iv) = run.finish() {

@@ -48,6 +48,9 @@ impl TestRun {
     ) -> Self {
         let now = Instant::now();
         let sampler = Sampler::new(&streams, now, !omit.is_zero());
+        if let Some(b) = budget.as_ref().filter(|_| !omit.is_zero()) {
+            b.suspend();
+        }
         Self {
             streams,
             ctl: Arc::new(RunControl::new(budget)),
@@ -97,6 +100,11 @@ impl TestRun {
                     // An omitted interval that has not been reported closes here.
                     if now > self.sampler.last_tick() {
                         out.push(self.sampler.sample(&self.streams, now));
+                    }
+                    // Meter first, then rebase: at most the block each sender
+                    // has in hand goes out unmetered after the rebase.
+                    if let Some(b) = self.ctl.budget() {
+                        b.restart();
                     }
                     self.sampler.end_omit(&self.streams, now);
                 }

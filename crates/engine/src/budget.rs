@@ -1,6 +1,6 @@
 //! The `-n` / `-k` limit, shared by all sending streams of a test.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// What the limit counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,7 +16,10 @@ pub enum BudgetUnit {
 #[derive(Debug)]
 pub struct Budget {
     unit: BudgetUnit,
+    total: u64,
     remaining: AtomicU64,
+    /// While false (the `-O` period) sending is not metered.
+    metering: AtomicBool,
 }
 
 impl Budget {
@@ -24,13 +27,18 @@ impl Budget {
     pub fn new(unit: BudgetUnit, total: u64) -> Self {
         Self {
             unit,
+            total,
             remaining: AtomicU64::new(total),
+            metering: AtomicBool::new(true),
         }
     }
 
     /// Claims room for one block of up to `block` bytes. Returns how many bytes
     /// may be sent (0 when the budget is used up).
     pub fn claim(&self, block: usize) -> usize {
+        if !self.metering.load(Ordering::Acquire) {
+            return block;
+        }
         let want = match self.unit {
             BudgetUnit::Bytes => block as u64,
             BudgetUnit::Blocks => 1,
@@ -56,6 +64,18 @@ impl Budget {
                 Err(actual) => cur = actual,
             }
         }
+    }
+
+    /// Stops metering until [`Budget::restart`]: during `-O`, what is sent does
+    /// not count against the limit, as in iperf3.
+    pub fn suspend(&self) {
+        self.metering.store(false, Ordering::Release);
+    }
+
+    /// Meters again from the whole total (the end of the `-O` period).
+    pub fn restart(&self) {
+        self.remaining.store(self.total, Ordering::Release);
+        self.metering.store(true, Ordering::Release);
     }
 
     /// Gives back `count` claims of `block` bytes that were not sent.
@@ -97,6 +117,18 @@ mod tests {
         assert_eq!(b.claim(10), 10);
         assert_eq!(b.claim(10), 10);
         assert_eq!(b.claim(10), 0);
+    }
+
+    #[test]
+    fn suspended_budget_does_not_meter_until_restart() {
+        let b = Budget::new(BudgetUnit::Bytes, 100);
+        b.suspend();
+        assert_eq!(b.claim(100), 100);
+        assert_eq!(b.claim(100), 100);
+        assert!(!b.exhausted());
+        b.restart();
+        assert_eq!(b.claim(60), 60);
+        assert_eq!(b.claim(60), 40);
     }
 
     #[test]
