@@ -18,7 +18,7 @@ use crate::error_codes::{
 use crate::framing::{ControlDecoder, Expect, Unit};
 use crate::msg::Msg;
 use crate::params::TestParams;
-use crate::results::TestResults;
+use crate::results::{read_results_or_state, ResultsOrState, TestResults};
 
 /// What the client is waiting for on the control connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,27 +229,13 @@ impl ClientMachine {
                     self.phase = ClientPhase::Closed;
                 }
                 ClientPhase::AwaitServerResults => {
-                    // A server that fails or is killed here sends a state byte where
-                    // the length prefix would be; no real prefix starts that high.
-                    let Some(first) = self.decoder.peek() else {
-                        return Ok(());
-                    };
-                    if u32::from(first) > MAX_SERVER_RESULTS_LEN >> 24 {
-                        self.decoder.next_unit(Expect::State).ok();
-                        self.on_state(first, events)?;
-                        continue;
-                    }
-                    let expect = Expect::Json {
-                        max_len: MAX_SERVER_RESULTS_LEN,
-                    };
-                    match self.decoder.next_unit(expect) {
-                        Ok(Some(Unit::Json(body))) => {
-                            let r = TestResults::from_json(&body)?;
+                    match read_results_or_state(&mut self.decoder, MAX_SERVER_RESULTS_LEN)? {
+                        None => return Ok(()),
+                        Some(ResultsOrState::State(b)) => self.on_state(b, events)?,
+                        Some(ResultsOrState::Results(r)) => {
                             events.push(ClientEvent::PeerResults(r));
                             self.phase = ClientPhase::AwaitDisplayResults;
                         }
-                        Ok(_) => return Ok(()),
-                        Err(_) => return Err(IperfError::new(IE_RECV_RESULTS)),
                     }
                 }
                 _ => match self.decoder.next_unit(Expect::State) {

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::error::IperfError;
 use crate::error_codes::IE_RECV_RESULTS;
-use crate::framing::encode_json;
+use crate::framing::{encode_json, ControlDecoder, Expect, Unit};
 use crate::json_num::{as_c_int, as_f64, as_i64_wrapping, as_u64_sat, num_f64};
 
 /// Counters of one stream, matched with the peer's by `id`.
@@ -181,6 +181,38 @@ impl StreamResult {
 
 fn bad() -> IperfError {
     IperfError::new(IE_RECV_RESULTS)
+}
+
+/// What arrives where a results document is due.
+#[derive(Debug)]
+pub(crate) enum ResultsOrState {
+    /// The peer's results.
+    Results(TestResults),
+    /// A state byte instead: a peer that failed or was killed sends one where
+    /// the length prefix would be (no accepted prefix starts that high).
+    State(u8),
+}
+
+/// Reads the results document due next, or the state byte a failing peer sends
+/// in its place. `Ok(None)`: not all bytes have arrived yet.
+pub(crate) fn read_results_or_state(
+    decoder: &mut ControlDecoder,
+    max_len: u32,
+) -> Result<Option<ResultsOrState>, IperfError> {
+    let Some(first) = decoder.peek() else {
+        return Ok(None);
+    };
+    if u32::from(first) > max_len >> 24 {
+        decoder.next_unit(Expect::State).ok();
+        return Ok(Some(ResultsOrState::State(first)));
+    }
+    match decoder.next_unit(Expect::Json { max_len }) {
+        Ok(Some(Unit::Json(body))) => Ok(Some(ResultsOrState::Results(TestResults::from_json(
+            &body,
+        )?))),
+        Ok(_) => Ok(None),
+        Err(_) => Err(IperfError::new(IE_RECV_RESULTS)),
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use crate::framing::{ControlDecoder, Expect, Unit};
 use crate::msg::Msg;
 use crate::params::TestParams;
 use crate::params_check::ServerLimits;
-use crate::results::TestResults;
+use crate::results::{read_results_or_state, ResultsOrState, TestResults};
 
 /// What a busy server writes on a new control connection before closing it,
 /// without reading the cookie.
@@ -219,27 +219,13 @@ impl ServerMachine {
                     self.phase = ServerPhase::CreateStreams;
                 }
                 ServerPhase::AwaitClientResults => {
-                    // A client killed here sends a state byte where the length
-                    // prefix would be; no accepted prefix starts that high.
-                    let Some(first) = self.decoder.peek() else {
-                        return Ok(());
-                    };
-                    if u32::from(first) > MAX_CLIENT_RESULTS_LEN >> 24 {
-                        self.decoder.next_unit(Expect::State).ok();
-                        self.on_state(first, events)?;
-                        continue;
-                    }
-                    let expect = Expect::Json {
-                        max_len: MAX_CLIENT_RESULTS_LEN,
-                    };
-                    match self.decoder.next_unit(expect) {
-                        Ok(Some(Unit::Json(body))) => {
-                            let r = TestResults::from_json(&body)?;
+                    match read_results_or_state(&mut self.decoder, MAX_CLIENT_RESULTS_LEN)? {
+                        None => return Ok(()),
+                        Some(ResultsOrState::State(b)) => self.on_state(b, events)?,
+                        Some(ResultsOrState::Results(r)) => {
                             events.push(ServerEvent::PeerResults(r));
                             self.phase = ServerPhase::AwaitDone;
                         }
-                        Ok(_) => return Ok(()),
-                        Err(_) => return Err(IperfError::new(IE_RECV_RESULTS)),
                     }
                 }
                 ServerPhase::CreateStreams | ServerPhase::Running | ServerPhase::AwaitDone => {
