@@ -320,16 +320,31 @@ impl Server {
     }
 
     pub fn start_program(program: &Path, args: &[&str]) -> Self {
-        let port = free_port();
-        let p = port.to_string();
-        let mut all = vec!["-s", "-p", &p];
-        all.extend_from_slice(args);
-        let mut proc = Proc::spawn(program, &all);
-        wait_listening(&mut proc, port);
-        Self {
-            port,
-            proc: Some(proc),
+        // A port that looked free can still be taken by the time the server
+        // binds (another process's socket lingering on it): try the next one.
+        for attempt in 1.. {
+            let port = free_port();
+            let p = port.to_string();
+            let mut all = vec!["-s", "-p", &p];
+            all.extend_from_slice(args);
+            let mut proc = Proc::spawn(program, &all);
+            match wait_listening(&mut proc, port) {
+                Ok(()) => {
+                    return Self {
+                        port,
+                        proc: Some(proc),
+                    }
+                }
+                Err(out) if attempt < 5 && out.stderr.contains("Address already in use") => {
+                    eprintln!(
+                        "port {port} was taken, trying another: {}",
+                        out.stderr.trim()
+                    );
+                }
+                Err(out) => panic!("server exited before listening:\n{out}"),
+            }
         }
+        unreachable!("the loop returns or panics")
     }
 
     pub fn proc(&self) -> &Proc {
@@ -394,12 +409,11 @@ impl Server {
 /// Readiness without connecting: a probe connection would itself be a control
 /// connection (an iperf3 `-1` server takes it as its one test, and both log an
 /// error), so look for the listening socket in the kernel's table instead.
-fn wait_listening(proc: &mut Proc, port: u16) {
+fn wait_listening(proc: &mut Proc, port: u16) -> Result<(), Output> {
     let deadline = Instant::now() + LISTEN_DEADLINE;
     while !is_listening(port) {
         if !proc.is_running() {
-            let out = proc.collect();
-            panic!("server exited before listening:\n{out}");
+            return Err(proc.collect());
         }
         assert!(
             Instant::now() < deadline,
@@ -409,6 +423,7 @@ fn wait_listening(proc: &mut Proc, port: u16) {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
+    Ok(())
 }
 
 /// Is there a TCP socket in LISTEN state (0A) on `port`?
