@@ -335,11 +335,15 @@ impl Server {
                         proc: Some(proc),
                     }
                 }
-                Err(out) if attempt < 5 && out.stderr.contains("Address already in use") => {
-                    eprintln!(
-                        "port {port} was taken, trying another: {}",
-                        out.stderr.trim()
-                    );
+                Err(out)
+                    if attempt < 5
+                        && (out.stderr.contains("Address already in use")
+                            || out.stdout.contains("Address already in use")) =>
+                {
+                    eprintln!("port {port} was taken, trying another; sockets on it:");
+                    let _ = Command::new("ss")
+                        .args(["-tanup", "state", "all", "sport", "=", &format!(":{port}")])
+                        .status();
                 }
                 Err(out) => panic!("server exited before listening:\n{out}"),
             }
