@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::json::{arr, num, string};
-use common::{free_port, run_client, Server, Signal, CLIENT_TIMEOUT};
+use common::{free_port, rperf3, run_client, Server, Signal, CLIENT_TIMEOUT};
 
 /// Up to this long for a first interval line or a new server banner.
 const EVENT: Duration = Duration::from_secs(10);
@@ -188,4 +188,29 @@ fn busy_refusal_prints_only_the_error() {
     assert_eq!(out.code(), Some(1), "{out}");
     assert_eq!(out.stdout, "", "{out}");
     first.finish(CLIENT_TIMEOUT).assert_ok();
+}
+
+/// The README's one-command measurement: the script starts a one-off server,
+/// waits for it without connecting (a probe would be the server's one test),
+/// and runs a client against it.
+#[test]
+fn loopback_script_runs_a_measurement() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/loopback.sh");
+    let port = free_port().to_string();
+    let out = std::process::Command::new("bash")
+        .args([script, "-t", "1"])
+        .env("RPERF3_BIN", rperf3())
+        .env("PORT", &port)
+        .output()
+        .expect("run scripts/loopback.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("receiver") && stdout.contains("iperf Done."),
+        "{stdout}"
+    );
 }
