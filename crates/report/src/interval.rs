@@ -254,22 +254,11 @@ mod tests {
 
     fn test(protocol: Proto, num_streams: u32, reverse: bool, bidir: bool) -> TestInfo {
         TestInfo {
-            side: Side::Client,
-            protocol,
             num_streams,
-            blksize: 131072,
-            omit: 0,
             duration: 3,
-            bytes: 0,
-            blocks: 0,
             reverse,
             bidir,
-            tos: 0,
-            target_bitrate: 0,
-            fq_rate: 0,
-            interval: 1.0,
-            gso: false,
-            gro: false,
+            ..crate::testutil::test_info(Side::Client, protocol)
         }
     }
 

@@ -345,22 +345,9 @@ mod tests {
 
     fn test_info(reverse: bool, bidir: bool) -> TestInfo {
         TestInfo {
-            side: Side::Client,
-            protocol: Proto::Tcp,
-            num_streams: 1,
-            blksize: 131072,
-            omit: 0,
-            duration: 2,
-            bytes: 0,
-            blocks: 0,
             reverse,
             bidir,
-            tos: 0,
-            target_bitrate: 0,
-            fq_rate: 0,
-            interval: 1.0,
-            gso: false,
-            gro: false,
+            ..crate::testutil::test_info(Side::Client, Proto::Tcp)
         }
     }
 
