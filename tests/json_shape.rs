@@ -1,5 +1,5 @@
 //! The key structure of our `-J` and `--json-stream` documents against real
-//! iperf3 3.21 output (`shared/spec/fixtures/iperf-3.21`): key paths, key
+//! iperf3 3.21 output (`crates/report/tests/fixtures/iperf-3.21`, kept in the repository): key paths, key
 //! order and JSON types (integers and floats are one "number" type). Values
 //! are not compared. Intervals are compared element by element where both
 //! documents have one, else against the fixture's last (all share one shape).
@@ -173,16 +173,8 @@ fn compare(ours: &Shape, fixture: &Shape, path: &str, out: &mut BTreeSet<String>
     }
 }
 
-fn fixture_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/spec/fixtures/iperf-3.21");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("fixtures missing at {} (required in CI)", dir.display());
-    }
-    eprintln!("note: {} not found, skipping", dir.display());
-    None
+fn fixture_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/report/tests/fixtures/iperf-3.21")
 }
 
 fn read_fixture(dir: &std::path::Path, name: &str) -> String {
@@ -264,7 +256,7 @@ fn pair(server_args: &[&str], client_args: &[&str]) -> (String, String) {
 
 /// A client and server `-J` pair against `NAME.client.json` / `NAME.server.json`.
 fn check_pair(name: &str, client_args: &[&str]) {
-    let Some(dir) = fixture_dir() else { return };
+    let dir = fixture_dir();
     let mut args = vec!["-J"];
     args.extend_from_slice(client_args);
     let (c, s) = pair(&["-J"], &args);
@@ -344,14 +336,14 @@ fn udp_bidir_p2() {
 
 #[test]
 fn tcp_get_server_output_text() {
-    let Some(dir) = fixture_dir() else { return };
+    let dir = fixture_dir();
     let (c, _) = pair(&[], &["-J", "-t", "1", "--get-server-output"]);
     assert_same_shape(diff_doc(&c, &dir, "tcp_get_server_output_text.client.json"));
 }
 
 #[test]
 fn json_stream_tcp() {
-    let Some(dir) = fixture_dir() else { return };
+    let dir = fixture_dir();
     let (c, s) = pair(&["--json-stream"], &["--json-stream", "-t", "1"]);
     let mut diffs = diff_stream(&c, &dir, "tcp_json_stream.client.jsonl");
     diffs.extend(diff_stream(&s, &dir, "tcp_json_stream.server.jsonl"));
@@ -360,7 +352,7 @@ fn json_stream_tcp() {
 
 #[test]
 fn json_stream_get_server_output() {
-    let Some(dir) = fixture_dir() else { return };
+    let dir = fixture_dir();
     let args = ["--json-stream", "-t", "1", "--get-server-output"];
     let (c, _) = pair(&["--json-stream"], &args);
     assert_same_shape(diff_stream(
@@ -372,7 +364,7 @@ fn json_stream_get_server_output() {
 
 #[test]
 fn json_stream_udp() {
-    let Some(dir) = fixture_dir() else { return };
+    let dir = fixture_dir();
     let args = ["--json-stream", "-u", "-t", "1", "-b", "1M", "-l", "1400"];
     let (c, _) = pair(&[], &args);
     assert_same_shape(diff_stream(&c, &dir, "udp_json_stream.client.jsonl"));
@@ -380,7 +372,7 @@ fn json_stream_udp() {
 
 #[test]
 fn error_connection_refused() {
-    let Some(dir) = fixture_dir() else { return };
+    let dir = fixture_dir();
     let port = free_port().to_string();
     let out = run_client(&["-c", "127.0.0.1", "-p", &port, "-J"], CLIENT_TIMEOUT);
     assert_eq!(out.code(), Some(1), "{out}");
@@ -405,14 +397,14 @@ fn refused_by_busy_server(client_args: &[&str]) -> String {
 
 #[test]
 fn error_server_busy_json() {
-    let Some(dir) = fixture_dir() else { return };
+    let dir = fixture_dir();
     let out = refused_by_busy_server(&["-J", "-t", "1"]);
     assert_same_shape(diff_doc(&out, &dir, "error_server_busy.client.json"));
 }
 
 #[test]
 fn error_server_busy_json_stream() {
-    let Some(dir) = fixture_dir() else { return };
+    let dir = fixture_dir();
     let out = refused_by_busy_server(&["--json-stream", "-t", "1"]);
     assert_same_shape(diff_stream(&out, &dir, "error_server_busy.client.jsonl"));
 }

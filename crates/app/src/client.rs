@@ -10,7 +10,7 @@ use rperf3_report::input::{MssInfo, Side, StartInfo};
 use rperf3_report::{Reporter, ServerOutput};
 
 use crate::config::{ClientConfig, CommonConfig, EndCondition};
-use crate::ctrl::{io_err, Ctrl, Read0};
+use crate::ctrl::{Ctrl, Read0};
 use crate::interrupt::Interrupt;
 use crate::setup::{client_params, test_info, version_string};
 use crate::streams::{connect_tcp_stream, LiveStream};
@@ -76,9 +76,10 @@ impl Client<'_> {
             self.device(),
             self.cc.connect_timeout,
         )
-        .map_err(|e| Stop::Error(io_err(IE_CONNECT, &e)))?;
+        .map_err(|e| Stop::Error(IperfError::from_io(IE_CONNECT, &e)))?;
         self.server = sock.peer_addr().ok();
-        let mut ctrl = Ctrl::new(sock).map_err(|e| Stop::Error(io_err(IE_CONNECT, &e)))?;
+        let mut ctrl =
+            Ctrl::new(sock).map_err(|e| Stop::Error(IperfError::from_io(IE_CONNECT, &e)))?;
         let mut random = [0u8; COOKIE_LEN - 1];
         rperf3_sys::random::fill(&mut random);
         let cookie = make_cookie(&random);
@@ -157,8 +158,9 @@ impl Client<'_> {
                         let blk = self.params.len.max(1) as usize;
                         let spec = crate::setup::send_spec(&self.params);
                         if let Some(run) = self.run.as_mut() {
-                            run.spawn_workers(blk, &spec)
-                                .map_err(|e| Stop::Error(io_err(IE_PTHREAD_CREATE, &e)))?;
+                            run.spawn_workers(blk, &spec).map_err(|e| {
+                                Stop::Error(IperfError::from_io(IE_PTHREAD_CREATE, &e))
+                            })?;
                         }
                         self.run_test(&mut ctrl, &mut m, rep, intr)?;
                     }
@@ -200,7 +202,7 @@ impl Client<'_> {
                 return Err(Stop::Error(IperfError::new(IE_RECV_MESSAGE)));
             }
             let ready = rperf3_sys::poll::wait_readable(&[ctrl.fd(), intr.fd()], left)
-                .map_err(|e| Stop::Error(io_err(IE_SELECT, &e)))?;
+                .map_err(|e| Stop::Error(IperfError::from_io(IE_SELECT, &e)))?;
             if ready[1] && intr.triggered() {
                 let _ = ctrl.send(&m.terminate(), IE_SEND_MESSAGE);
                 return Err(Stop::Interrupted);
@@ -216,7 +218,7 @@ impl Client<'_> {
                     Ok(_) => Err(Stop::Error(IperfError::new(IE_CTRL_CLOSE))),
                     Err(e) => Err(Stop::Error(e)),
                 },
-                Err(e) => Err(Stop::Error(io_err(IE_CTRL_READ, &e))),
+                Err(e) => Err(Stop::Error(IperfError::from_io(IE_CTRL_READ, &e))),
             };
         }
     }
@@ -270,7 +272,7 @@ impl Client<'_> {
                     UDP_CONNECT_TIMEOUT,
                 )
                 .map_err(|e| {
-                    io_err(
+                    IperfError::from_io(
                         if e.kind() == std::io::ErrorKind::TimedOut {
                             IE_STREAM_READ
                         } else {
@@ -281,9 +283,10 @@ impl Client<'_> {
                 })?;
                 if self.cc.dont_fragment && server.is_ipv4() {
                     rperf3_sys::sockopt::set_dont_fragment(&s)
-                        .map_err(|e| io_err(IE_SET_DONT_FRAGMENT, &e))?;
+                        .map_err(|e| IperfError::from_io(IE_SET_DONT_FRAGMENT, &e))?;
                 }
-                LiveStream::udp(s, i, sender).map_err(|e| io_err(IE_INIT_STREAM, &e))?
+                LiveStream::udp(s, i, sender)
+                    .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?
             } else {
                 let s = connect_tcp_stream(
                     server,
@@ -292,12 +295,13 @@ impl Client<'_> {
                     cookie,
                     Duration::from_secs(10),
                 )
-                .map_err(|e| io_err(IE_STREAM_CONNECT, &e))?;
+                .map_err(|e| IperfError::from_io(IE_STREAM_CONNECT, &e))?;
                 if let Some(w) = self.cc.window {
                     rperf3_sys::net::set_buffer_sizes(&s, w as usize)
-                        .map_err(|e| io_err(IE_SET_BUF, &e))?;
+                        .map_err(|e| IperfError::from_io(IE_SET_BUF, &e))?;
                 }
-                LiveStream::tcp(s, i, sender).map_err(|e| io_err(IE_INIT_STREAM, &e))?
+                LiveStream::tcp(s, i, sender)
+                    .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?
             };
             rep.stream_connected(&ls.info);
             out.push(ls);
@@ -338,7 +342,7 @@ impl Client<'_> {
                 } else {
                     IE_STREAM_READ
                 };
-                return Err(Stop::Error(io_err(code, &e)));
+                return Err(Stop::Error(IperfError::from_io(code, &e)));
             }
             let (sent, recv) = run.totals();
             if recv.bytes != last_rx.0 {
@@ -381,7 +385,7 @@ impl Client<'_> {
                 })
                 .min(Duration::from_millis(250));
             let ready = rperf3_sys::poll::wait_readable(&[ctrl.fd(), intr.fd()], wait)
-                .map_err(|e| Stop::Error(io_err(IE_SELECT, &e)))?;
+                .map_err(|e| Stop::Error(IperfError::from_io(IE_SELECT, &e)))?;
             if ready[1] && intr.triggered() {
                 let _ = ctrl.send(&m.terminate(), IE_SEND_MESSAGE);
                 return Err(Stop::Interrupted);
@@ -391,7 +395,7 @@ impl Client<'_> {
                     Ok((Read0::Data(_), bytes)) => m.on_bytes(bytes).map_err(Stop::Error)?,
                     Ok((Read0::Idle, _)) => Vec::new(),
                     Ok((Read0::Eof, _)) => return Err(Stop::Error(IperfError::new(IE_CTRL_CLOSE))),
-                    Err(e) => return Err(Stop::Error(io_err(IE_CTRL_READ, &e))),
+                    Err(e) => return Err(Stop::Error(IperfError::from_io(IE_CTRL_READ, &e))),
                 };
                 // During the test the server may only stop it.
                 if let Some(ev) = evs.into_iter().next() {

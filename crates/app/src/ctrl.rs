@@ -52,7 +52,9 @@ impl Ctrl {
 
     /// Writes all of `bytes`; `code` is the iperf3 error to report on failure.
     pub fn send(&mut self, bytes: &[u8], code: i32) -> Result<(), IperfError> {
-        self.sock.write_all(bytes).map_err(|e| io_err(code, &e))
+        self.sock
+            .write_all(bytes)
+            .map_err(|e| IperfError::from_io(code, &e))
     }
 
     /// Reads what is available now (call after poll said readable, or with a timeout).
@@ -86,9 +88,4 @@ impl Ctrl {
             }
         }
     }
-}
-
-/// An iperf3 error from an OS error.
-pub fn io_err(code: i32, e: &io::Error) -> IperfError {
-    IperfError::with_errno(code, e.raw_os_error().unwrap_or(0))
 }

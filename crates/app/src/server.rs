@@ -12,11 +12,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rperf3_proto::{ACCESS_DENIED_BYTES, IE_LISTEN};
+use rperf3_proto::{IperfError, ACCESS_DENIED_BYTES, IE_LISTEN};
 use rperf3_report::Reporter;
 
 use crate::config::{CommonConfig, ServerConfig};
-use crate::ctrl::io_err;
 use crate::interrupt::Interrupt;
 use crate::session::{Session, SessionLink};
 use crate::Outcome;
@@ -47,7 +46,7 @@ pub fn serve(
         Ok(l) => l,
         Err(e) => {
             let mut rep = make_reporter();
-            return Outcome::finish(&mut rep, Some(io_err(IE_LISTEN, &e)));
+            return Outcome::finish(&mut rep, Some(IperfError::from_io(IE_LISTEN, &e)));
         }
     };
     let mut test_number: u64 = 1;
@@ -72,7 +71,7 @@ pub fn serve(
             }
             // Signal exit: iperf3 3.19+ exits 0.
             if let Some(mut r) = rep.take() {
-                r.interrupted(&rperf3_proto::IperfError::new(rperf3_proto::IE_SERVER_TERM).text());
+                r.interrupted(&IperfError::new(rperf3_proto::IE_SERVER_TERM).text());
                 let _ = r.finish();
             }
             return Outcome { status: 0 };

@@ -13,7 +13,7 @@ use rperf3_report::input::{MssInfo, Side, StartInfo};
 use rperf3_report::Reporter;
 
 use crate::config::CommonConfig;
-use crate::ctrl::{io_err, Ctrl, Read0};
+use crate::ctrl::{Ctrl, Read0};
 use crate::interrupt::Interrupt;
 use crate::setup::{test_info, version_string};
 use crate::streams::LiveStream;
@@ -245,7 +245,7 @@ impl Session {
                 });
             }
             let ready = rperf3_sys::poll::wait_readable(&[self.ctrl.fd(), self.stop.fd()], left)
-                .map_err(|e| io_err(IE_SELECT, &e))?;
+                .map_err(|e| IperfError::from_io(IE_SELECT, &e))?;
             if ready[1] && self.stop.triggered() {
                 return Ok(None);
             }
@@ -256,7 +256,7 @@ impl Session {
                 Ok((Read0::Data(_), b)) => self.machine.on_bytes(b).map(Some),
                 Ok((Read0::Idle, _)) => Ok(Some(Vec::new())),
                 Ok((Read0::Eof, _)) => self.machine.on_eof().map(Some),
-                Err(e) => Err(io_err(IE_CTRL_READ, &e)),
+                Err(e) => Err(IperfError::from_io(IE_CTRL_READ, &e)),
             };
         }
     }
@@ -309,7 +309,7 @@ impl Session {
                 self.common.port,
                 self.common.family.into(),
             )
-            .map_err(|e| io_err(IE_STREAM_LISTEN, &e))?;
+            .map_err(|e| IperfError::from_io(IE_STREAM_LISTEN, &e))?;
             let mut acc = UdpAcceptor::bind(
                 addr,
                 self.common
@@ -317,7 +317,7 @@ impl Session {
                     .as_deref()
                     .and_then(rperf3_sys::net::device_part),
             )
-            .map_err(|e| io_err(IE_STREAM_LISTEN, &e))?;
+            .map_err(|e| IperfError::from_io(IE_STREAM_LISTEN, &e))?;
             let bytes = self.machine.begin_create_streams();
             self.ctrl.send(&bytes, IE_SEND_MESSAGE)?;
             let deadline = Instant::now() + STREAMS_TIMEOUT;
@@ -336,14 +336,14 @@ impl Session {
                         p.len.max(1) as usize,
                         window,
                     )
-                    .map_err(|e| io_err(IE_STREAM_ACCEPT, &e))?;
+                    .map_err(|e| IperfError::from_io(IE_STREAM_ACCEPT, &e))?;
                 if let Some(sock) = got {
                     if p.dont_fragment && addr.is_ipv4() {
                         let _ = rperf3_sys::sockopt::set_dont_fragment(&sock);
                     }
                     let i = streams.len();
                     let s = LiveStream::udp(sock, i, roles[i])
-                        .map_err(|e| io_err(IE_INIT_STREAM, &e))?;
+                        .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
                     self.rep.stream_connected(&s.info);
                     streams.push(s);
                 }
@@ -379,7 +379,8 @@ impl Session {
                 let _ = conn.set_nodelay(true);
             }
             let i = streams.len();
-            let s = LiveStream::tcp(conn, i, roles[i]).map_err(|e| io_err(IE_INIT_STREAM, &e))?;
+            let s = LiveStream::tcp(conn, i, roles[i])
+                .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
             self.rep.stream_connected(&s.info);
             streams.push(s);
         }
@@ -395,7 +396,7 @@ impl Session {
         let blk = p.len.max(1) as usize;
         let spec = crate::setup::send_spec(&p);
         run.spawn_workers(blk, &spec)
-            .map_err(|e| io_err(IE_PTHREAD_CREATE, &e))?;
+            .map_err(|e| IperfError::from_io(IE_PTHREAD_CREATE, &e))?;
         self.run = Some(run);
         self.params = Some(p);
         Ok(())
@@ -445,7 +446,7 @@ impl Session {
                 } else {
                     IE_STREAM_READ
                 };
-                return Err(io_err(code, &e));
+                return Err(IperfError::from_io(code, &e));
             }
             if safety.is_some_and(|t| now >= t) {
                 return Err(IperfError::new(IE_SERVER_TEST_DURATION_EXPIRED));

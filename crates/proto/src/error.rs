@@ -18,16 +18,15 @@ use crate::msg::Msg;
 enum Suffix {
     /// Nothing.
     None,
-    /// `": "` + strerror(errno) when errno ≠ 0.
+    /// `": "` + strerror(errno) when errno ≠ 0, else the detail (a resolver
+    /// message, or an OS error without a number) if any.
     Errno,
-    /// `": "` + strerror(errno) when errno ≠ 0, else the resolver message if any.
-    ErrnoGai,
 }
 
 /// The fixed part of a code's text, and its suffix rule. `None` for codes iperf3 has
 /// no text for (printed as `int_errno=<n>`, which also takes the errno suffix).
 fn base_text(code: i32) -> Option<(String, Suffix)> {
-    use Suffix::{Errno, ErrnoGai, None as Plain};
+    use Suffix::{Errno, None as Plain};
     let fixed = |s: &str, x| Some((s.to_owned(), x));
     match code {
         0 => fixed("no error", Plain),
@@ -111,12 +110,12 @@ fn base_text(code: i32) -> Option<(String, Suffix)> {
         ),
         100 => fixed("unable to create a new test", Errno),
         101 => fixed("test initialization failed", Errno),
-        102 => fixed("unable to start listener for connections", ErrnoGai),
+        102 => fixed("unable to start listener for connections", Errno),
         103 => fixed(
             "unable to connect to server - server may have stopped running or use a different port, firewall issue, etc.",
-            ErrnoGai,
+            Errno,
         ),
-        104 => fixed("unable to accept connection from client", ErrnoGai),
+        104 => fixed("unable to accept connection from client", Errno),
         105 => fixed("unable to send cookie to server", Errno),
         106 => fixed("unable to receive cookie at server", Errno),
         107 => fixed("unable to write to the control socket", Errno),
@@ -198,10 +197,10 @@ fn base_text(code: i32) -> Option<(String, Suffix)> {
         ),
         159 => fixed("unable to change mask of blocked signals", Plain),
         160 => fixed("server test duration expired", Errno),
-        200 => fixed("unable to create a new stream", ErrnoGai),
-        201 => fixed("unable to initialize stream", ErrnoGai),
-        202 => fixed("unable to start stream listener", ErrnoGai),
-        203 => fixed("unable to connect stream", ErrnoGai),
+        200 => fixed("unable to create a new stream", Errno),
+        201 => fixed("unable to initialize stream", Errno),
+        202 => fixed("unable to start stream listener", Errno),
+        203 => fixed("unable to connect stream", Errno),
         204 => fixed("unable to accept stream connection", Errno),
         205 => fixed("unable to write to stream socket", Errno),
         206 => fixed("unable to read from stream socket", Errno),
@@ -227,8 +226,9 @@ pub fn strerror(errno: i32) -> String {
 /// One of iperf3's numbered errors, with the `errno` that came with it.
 ///
 /// `Display` gives iperf3's exact text for the code (spec §9.4). `detail` carries
-/// the text some codes add: the bad value quoted by 38, or the resolver message of
-/// the "+gai" codes (102–104, 200–203), used only when `errno` is 0.
+/// the text some codes add: the bad value quoted by 38, the resolver message of
+/// the "+gai" codes (102–104, 200–203), or the message of an OS error that has no
+/// number; it follows the `": "` of "+errno" codes only when `errno` is 0.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", self.text())]
 pub struct IperfError {
@@ -268,6 +268,16 @@ impl IperfError {
         }
     }
 
+    /// An error caused by an OS call: its errno when it has one, else its own
+    /// message as the detail (so a timeout or custom error is never printed as an
+    /// empty `": "`).
+    pub fn from_io(code: i32, e: &std::io::Error) -> Self {
+        match e.raw_os_error() {
+            Some(n) if n != 0 => Self::with_errno(code, n),
+            _ => Self::with_detail(code, e.to_string()),
+        }
+    }
+
     /// iperf3's text for this error, exactly as it prints it after `error - `.
     pub fn text(&self) -> String {
         let (mut s, suffix) = match base_text(self.code) {
@@ -281,10 +291,8 @@ impl IperfError {
             s.push_str(": ");
             if self.errno != 0 {
                 s.push_str(&strerror(self.errno));
-            } else if suffix == Suffix::ErrnoGai {
-                if let Some(d) = &self.detail {
-                    s.push_str(d);
-                }
+            } else if let Some(d) = &self.detail {
+                s.push_str(d);
             }
         }
         s
@@ -411,10 +419,29 @@ mod tests {
             detail: Some("x".into()),
         };
         assert!(e.to_string().ends_with("etc.: Connection refused"));
-        // Detail is ignored by plain "+errno" codes.
+        // Without detail or errno the text ends with iperf3's bare ": ".
         assert_eq!(
-            IperfError::with_detail(117, "zzz").to_string(),
+            IperfError::new(117).to_string(),
             "unable to receive results: "
+        );
+    }
+
+    #[test]
+    fn io_errors_keep_their_message() {
+        let timed_out = std::io::Error::new(std::io::ErrorKind::TimedOut, "no reply in 30 s");
+        assert_eq!(
+            IperfError::from_io(206, &timed_out).to_string(),
+            "unable to read from stream socket: no reply in 30 s"
+        );
+        let refused = std::io::Error::from_raw_os_error(111);
+        assert_eq!(
+            IperfError::from_io(203, &refused).to_string(),
+            "unable to connect stream: Connection refused"
+        );
+        // Plain codes never take a detail.
+        assert_eq!(
+            IperfError::from_io(109, &timed_out).to_string(),
+            "control socket has closed unexpectedly"
         );
     }
 

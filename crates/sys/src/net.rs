@@ -131,7 +131,8 @@ fn try_connect(
             SocketAddr::V6(_) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
         });
         l.set_port(bind_port);
-        sock.set_reuse_address(true)?;
+        // Only a fixed local port (--cport) needs reuse; see `udp_bind`.
+        sock.set_reuse_address(bind_port != 0)?;
         sock.bind(&l.into())?;
     }
     match timeout {
@@ -188,7 +189,10 @@ pub fn udp_bind(
     device: Option<&str>,
 ) -> io::Result<UdpSocket> {
     let sock = Socket::new(Domain::for_address(local), Type::DGRAM, None)?;
-    sock.set_reuse_address(true)?;
+    // SO_REUSEADDR only for a fixed port (the server's per-stream sockets share the
+    // test port). With port 0 it would let the kernel hand out an ephemeral port
+    // that another socket of ours already uses, and two streams would collide.
+    sock.set_reuse_address(local.port() != 0)?;
     bind_device(&sock, device)?;
     if local.is_ipv6() {
         sock.set_only_v6(!dual_stack)?;
@@ -290,5 +294,22 @@ mod tests {
     #[test]
     fn family_filter_rejects_other_family() {
         assert!(resolve("127.0.0.1", 1, Family::V6).is_err());
+    }
+
+    #[test]
+    fn ephemeral_udp_ports_are_never_shared() {
+        // With SO_REUSEADDR on port-0 binds the kernel handed out duplicates
+        // (two -P 100 streams on one port, and a handshake that never finished).
+        let socks: Vec<UdpSocket> = (0..1500)
+            .map(|_| udp_bind(SocketAddr::from(([127, 0, 0, 1], 0)), false, None).unwrap())
+            .collect();
+        let mut ports: Vec<u16> = socks
+            .iter()
+            .map(|s| s.local_addr().unwrap().port())
+            .collect();
+        ports.sort_unstable();
+        let n = ports.len();
+        ports.dedup();
+        assert_eq!(ports.len(), n, "duplicate ephemeral ports");
     }
 }
