@@ -61,14 +61,16 @@ fn run(prog: &str, cfg: &rperf3_app::config::Config) -> anyhow::Result<i32> {
     let mut intr = install_signals().context("unable to install signal handlers")?;
     let outcome = match &cfg.role {
         Role::Client(cc) => {
-            let mut rep = output::reporter(prog, cfg, rperf3_report::input::Side::Client)?;
-            rperf3_app::client::run(cc, &cfg.common, &mut rep, &mut intr)
+            let rep = output::reporter(prog, cfg, rperf3_report::input::Side::Client)?;
+            rperf3_app::client::run(cc, &cfg.common, rep, &mut intr)
         }
         Role::Server(sc) => {
             // Open the log file once; each test gets a reporter writing to it.
             let sink = output::Sink::open(&cfg.output)?;
-            let make = || output::reporter_to(prog, cfg, rperf3_report::input::Side::Server, &sink);
-            rperf3_app::server::serve(sc, &cfg.common, make, &mut intr)
+            let mut make = |label: Option<u64>| {
+                output::reporter_to(prog, cfg, rperf3_report::input::Side::Server, &sink, label)
+            };
+            rperf3_app::host::serve(sc, &cfg.common, &mut make, &mut intr)
         }
     };
     Ok(outcome.status)

@@ -53,6 +53,9 @@ pub(crate) enum ParamError {
     Unit(UnitError),
     /// An iperf3 option rperf3 does not implement yet (no iperf3 number): its long name.
     Unsupported(String),
+    /// One of rperf3's own server options out of range: its long name and the
+    /// smallest value it takes (no iperf3 number).
+    BadCount(&'static str, i64),
 }
 
 /// iperf3's limits, as printed in its messages.
@@ -91,7 +94,7 @@ impl ParamError {
             Self::RcvTimeout => 31,
             Self::RcvTimeoutReceiverOnly => 32,
             Self::Unit(_) => 38,
-            Self::Unsupported(_) => return None,
+            Self::Unsupported(_) | Self::BadCount(..) => return None,
         })
     }
 }
@@ -143,6 +146,9 @@ impl fmt::Display for ParamError {
             }
             Self::Unit(e) => e.fmt(f),
             Self::Unsupported(long) => write!(f, "option --{long} is not supported yet"),
+            Self::BadCount(long, min) => {
+                write!(f, "--{long} must be a whole number, at least {min}")
+            }
         }
     }
 }

@@ -8,7 +8,8 @@
 
 use std::fmt::Write as _;
 
-/// Every option iperf3 3.21 knows, whether or not rperf3 implements it.
+/// Every option iperf3 3.21 knows, whether or not rperf3 implements it, and
+/// rperf3's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Opt {
     Port,
@@ -36,6 +37,8 @@ pub(crate) enum Opt {
     Server,
     Daemon,
     OneOff,
+    MaxTests,
+    Queue,
     ServerBitrateLimit,
     ServerMaxDuration,
     IdleTimeout,
@@ -218,6 +221,10 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "run the server in the background"),
     row!(OneOff, Some('1'), "one-off", NO, None, Server, true, true, "",
         "serve one test, then exit"),
+    row!(MaxTests, None, "max-tests", NO, Required, Server, true, true, "#",
+        "run up to # tests at once (default 1)"),
+    row!(Queue, None, "queue", NO, Required, Server, true, true, "#",
+        "let up to # more clients wait for a free test slot\n(default 0: refuse them as busy)"),
     row!(ServerBitrateLimit, None, "server-bitrate-limit", NO, Required, Server, true, false,
         "#[KMG][/#]", "refuse tests above this total rate\n(optional \"/\" and averaging seconds)"),
     row!(ServerMaxDuration, None, "server-max-duration", NO, Required, Server, true, false, "#",
@@ -388,6 +395,10 @@ pub(crate) static LONG_ORDER: &[&str] = &[
     "gsro",
     "debug",
     "help",
+    // rperf3's own options come after iperf3's, so an abbreviation that means
+    // an iperf3 option still means the same one.
+    "max-tests",
+    "queue",
 ];
 
 /// The row of an option.
@@ -540,6 +551,8 @@ mod tests {
             "repeating-payload",
             "dont-fragment",
             "gsro",
+            "max-tests",
+            "queue",
         ]
         .into_iter()
         .collect();

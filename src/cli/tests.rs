@@ -90,12 +90,13 @@ fn client_defaults() {
 
 #[test]
 fn server_options() {
-    assert_eq!(server(&["-s"]), ServerConfig { one_off: false });
-    assert_eq!(server(&["-s", "-1"]), ServerConfig { one_off: true });
-    assert_eq!(
-        server(&["--one-off", "--server"]),
-        ServerConfig { one_off: true }
-    );
+    assert_eq!(server(&["-s"]), ServerConfig::default());
+    let one = ServerConfig {
+        one_off: true,
+        ..ServerConfig::default()
+    };
+    assert_eq!(server(&["-s", "-1"]), one);
+    assert_eq!(server(&["--one-off", "--server"]), one);
     let c = config(&[
         "-s",
         "-p",

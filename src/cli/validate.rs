@@ -58,6 +58,15 @@ fn value(occ: &Occurrence) -> String {
         .unwrap_or_default()
 }
 
+/// `--max-tests` / `--queue`: a plain decimal count of at least `min` (not
+/// iperf3's lenient atoi: a typo must not silently mean 0).
+fn server_count(v: &str, long: &'static str, min: i64) -> Result<usize, ParamError> {
+    match v.trim().parse::<i64>() {
+        Ok(n) if n >= min && n <= 100_000 => Ok(n as usize),
+        _ => Err(ParamError::BadCount(long, min)),
+    }
+}
+
 /// The checks iperf3 makes as it meets each option. `raw` holds the options met
 /// before this one.
 pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), ParamError> {
@@ -103,6 +112,8 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
         Opt::RcvTimeout if !(MIN_RCV_TIMEOUT_MS..=MAX_TIME * 1000).contains(&atoi(&v)) => {
             Err(ParamError::RcvTimeout)
         }
+        Opt::MaxTests => server_count(&v, "max-tests", 1).map(|_| ()),
+        Opt::Queue => server_count(&v, "queue", 0).map(|_| ()),
         _ => Ok(()),
     }
 }
@@ -194,8 +205,14 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
         };
         Role::Client(client(raw, udp, end, length, direction)?)
     } else {
+        let count = |opt, long, min, default| {
+            raw.text(opt)
+                .map_or(Ok(default), |v| server_count(&v, long, min))
+        };
         Role::Server(ServerConfig {
             one_off: raw.has(Opt::OneOff),
+            max_tests: count(Opt::MaxTests, "max-tests", 1, 1)?,
+            queue: count(Opt::Queue, "queue", 0, 0)?,
         })
     };
     let config = Config {

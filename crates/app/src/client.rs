@@ -1,4 +1,10 @@
 //! The client driver: one test against a server, from connect to IPERF_DONE.
+//!
+//! The shared [`Driver`] waits and feeds the machine; this file decides what the
+//! server's messages mean for the client and when the test ends (`-t`, `-n`,
+//! `-k`). The client waits for the server's first reply as long as the server
+//! keeps the connection (a server may queue it), unless `--connect-timeout` is
+//! given.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -6,52 +12,139 @@ use std::time::{Duration, Instant};
 use rperf3_engine::budget::{Budget, BudgetUnit};
 use rperf3_engine::counters::CounterSnapshot;
 use rperf3_proto::*;
-use rperf3_report::input::{MssInfo, Side, StartInfo};
+use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
 use rperf3_report::{Reporter, ServerOutput};
 
 use crate::config::{ClientConfig, CommonConfig, EndCondition};
 use crate::ctrl::{Ctrl, Read0};
+use crate::driver::{Driver, Test, Wake};
 use crate::interrupt::Interrupt;
-use crate::setup::{client_params, test_info, version_string};
+use crate::setup::{client_params, stream_roles, test_info, version_string};
 use crate::streams::{connect_tcp_stream, LiveStream};
 use crate::testrun::TestRun;
 use crate::Outcome;
 
-/// How often a byte/block-limited receiving client checks its totals.
+/// How often a byte/block-limited client checks its totals.
 const LIMIT_CHECK: Duration = Duration::from_millis(10);
+/// Longest wait for one data connection.
+const STREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs one client test. Errors are reported through `rep` (JSON `error` key or
-/// `<prog>: error - ...`) and returned so the binary can set the exit status.
+/// `<prog>: error - ...`) and decide the exit status.
 pub fn run(
     cc: &ClientConfig,
     common: &CommonConfig,
-    rep: &mut Reporter,
+    mut rep: Reporter,
     intr: &mut Interrupt,
 ) -> Outcome {
-    let mut c = Client {
-        cc,
-        common,
-        params: client_params(cc),
-        run: None,
-        peer: None,
-        ctrl_mss: 0,
-        server: None,
-    };
-    let res = c.drive(rep, intr);
-    c.conclude(res, rep)
+    let mut params = client_params(cc);
+    match connect(cc, common, &mut params) {
+        Ok((ctrl, cookie, server, ctrl_mss)) => {
+            let phases = PhaseLimits {
+                first_reply: cc.connect_timeout,
+                ..PhaseLimits::default()
+            };
+            let machine = ClientMachine::new(cookie, &params, phases, Instant::now());
+            rep.preamble();
+            rep.control_mss(ctrl_mss);
+            let start = StartInfo {
+                version: version_string(),
+                system_info: rperf3_sys::system::uname_line(),
+                timestamp_millis: rperf3_sys::time::unix_millis(),
+                connecting_to: Some((cc.host.clone(), common.port)),
+                accepted_connection: None,
+                cookie: cookie_str(&cookie).to_string(),
+                tcp_mss: (params.protocol != Protocol::Udp).then_some(MssInfo::Default(ctrl_mss)),
+                sock_bufsize: cc.window.unwrap_or(0) as u64,
+                sndbuf_actual: 0,
+                rcvbuf_actual: 0,
+            };
+            let info = test_info(&params, common, Side::Client);
+            let mut c = Client {
+                cc,
+                common,
+                params,
+                d: Driver::new(ctrl, machine, rep),
+                server,
+                cookie,
+                start,
+                info,
+                peer: None,
+                test_end: None,
+            };
+            let res = c.drive(intr);
+            c.conclude(res)
+        }
+        Err(e) => Outcome::finish(&mut rep, Some(e)),
+    }
+}
+
+/// Connects the control socket and sends the cookie. Returns the connection,
+/// the cookie, the server's address and the control MSS.
+fn connect(
+    cc: &ClientConfig,
+    common: &CommonConfig,
+    params: &mut TestParams,
+) -> Result<(Ctrl, [u8; COOKIE_LEN], SocketAddr, u32), IperfError> {
+    let addrs = rperf3_sys::net::resolve(&cc.host, common.port, common.family.into())
+        .map_err(|e| IperfError::with_detail(IE_CONNECT, gai_text(&e)))?;
+    let sock = rperf3_sys::net::connect_tcp(
+        &addrs,
+        common.bind.as_deref(),
+        0,
+        device(cc, common),
+        cc.connect_timeout,
+    )
+    .map_err(|e| IperfError::from_io(IE_CONNECT, &e))?;
+    let server = sock
+        .peer_addr()
+        .map_err(|e| IperfError::from_io(IE_CONNECT, &e))?;
+    let mut ctrl = Ctrl::new(sock).map_err(|e| IperfError::from_io(IE_CONNECT, &e))?;
+    let mut random = [0u8; COOKIE_LEN - 1];
+    rperf3_sys::random::fill(&mut random);
+    let cookie = make_cookie(&random);
+    // A busy server writes 0xFF and closes before reading the cookie; the write
+    // may then fail, but the 0xFF is still there to read.
+    if let Err(e) = ctrl.send(&cookie, IE_SEND_COOKIE) {
+        return Err(match ctrl.read(Duration::from_secs(1)) {
+            Ok((Read0::Data(_), [0xFF, ..])) => IperfError::new(IE_ACCESS_DENIED),
+            _ => e,
+        });
+    }
+    // Read after the first write, as iperf3: that settles the kernel's MSS.
+    let ctrl_mss = rperf3_sys::net::tcp_mss(ctrl.sock());
+    if params.len == 0 {
+        // UDP without -l: the control connection's MSS, as iperf3.
+        params.len = crate::setup::default_udp_len(ctrl_mss) as i32;
+    }
+    Ok((ctrl, cookie, server, ctrl_mss))
+}
+
+/// `-c host%dev` or `-B addr%dev`: SO_BINDTODEVICE on every socket.
+fn device<'a>(cc: &'a ClientConfig, common: &'a CommonConfig) -> Option<&'a str> {
+    rperf3_sys::net::device_part(&cc.host).or_else(|| {
+        common
+            .bind
+            .as_deref()
+            .and_then(rperf3_sys::net::device_part)
+    })
 }
 
 struct Client<'a> {
     cc: &'a ClientConfig,
     common: &'a CommonConfig,
     params: TestParams,
-    run: Option<TestRun>,
+    d: Driver<ClientMachine>,
+    server: SocketAddr,
+    cookie: [u8; COOKIE_LEN],
+    start: StartInfo,
+    info: TestInfo,
     peer: Option<TestResults>,
-    ctrl_mss: u32,
-    server: Option<SocketAddr>,
+    /// `-t`: when the test ends (from TEST_START, like the interval ticks).
+    test_end: Option<Instant>,
 }
 
-/// Why the drive loop stopped early.
+/// Why the test stopped early.
 enum Stop {
     Error(IperfError),
     /// SIGINT/SIGTERM: CLIENT_TERMINATE was sent.
@@ -60,177 +153,146 @@ enum Stop {
     ServerTerminated,
 }
 
+impl From<IperfError> for Stop {
+    fn from(e: IperfError) -> Self {
+        Self::Error(e)
+    }
+}
+
 impl Client<'_> {
-    fn drive(
-        &mut self,
-        rep: &mut Reporter,
-        intr: &mut Interrupt,
-    ) -> Result<(Ctrl, ClientMachine), Stop> {
-        let addrs =
-            rperf3_sys::net::resolve(&self.cc.host, self.common.port, self.common.family.into())
-                .map_err(|e| Stop::Error(IperfError::with_detail(IE_CONNECT, gai_text(&e))))?;
-        let sock = rperf3_sys::net::connect_tcp(
-            &addrs,
-            self.common.bind.as_deref(),
-            0,
-            self.device(),
-            self.cc.connect_timeout,
-        )
-        .map_err(|e| Stop::Error(IperfError::from_io(IE_CONNECT, &e)))?;
-        self.server = sock.peer_addr().ok();
-        let mut ctrl =
-            Ctrl::new(sock).map_err(|e| Stop::Error(IperfError::from_io(IE_CONNECT, &e)))?;
-        let mut random = [0u8; COOKIE_LEN - 1];
-        rperf3_sys::random::fill(&mut random);
-        let cookie = make_cookie(&random);
-        // A busy server writes 0xFF and closes before reading the cookie; the
-        // write may then fail, but the 0xFF is still there to read.
-        let cookie_sent = ctrl.send(&cookie, IE_SEND_COOKIE);
-        // Read after the first write, as iperf3: that settles the kernel's MSS.
-        self.ctrl_mss = rperf3_sys::net::tcp_mss(ctrl.sock());
-        if self.params.len == 0 {
-            // UDP without -l: the control connection's MSS, as iperf3.
-            self.params.len = crate::setup::default_udp_len(self.ctrl_mss) as i32;
-        }
-        let mut m = ClientMachine::new(cookie, &self.params);
-        if let Err(e) = cookie_sent {
-            if !matches!(self.pump(&mut ctrl, &mut m, rep, intr, Duration::from_secs(1)), Err(Stop::Error(ref x)) if x.code == IE_ACCESS_DENIED)
-            {
-                return Err(Stop::Error(e));
-            }
-            return Err(Stop::Error(IperfError::new(IE_ACCESS_DENIED)));
-        }
-        let start = StartInfo {
-            version: version_string(),
-            system_info: rperf3_sys::system::uname_line(),
-            timestamp_millis: rperf3_sys::time::unix_millis(),
-            connecting_to: Some((self.cc.host.clone(), self.common.port)),
-            accepted_connection: None,
-            cookie: cookie_str(&cookie).to_string(),
-            tcp_mss: (self.params.protocol != Protocol::Udp)
-                .then_some(MssInfo::Default(self.ctrl_mss)),
-            sock_bufsize: self.cc.window.unwrap_or(0) as u64,
-            sndbuf_actual: 0,
-            rcvbuf_actual: 0,
-        };
-        let info = test_info(&self.params, self.common, Side::Client);
-        rep.preamble();
-        rep.control_mss(self.ctrl_mss);
-        let mut start = Some(start);
-        let mut cookie_once = Some(cookie);
-        let mut pending: Vec<LiveStream> = Vec::new();
+    /// Runs the exchange until DISPLAY_RESULTS.
+    fn drive(&mut self, intr: &mut Interrupt) -> Result<(), Stop> {
         loop {
-            let events = self.pump(&mut ctrl, &mut m, rep, intr, UNIT_READ_TOTAL_TIMEOUT)?;
-            for ev in events {
-                match ev {
-                    ClientEvent::SendParams(bytes) => {
-                        // The server took us on: only now is the test "connected"
-                        // (a refused client prints nothing but the error).
-                        if let Some(st) = start.as_mut() {
-                            st.timestamp_millis = rperf3_sys::time::unix_millis();
-                            rep.control_connected(st, &info);
+            match self.d.wait(intr.fd(), self.own_deadline())? {
+                Wake::Outside => {
+                    if intr.triggered() {
+                        return Err(self.interrupted());
+                    }
+                }
+                Wake::Timer => {}
+                Wake::Events(events) => {
+                    for ev in events {
+                        if self.on_event(ev, intr)? {
+                            return Ok(());
                         }
-                        ctrl.send(&bytes, IE_SEND_PARAMS).map_err(Stop::Error)?
-                    }
-                    ClientEvent::CreateStreams => {
-                        let ck = cookie_once.take().unwrap_or(cookie);
-                        pending = self.create_streams(&ck, rep).map_err(Stop::Error)?;
-                        if let (Some(st), Some(first)) = (start.as_mut(), pending.first()) {
-                            let (snd, rcv) = first.buffer_sizes();
-                            st.sndbuf_actual = snd;
-                            st.rcvbuf_actual = rcv;
-                        }
-                    }
-                    ClientEvent::TestStart => {
-                        let omit = Duration::from_secs(self.params.omit.max(0) as u64);
-                        let streams = std::mem::take(&mut pending);
-                        self.run = Some(TestRun::start(
-                            streams,
-                            self.common.interval,
-                            omit,
-                            self.budget(),
-                        ));
-                        if let Some(st) = start.take() {
-                            rep.start(&st, &info);
-                        }
-                    }
-                    ClientEvent::TestRunning => {
-                        let blk = self.params.len.max(1) as usize;
-                        let spec = crate::setup::send_spec(&self.params);
-                        if let Some(run) = self.run.as_mut() {
-                            run.spawn_workers(blk, &spec).map_err(|e| {
-                                Stop::Error(IperfError::from_io(IE_PTHREAD_CREATE, &e))
-                            })?;
-                        }
-                        self.run_test(&mut ctrl, &mut m, rep, intr)?;
-                    }
-                    ClientEvent::ExchangeResults => {
-                        let r = self.local_results();
-                        let bytes = m.send_results(&r);
-                        ctrl.send(&bytes, IE_SEND_RESULTS).map_err(Stop::Error)?;
-                    }
-                    ClientEvent::PeerResults(r) => self.peer = Some(r),
-                    ClientEvent::DisplayResults => return Ok((ctrl, m)),
-                    ClientEvent::ServerTerminate => {
-                        let _ = ctrl.send(&m.done(), IE_SEND_MESSAGE);
-                        return Err(Stop::ServerTerminated);
-                    }
-                    ClientEvent::AccessDenied => {
-                        return Err(Stop::Error(IperfError::new(IE_ACCESS_DENIED)))
-                    }
-                    ClientEvent::ServerError { code, errno } => {
-                        return Err(Stop::Error(IperfError::with_errno(code, errno)))
                     }
                 }
             }
+            self.check_end()?;
         }
     }
 
-    /// Reads the control connection once (up to `wait`) and feeds the machine.
-    fn pump(
-        &mut self,
-        ctrl: &mut Ctrl,
-        m: &mut ClientMachine,
-        _rep: &mut Reporter,
-        intr: &mut Interrupt,
-        wait: Duration,
-    ) -> Result<Vec<ClientEvent>, Stop> {
-        let deadline = Instant::now() + wait;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(Stop::Error(IperfError::new(IE_RECV_MESSAGE)));
+    fn interrupted(&mut self) -> Stop {
+        let bytes = self.d.machine.terminate();
+        let _ = self.d.send(&bytes, IE_SEND_MESSAGE);
+        Stop::Interrupted
+    }
+
+    /// Acts on one event; true once DISPLAY_RESULTS has come.
+    fn on_event(&mut self, ev: ClientEvent, intr: &mut Interrupt) -> Result<bool, Stop> {
+        match ev {
+            ClientEvent::SendParams(bytes) => {
+                // The server took us on: only now is the test "connected" (a
+                // refused client prints nothing but the error).
+                self.start.timestamp_millis = rperf3_sys::time::unix_millis();
+                self.d.rep.control_connected(&self.start, &self.info);
+                self.d.send(&bytes, IE_SEND_PARAMS)?;
             }
-            let ready = rperf3_sys::poll::wait_readable(&[ctrl.fd(), intr.fd()], left)
-                .map_err(|e| Stop::Error(IperfError::from_io(IE_SELECT, &e)))?;
-            if ready[1] && intr.triggered() {
-                let _ = ctrl.send(&m.terminate(), IE_SEND_MESSAGE);
-                return Err(Stop::Interrupted);
+            ClientEvent::CreateStreams => {
+                let streams = self.create_streams(intr)?;
+                if let Some(first) = streams.first() {
+                    (self.start.sndbuf_actual, self.start.rcvbuf_actual) = first.buffer_sizes();
+                }
+                self.d.test = Test::Setup(streams);
             }
-            if !ready[0] {
-                continue;
+            ClientEvent::TestStart => {
+                if let Test::Setup(streams) = std::mem::take(&mut self.d.test) {
+                    let omit = Duration::from_secs(self.params.omit.max(0) as u64);
+                    let run = TestRun::start(
+                        streams,
+                        self.common.interval,
+                        omit,
+                        self.budget(),
+                        self.common.rcv_timeout,
+                    );
+                    self.test_end = match self.cc.end {
+                        // -t 0: no time limit, as iperf3.
+                        EndCondition::Time(t) if t > 0 => {
+                            Some(run.started_at() + Duration::from_secs(u64::from(t)) + omit)
+                        }
+                        _ => None,
+                    };
+                    self.d.test = Test::Running(run);
+                }
+                self.d.rep.start(&self.start, &self.info);
             }
-            return match ctrl.read(Duration::ZERO) {
-                Ok((Read0::Data(_), bytes)) => m.on_bytes(bytes).map_err(Stop::Error),
-                Ok((Read0::Idle, _)) => Ok(Vec::new()),
-                Ok((Read0::Eof, _)) => match m.on_eof() {
-                    Ok(ev) if !ev.is_empty() => Ok(ev),
-                    Ok(_) => Err(Stop::Error(IperfError::new(IE_CTRL_CLOSE))),
-                    Err(e) => Err(Stop::Error(e)),
-                },
-                Err(e) => Err(Stop::Error(IperfError::from_io(IE_CTRL_READ, &e))),
-            };
+            ClientEvent::TestRunning => {
+                let spec = crate::setup::send_spec(&self.params, self.common.rcv_timeout);
+                if let Test::Running(run) = &mut self.d.test {
+                    run.spawn_workers(self.params.len.max(1) as usize, &spec)
+                        .map_err(|e| IperfError::from_io(IE_PTHREAD_CREATE, &e))?;
+                }
+            }
+            ClientEvent::ExchangeResults => {
+                // A server may ask before our TEST_END: the test is over then too.
+                self.d.test.end(&mut self.d.rep);
+                let r = self.local_results();
+                let bytes = self.d.machine.send_results(&r);
+                self.d.send(&bytes, IE_SEND_RESULTS)?;
+            }
+            ClientEvent::PeerResults(r) => self.peer = Some(r),
+            ClientEvent::DisplayResults => return Ok(true),
+            ClientEvent::ServerTerminate => {
+                let bytes = self.d.machine.done();
+                let _ = self.d.send(&bytes, IE_SEND_MESSAGE);
+                return Err(Stop::ServerTerminated);
+            }
+            ev => {
+                let e = ev.error().unwrap_or_else(|| IperfError::new(IE_MESSAGE));
+                return Err(Stop::Error(e));
+            }
+        }
+        Ok(false)
+    }
+
+    /// When the test must be checked next: the `-t` end, or soon for `-n`/`-k`.
+    fn own_deadline(&self) -> Option<Instant> {
+        if !matches!(self.d.test, Test::Running(_)) {
+            return None;
+        }
+        match self.cc.end {
+            EndCondition::Time(_) => self.test_end,
+            EndCondition::Bytes(_) | EndCondition::Blocks(_) => Some(Instant::now() + LIMIT_CHECK),
         }
     }
 
-    /// `-c host%dev` or `-B addr%dev`: SO_BINDTODEVICE on every socket.
-    fn device(&self) -> Option<&str> {
-        rperf3_sys::net::device_part(&self.cc.host).or_else(|| {
-            self.common
-                .bind
-                .as_deref()
-                .and_then(rperf3_sys::net::device_part)
-        })
+    /// Ends the test (TEST_END) once its end condition holds.
+    fn check_end(&mut self) -> Result<(), Stop> {
+        let Test::Running(run) = &self.d.test else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        let done = match self.cc.end {
+            EndCondition::Time(_) => self.test_end.is_some_and(|t| now >= t),
+            // Limits count only after the omit period, as in iperf3.
+            EndCondition::Bytes(_) | EndCondition::Blocks(_) if !run.past_omit() => false,
+            EndCondition::Bytes(n) | EndCondition::Blocks(n) => {
+                let blocks = matches!(self.cc.end, EndCondition::Blocks(_));
+                let pick = |c: CounterSnapshot| if blocks { c.blocks } else { c.bytes };
+                let (sent, recv) = run.totals();
+                // Senders stop by themselves when the budget is used up; a
+                // receiving client counts what arrived (iperf3 checks both).
+                (run.has_senders() && run.senders_done() && run.budget_exhausted())
+                    || pick(recv) >= n
+                    || (pick(sent) >= n && run.senders_done())
+            }
+        };
+        if done {
+            self.d.test.end(&mut self.d.rep);
+            let bytes = self.d.machine.end_test(Instant::now());
+            self.d.send(&bytes, IE_SEND_MESSAGE)?;
+        }
+        Ok(())
     }
 
     fn budget(&self) -> Option<Budget> {
@@ -241,59 +303,54 @@ impl Client<'_> {
         }
     }
 
-    fn create_streams(
-        &mut self,
-        cookie: &[u8; COOKIE_LEN],
-        rep: &mut Reporter,
-    ) -> Result<Vec<LiveStream>, IperfError> {
-        let server = self
-            .server
-            .ok_or_else(|| IperfError::new(IE_CREATE_STREAM))?;
-        let n = self.params.parallel.max(1) as usize;
-        // The client creates its senders first, then its receivers (bidir).
-        let roles: Vec<bool> = match (self.params.reverse, self.params.bidirectional) {
-            (_, true) => std::iter::repeat_n(true, n)
-                .chain(std::iter::repeat_n(false, n))
-                .collect(),
-            (true, false) => vec![false; n],
-            (false, false) => vec![true; n],
-        };
+    /// Opens the data streams one after another, within the machine's deadline
+    /// for stream setup; a signal stops it between streams.
+    fn create_streams(&mut self, intr: &mut Interrupt) -> Result<Vec<LiveStream>, Stop> {
+        let roles = stream_roles(&self.params, Side::Client);
         let mut out = Vec::with_capacity(roles.len());
         let udp = self.params.protocol == Protocol::Udp;
+        let deadline = self.d.machine.poll_timeout();
+        let dev = device(self.cc, self.common);
         for (i, sender) in roles.into_iter().enumerate() {
+            if intr.triggered() {
+                return Err(self.interrupted());
+            }
+            let left = deadline.map_or(UDP_CONNECT_TIMEOUT, |d| {
+                d.saturating_duration_since(Instant::now())
+            });
+            if left.is_zero() {
+                return Err(IperfError::with_detail(IE_STREAM_CONNECT, "timed out").into());
+            }
             let ls = if udp {
                 let len = self.params.len.max(1) as usize;
                 let s = crate::udp_setup::connect_stream(
-                    server,
+                    self.server,
                     self.common.bind.as_deref(),
-                    self.device(),
+                    dev,
                     len,
                     self.cc.window,
-                    UDP_CONNECT_TIMEOUT,
+                    left.min(UDP_CONNECT_TIMEOUT),
                 )
                 .map_err(|e| {
-                    IperfError::from_io(
-                        if e.kind() == std::io::ErrorKind::TimedOut {
-                            IE_STREAM_READ
-                        } else {
-                            IE_STREAM_CONNECT
-                        },
-                        &e,
-                    )
+                    let code = if e.kind() == std::io::ErrorKind::TimedOut {
+                        IE_STREAM_READ
+                    } else {
+                        IE_STREAM_CONNECT
+                    };
+                    IperfError::from_io(code, &e)
                 })?;
-                if self.cc.dont_fragment && server.is_ipv4() {
+                if self.cc.dont_fragment && self.server.is_ipv4() {
                     rperf3_sys::sockopt::set_dont_fragment(&s)
                         .map_err(|e| IperfError::from_io(IE_SET_DONT_FRAGMENT, &e))?;
                 }
                 LiveStream::udp(s, i, sender)
-                    .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?
             } else {
                 let s = connect_tcp_stream(
-                    server,
+                    self.server,
                     self.common.bind.as_deref(),
-                    self.device(),
-                    cookie,
-                    Duration::from_secs(10),
+                    dev,
+                    &self.cookie,
+                    left.min(STREAM_CONNECT_TIMEOUT),
                 )
                 .map_err(|e| IperfError::from_io(IE_STREAM_CONNECT, &e))?;
                 if let Some(w) = self.cc.window {
@@ -301,177 +358,52 @@ impl Client<'_> {
                         .map_err(|e| IperfError::from_io(IE_SET_BUF, &e))?;
                 }
                 LiveStream::tcp(s, i, sender)
-                    .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?
-            };
-            rep.stream_connected(&ls.info);
+            }
+            .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
+            self.d.rep.stream_connected(&ls.info);
             out.push(ls);
         }
         Ok(out)
     }
 
-    /// TEST_RUNNING until the end condition: ticks, reports, then TEST_END.
-    fn run_test(
-        &mut self,
-        ctrl: &mut Ctrl,
-        m: &mut ClientMachine,
-        rep: &mut Reporter,
-        intr: &mut Interrupt,
-    ) -> Result<(), Stop> {
-        let run = self.run.as_mut().expect("streams exist at TEST_RUNNING");
-        let test_end = match self.cc.end {
-            // -t 0: no time limit, as iperf3.
-            // Timed from TEST_START, like the interval ticks.
-            EndCondition::Time(t) if t > 0 => Some(
-                run.started_at()
-                    + Duration::from_secs(u64::from(t) + self.params.omit.max(0) as u64),
-            ),
-            _ => None,
-        };
-        let limit = match self.cc.end {
-            EndCondition::Bytes(n) => Some((n, false)),
-            EndCondition::Blocks(n) => Some((n, true)),
-            EndCondition::Time(_) => None,
-        };
-        // A client that only receives (-R) gives up after --rcv-timeout of silence.
-        let mut last_rx = (0u64, Instant::now());
-        loop {
-            let now = Instant::now();
-            if let Some(e) = run.worker_error() {
-                let code = if run.has_senders() {
-                    IE_STREAM_WRITE
-                } else {
-                    IE_STREAM_READ
-                };
-                return Err(Stop::Error(IperfError::from_io(code, &e)));
-            }
-            let (sent, recv) = run.totals();
-            if recv.bytes != last_rx.0 {
-                last_rx = (recv.bytes, now);
-            } else if !run.has_senders() && now - last_rx.1 >= self.common.rcv_timeout {
-                return Err(Stop::Error(IperfError::new(IE_NO_MSG)));
-            }
-            let done = match (test_end, limit) {
-                (Some(t), _) => now >= t,
-                // Limits count only after the omit period, as in iperf3.
-                (None, Some((n, blocks))) if run.past_omit() => {
-                    let pick = |c: CounterSnapshot| if blocks { c.blocks } else { c.bytes };
-                    // Senders stop by themselves when the budget is used up; a
-                    // receiving client counts what arrived (iperf3 checks both).
-                    (run.has_senders() && run.senders_done() && run.budget_exhausted())
-                        || pick(recv) >= n
-                        || (pick(sent) >= n && run.senders_done())
-                }
-                (None, _) => false,
-            };
-            if done {
-                if let Some(iv) = run.finish() {
-                    rep.interval(&iv);
-                }
-                ctrl.send(&m.end_test(), IE_SEND_MESSAGE)
-                    .map_err(Stop::Error)?;
-                return Ok(());
-            }
-            // The end is checked first so the last full interval closes at the end.
-            for iv in run.tick(now) {
-                rep.interval(&iv);
-            }
-            let mut wake = run.next_wake().into_iter().chain(test_end).min();
-            if limit.is_some() {
-                wake = Some(wake.map_or(now + LIMIT_CHECK, |w| w.min(now + LIMIT_CHECK)));
-            }
-            let wait = wake
-                .map_or(Duration::from_millis(250), |w| {
-                    w.saturating_duration_since(now)
-                })
-                .min(Duration::from_millis(250));
-            let ready = rperf3_sys::poll::wait_readable(&[ctrl.fd(), intr.fd()], wait)
-                .map_err(|e| Stop::Error(IperfError::from_io(IE_SELECT, &e)))?;
-            if ready[1] && intr.triggered() {
-                let _ = ctrl.send(&m.terminate(), IE_SEND_MESSAGE);
-                return Err(Stop::Interrupted);
-            }
-            if ready[0] {
-                let evs = match ctrl.read(Duration::ZERO) {
-                    Ok((Read0::Data(_), bytes)) => m.on_bytes(bytes).map_err(Stop::Error)?,
-                    Ok((Read0::Idle, _)) => Vec::new(),
-                    Ok((Read0::Eof, _)) => return Err(Stop::Error(IperfError::new(IE_CTRL_CLOSE))),
-                    Err(e) => return Err(Stop::Error(IperfError::from_io(IE_CTRL_READ, &e))),
-                };
-                // During the test the server may only stop it.
-                if let Some(ev) = evs.into_iter().next() {
-                    return Err(match ev {
-                        ClientEvent::ServerTerminate => {
-                            let _ = ctrl.send(&m.done(), IE_SEND_MESSAGE);
-                            Stop::ServerTerminated
-                        }
-                        ClientEvent::ServerError { code, errno } => {
-                            Stop::Error(IperfError::with_errno(code, errno))
-                        }
-                        ClientEvent::AccessDenied => Stop::Error(IperfError::new(IE_ACCESS_DENIED)),
-                        _ => Stop::Error(IperfError::new(IE_MESSAGE)),
-                    });
-                }
-            }
-        }
-    }
-
     fn local_results(&self) -> TestResults {
-        let cong = self.local_congestion();
-        self.run
-            .as_ref()
-            .map(|r| r.results(cong))
+        self.d
+            .test
+            .run()
+            .map(|r| r.results(r.congestion()))
             .unwrap_or_default()
     }
 
-    fn local_congestion(&self) -> Option<String> {
-        self.run
-            .as_ref()?
-            .streams
-            .iter()
-            .find_map(|s| s.tcp_socket().and_then(rperf3_sys::net::tcp_congestion))
-    }
-
     /// Prints the end of the test (full or partial) and the error, if any.
-    fn conclude(
-        &mut self,
-        res: Result<(Ctrl, ClientMachine), Stop>,
-        rep: &mut Reporter,
-    ) -> Outcome {
-        if let Some(run) = self.run.as_mut() {
-            if let Some(iv) = run.finish() {
-                rep.interval(&iv);
-            }
-            run.close();
+    fn conclude(mut self, res: Result<(), Stop>) -> Outcome {
+        self.d.stop_test();
+        let d = &mut self.d;
+        // A failed test shows only the error, as iperf3; a finished or
+        // terminated one shows what it measured.
+        if let (false, Some(run)) = (matches!(res, Err(Stop::Error(_))), d.test.run()) {
+            let peer = self.peer.as_ref().filter(|_| res.is_ok());
+            d.rep.end(&run.final_input(run.congestion(), peer));
         }
-        let cong = self.local_congestion();
-        let end = |rep: &mut Reporter, run: &Option<TestRun>, peer: Option<&TestResults>| {
-            if let Some(r) = run {
-                rep.end(&r.final_input(cong.clone(), peer));
-            }
-        };
         match res {
-            Ok((mut ctrl, mut m)) => {
-                end(rep, &self.run, self.peer.as_ref());
+            Ok(()) => {
                 if let Some(p) = &self.peer {
                     if let Some(j) = &p.server_output_json {
-                        rep.server_output(ServerOutput::Json(j.clone()));
+                        d.rep.server_output(ServerOutput::Json(j.clone()));
                     } else if let Some(t) = &p.server_output_text {
-                        rep.server_output(ServerOutput::Text(t.clone()));
+                        d.rep.server_output(ServerOutput::Text(t.clone()));
                     }
                 }
-                let _ = ctrl.send(&m.done(), IE_SEND_MESSAGE);
+                let bytes = d.machine.done();
+                let _ = d.send(&bytes, IE_SEND_MESSAGE);
+                let Driver { ctrl, mut rep, .. } = self.d;
                 ctrl.close_gracefully(Duration::from_secs(2));
-                Outcome::finish(rep, None)
+                Outcome::finish(&mut rep, None)
             }
             Err(Stop::ServerTerminated) => {
-                end(rep, &self.run, None);
-                Outcome::finish(rep, Some(IperfError::new(IE_SERVER_TERM)))
+                Outcome::finish(&mut d.rep, Some(IperfError::new(IE_SERVER_TERM)))
             }
-            Err(Stop::Interrupted) => {
-                end(rep, &self.run, None);
-                Outcome::interrupted(rep, IE_CLIENT_TERM)
-            }
-            Err(Stop::Error(e)) => Outcome::finish(rep, Some(e)),
+            Err(Stop::Interrupted) => Outcome::interrupted(&mut d.rep, IE_CLIENT_TERM),
+            Err(Stop::Error(e)) => Outcome::finish(&mut d.rep, Some(e)),
         }
     }
 }

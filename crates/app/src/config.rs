@@ -77,10 +77,24 @@ pub struct OutputConfig {
 }
 
 /// Server-only settings.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
     /// `-1`: serve one test, then exit.
     pub one_off: bool,
+    /// `--max-tests`: tests run at once (iperf3: 1).
+    pub max_tests: usize,
+    /// `--queue`: clients that may wait for a slot (iperf3: 0, refused as busy).
+    pub queue: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            one_off: false,
+            max_tests: 1,
+            queue: 0,
+        }
+    }
 }
 
 /// How the client decides the test is over (`-t`, `-n`, `-k`).

@@ -1,219 +1,175 @@
-//! One test on the server, from the accepted control connection to IPERF_DONE.
-//! A failure ends only this session: it is logged and the listener goes on.
+//! One test on the server, from its control connection to IPERF_DONE.
+//!
+//! The host has read the cookie; the session runs the rest on its own thread
+//! with the shared [`Driver`]: parameters, streams (TCP connections and UDP
+//! streams arrive from the host through the inbox), the test, the results. A
+//! failure ends only this session: it is reported and the host goes on.
 
-use std::io::Read;
-use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rperf3_proto::*;
-use rperf3_report::input::{MssInfo, Side, StartInfo};
+use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
 use rperf3_report::Reporter;
 
 use crate::config::CommonConfig;
 use crate::ctrl::{Ctrl, Read0};
-use crate::interrupt::Interrupt;
-use crate::setup::{test_info, version_string};
+use crate::driver::{Driver, Test, Wake};
+use crate::host::mail::{Inbox, Mailbox, ToHost, ToSession};
+use crate::host::StreamBudget;
+use crate::setup::{stream_roles, test_info, version_string};
 use crate::streams::LiveStream;
 use crate::testrun::TestRun;
-use crate::udp_setup::UdpAcceptor;
 
-/// Longest wait for all data streams after CREATE_STREAMS.
-const STREAMS_TIMEOUT: Duration = Duration::from_secs(30);
-/// Longest wait for a data connection's cookie.
-const STREAM_COOKIE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest the server waits for the client to close after SERVER_TERMINATE or
+/// at the end.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
-/// What the listener and a session share.
-#[derive(Debug, Default)]
-pub struct SessionLink {
-    want_streams: AtomicBool,
-    finishing: AtomicBool,
+/// What a session is given by the host.
+pub struct SessionSetup {
+    /// The host's number for it.
+    pub id: u64,
+    /// The control connection, its cookie already read.
+    pub conn: TcpStream,
+    /// The cookie.
+    pub cookie: [u8; COOKIE_LEN],
+    /// The client.
+    pub peer: SocketAddr,
+    /// This test's report.
+    pub rep: Reporter,
+    /// Messages from the host.
+    pub inbox: Inbox<ToSession>,
+    /// Messages to the host.
+    pub host: Mailbox<ToHost>,
+    /// Data streams the server may still open, over all its tests.
+    pub budget: Arc<StreamBudget>,
 }
 
-impl SessionLink {
-    /// Whether new connections are this session's data streams.
-    pub fn wants_streams(&self) -> bool {
-        self.want_streams.load(Ordering::Acquire)
-    }
+/// What the test is, once the parameters are accepted.
+struct Accepted {
+    params: TestParams,
+    start: StartInfo,
+    info: TestInfo,
+    roles: Vec<bool>,
+    /// Waiting for the host's go-ahead for UDP setup, or set up and not yet done.
+    udp_pending: bool,
+}
 
-    fn set_wants_streams(&self, v: bool) {
-        self.want_streams.store(v, Ordering::Release);
-    }
-
-    /// Whether the session's test is over and it is only tidying up: a new
-    /// client should wait for it rather than be refused.
-    pub fn finishing(&self) -> bool {
-        self.finishing.load(Ordering::Acquire)
-    }
-
-    fn set_finishing(&self) {
-        self.finishing.store(true, Ordering::Release);
-    }
+/// Where the exchange is.
+enum Stage {
+    /// Before the parameters.
+    Handshake,
+    /// The parameters are accepted.
+    Test(Box<Accepted>),
 }
 
 /// A server-side test.
 pub struct Session {
-    ctrl: Ctrl,
+    id: u64,
+    d: Driver<ServerMachine>,
+    inbox: Inbox<ToSession>,
+    host: Mailbox<ToHost>,
+    budget: Arc<StreamBudget>,
+    reserved: usize,
     peer: SocketAddr,
-    rep: Reporter,
+    cookie: [u8; COOKIE_LEN],
     common: CommonConfig,
-    link: Arc<SessionLink>,
-    incoming: Receiver<TcpStream>,
-    stop: Interrupt,
-    machine: ServerMachine,
-    cookie: Option<[u8; COOKIE_LEN]>,
-    run: Option<TestRun>,
-    params: Option<TestParams>,
+    stage: Stage,
     reported_end: bool,
 }
 
 enum End {
     Done,
     Failed(IperfError),
-    /// Error 142: does not count as the one test of `-1`.
-    AuthFailed,
     Interrupted,
 }
 
 impl Session {
-    /// A session for an accepted control connection (fails only if the socket
-    /// is already unusable).
+    /// A session for an accepted control connection whose cookie the host read.
     pub fn new(
-        conn: TcpStream,
-        peer: SocketAddr,
-        rep: Reporter,
+        s: SessionSetup,
         common: CommonConfig,
-        link: Arc<SessionLink>,
-        incoming: Receiver<TcpStream>,
-        stop: Interrupt,
+        limits: ServerLimits,
     ) -> std::io::Result<Self> {
-        let ctrl = Ctrl::new(conn)?;
+        let now = Instant::now();
+        let ctrl = Ctrl::new(s.conn)?;
+        let machine = ServerMachine::new(limits, PhaseLimits::default(), now);
         Ok(Self {
-            ctrl,
-            peer: rperf3_sys::net::unmap(peer),
-            rep,
+            id: s.id,
+            d: Driver::new(ctrl, machine, s.rep),
+            inbox: s.inbox,
+            host: s.host,
+            budget: s.budget,
+            reserved: 0,
+            peer: rperf3_sys::net::unmap(s.peer),
+            cookie: s.cookie,
             common,
-            link,
-            incoming,
-            stop,
-            machine: ServerMachine::new(ServerLimits::default()),
-            cookie: None,
-            run: None,
-            params: None,
+            stage: Stage::Handshake,
             reported_end: false,
         })
     }
 
-    /// Runs the session to its end. Returns whether it counts as a test (for `-1`).
-    pub fn run(mut self) -> bool {
-        let end = self.drive();
-        self.link.set_wants_streams(false);
-        self.link.set_finishing();
-        let mut last_iv = self.run.as_mut().and_then(TestRun::finish);
-        if matches!(end, End::Interrupted) {
-            // Tell the client before its data connections close, so it learns why
-            // (a sender that hits a reset first reports a write error instead); the
-            // streams stay open, unread, until it answers or a short deadline.
-            let bytes = self.machine.terminate();
-            let _ = self.ctrl.send(&bytes, IE_SEND_MESSAGE);
-            self.await_client_close(Duration::from_secs(2));
-        }
-        let counted = !matches!(end, End::AuthFailed);
-        if let Some(run) = self.run.as_mut() {
-            if let Some(iv) = last_iv.take() {
-                self.rep.interval(&iv);
-            }
-            run.close();
-        }
-        let (err, interrupted) = match end {
-            End::Done => (None, false),
-            End::Failed(e) => (Some(e), false),
-            End::AuthFailed => (Some(IperfError::new(IE_AUTH_TEST)), false),
-            End::Interrupted => (Some(IperfError::new(IE_SERVER_TERM)), true),
+    /// Runs the session to its end and tells the host when its slot is free.
+    pub fn run(mut self) {
+        // The host read the cookie: the machine takes it as the first bytes.
+        let cookie = self.cookie;
+        let end = match self.d.machine.on_bytes(&cookie, Instant::now()) {
+            Ok(events) => match self.handle(events) {
+                Ok(Some(end)) => end,
+                Ok(None) => self.drive(),
+                Err(e) => self.fail(e),
+            },
+            Err(e) => self.fail(e),
         };
-        if let (Some(e), Some(run)) = (&err, self.run.as_ref()) {
+        self.release_udp();
+        if matches!(end, End::Interrupted) {
+            // Tell the client before its data connections close, so it learns
+            // why; the streams stay open, unread, until it answers.
+            let bytes = self.d.machine.terminate();
+            let _ = self.d.send(&bytes, IE_SEND_MESSAGE);
+            await_close(&mut self.d.ctrl, CLOSE_GRACE);
+        }
+        self.d.stop_test();
+        self.budget.give_back(self.reserved);
+        let err = match end {
+            End::Done => None,
+            End::Failed(e) => Some(e),
+            End::Interrupted => Some(IperfError::new(IE_SERVER_TERM)),
+        };
+        if let (Some(_), Some(run), false) = (&err, self.d.test.run(), self.reported_end) {
             // A test cut short still shows what it measured.
-            if e.code != IE_AUTH_TEST && !self.reported_end {
-                let fin = run.final_input(self.congestion(), None);
-                self.rep.end(&fin);
-            }
+            let fin = run.final_input(run.congestion(), None);
+            self.d.rep.end(&fin);
         }
         match &err {
-            Some(e) if interrupted => self.rep.interrupted(&e.text()),
-            Some(e) => self.rep.error(&e.text()),
+            Some(e) if e.code == IE_SERVER_TERM => self.d.rep.interrupted(&e.text()),
+            Some(e) => self.d.rep.error(&e.text()),
             None => {}
         }
-        let _ = self.rep.finish();
-        self.ctrl.close_gracefully(Duration::from_secs(2));
-        counted
-    }
-
-    /// Reads and discards until the client closes the control connection (after
-    /// its IPERF_DONE) or `limit` passes.
-    fn await_client_close(&mut self, limit: Duration) {
-        let deadline = Instant::now() + limit;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return;
-            }
-            match self.ctrl.read(left) {
-                Ok((Read0::Data(_), _)) => {}
-                _ => return,
-            }
-        }
+        let _ = self.d.rep.finish();
+        let Self { d, host, id, .. } = self;
+        let Driver { ctrl, test, .. } = d;
+        drop(test);
+        host.send(ToHost::Released { id, counted: true });
+        ctrl.close_gracefully(CLOSE_GRACE);
     }
 
     fn drive(&mut self) -> End {
         loop {
-            let timeout = self
-                .machine
-                .phase()
-                .read_timeout()
-                .unwrap_or(UNIT_READ_TOTAL_TIMEOUT);
-            let events = match self.read_events(timeout) {
-                Ok(Some(ev)) => ev,
-                Ok(None) => return End::Interrupted,
+            let wake = match self.d.wait(self.inbox.fd(), None) {
+                Ok(w) => w,
                 Err(e) => return self.fail(e),
             };
-            for ev in events {
-                match ev {
-                    ServerEvent::Send(b) => {
-                        if let Err(e) = self.ctrl.send(&b, IE_SEND_MESSAGE) {
-                            return End::Failed(e);
-                        }
-                    }
-                    ServerEvent::Cookie(c) => self.cookie = Some(c),
-                    ServerEvent::ParamsReady(p) => {
-                        if let Err(e) = self.setup_streams(p) {
-                            return self.fail(e);
-                        }
-                        match self.running() {
-                            Ok(Some(())) => {}
-                            Ok(None) => return End::Interrupted,
-                            Err(e) => return self.fail(e),
-                        }
-                    }
-                    ServerEvent::TestEnd => {
-                        // Handled inside running(); a stray one is ignored.
-                    }
-                    ServerEvent::PeerResults(_) => {
-                        let r = self.local_results();
-                        let bytes = self.machine.send_results(&r);
-                        if let Err(e) = self.ctrl.send(&bytes, IE_SEND_RESULTS) {
-                            return End::Failed(e);
-                        }
-                    }
-                    ServerEvent::Done => {
-                        self.link.set_finishing();
-                        return End::Done;
-                    }
-                    ServerEvent::ClientTerminated => {
-                        return End::Failed(IperfError::new(IE_CLIENT_TERM))
-                    }
-                }
+            let step = match wake {
+                Wake::Events(events) => self.handle(events),
+                Wake::Outside => self.on_messages(),
+                Wake::Timer => Ok(None),
+            };
+            match step {
+                Ok(Some(end)) => return end,
+                Ok(None) => {}
+                Err(e) => return self.fail(e),
             }
         }
     }
@@ -221,73 +177,71 @@ impl Session {
     /// Logs the error and tells the client (SERVER_ERROR), as 3.21 does for most
     /// failures after the cookie.
     fn fail(&mut self, e: IperfError) -> End {
-        if e.code == IE_AUTH_TEST {
-            return End::AuthFailed;
-        }
-        if self.cookie.is_some() && e.code != IE_CTRL_CLOSE && e.code != IE_CLIENT_TERM {
-            let bytes = self.machine.fail(&e);
-            let _ = self.ctrl.send(&bytes, IE_SEND_MESSAGE);
+        if e.code != IE_CTRL_CLOSE && e.code != IE_CLIENT_TERM && e.code != IE_RECV_COOKIE {
+            let bytes = self.d.machine.fail(&e);
+            let _ = self.d.send(&bytes, IE_SEND_MESSAGE);
         }
         End::Failed(e)
     }
 
-    /// Reads once, up to `timeout`: `Ok(None)` if interrupted.
-    fn read_events(&mut self, timeout: Duration) -> Result<Option<Vec<ServerEvent>>, IperfError> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(match self.machine.phase() {
-                    ServerPhase::AwaitCookie => IperfError::new(IE_RECV_COOKIE),
-                    ServerPhase::AwaitParams => IperfError::new(IE_RECV_PARAMS),
-                    ServerPhase::AwaitClientResults => IperfError::new(IE_RECV_RESULTS),
-                    _ => IperfError::new(IE_RECV_MESSAGE),
-                });
+    fn handle(&mut self, events: Vec<ServerEvent>) -> Result<Option<End>, IperfError> {
+        for ev in events {
+            match ev {
+                ServerEvent::Send(b) => self.d.send(&b, IE_SEND_MESSAGE)?,
+                // Known already: the host routes streams by it.
+                ServerEvent::Cookie(_) => {}
+                ServerEvent::ParamsReady(p) => self.on_params(p)?,
+                ServerEvent::TestEnd => self.end_of_test()?,
+                ServerEvent::PeerResults(_) => {
+                    let r = self.local_results();
+                    let bytes = self.d.machine.send_results(&r);
+                    self.d.send(&bytes, IE_SEND_RESULTS)?;
+                }
+                ServerEvent::Done => return Ok(Some(End::Done)),
+                ServerEvent::ClientTerminated => {
+                    return Ok(Some(End::Failed(IperfError::new(IE_CLIENT_TERM))))
+                }
             }
-            let ready = rperf3_sys::poll::wait_readable(&[self.ctrl.fd(), self.stop.fd()], left)
-                .map_err(|e| IperfError::from_io(IE_SELECT, &e))?;
-            if ready[1] && self.stop.triggered() {
-                return Ok(None);
-            }
-            if !ready[0] {
-                continue;
-            }
-            return match self.ctrl.read(Duration::ZERO) {
-                Ok((Read0::Data(_), b)) => self.machine.on_bytes(b).map(Some),
-                Ok((Read0::Idle, _)) => Ok(Some(Vec::new())),
-                Ok((Read0::Eof, _)) => self.machine.on_eof().map(Some),
-                Err(e) => Err(IperfError::from_io(IE_CTRL_READ, &e)),
-            };
         }
+        Ok(None)
     }
 
-    /// After valid parameters: CREATE_STREAMS, accept and check every stream,
-    /// then TEST_START + TEST_RUNNING.
-    fn setup_streams(&mut self, p: TestParams) -> Result<(), IperfError> {
+    fn on_messages(&mut self) -> Result<Option<End>, IperfError> {
+        for msg in self.inbox.drain() {
+            match msg {
+                ToSession::Stop => return Ok(Some(End::Interrupted)),
+                ToSession::Tcp(conn) => self.on_tcp(conn)?,
+                ToSession::UdpGranted => {
+                    let bytes = self.d.machine.begin_create_streams();
+                    self.d.send(&bytes, IE_SEND_MESSAGE)?;
+                }
+                ToSession::Udp(sock) => self.on_udp(sock)?,
+            }
+        }
+        Ok(None)
+    }
+
+    /// Valid parameters: announce the test, then CREATE_STREAMS (UDP: once the
+    /// host has room for this client's hellos).
+    fn on_params(&mut self, p: TestParams) -> Result<(), IperfError> {
         if p.protocol == Protocol::Sctp {
             return Err(IperfError::new(IE_NO_SCTP));
         }
+        let roles = stream_roles(&p, Side::Server);
+        if !self.budget.take(roles.len()) {
+            // Every stream is a thread: the server as a whole has a bound.
+            return Err(IperfError::new(IE_ACCESS_DENIED));
+        }
+        self.reserved = roles.len();
         let udp = p.protocol == Protocol::Udp;
-        let cookie = self.cookie.ok_or_else(|| IperfError::new(IE_RECV_COOKIE))?;
-        let n = p.parallel.max(1) as usize;
-        // Server roles: receivers first, then senders.
-        let roles: Vec<bool> = match (p.reverse, p.bidirectional) {
-            (_, true) => std::iter::repeat_n(false, n)
-                .chain(std::iter::repeat_n(true, n))
-                .collect(),
-            (true, false) => vec![true; n],
-            (false, false) => vec![false; n],
-        };
         let info = test_info(&p, &self.common, Side::Server);
-        let mut start = StartInfo {
+        let start = StartInfo {
             version: version_string(),
             system_info: rperf3_sys::system::uname_line(),
             timestamp_millis: rperf3_sys::time::unix_millis(),
             connecting_to: None,
             accepted_connection: Some(self.peer),
-            cookie: std::str::from_utf8(&cookie[..COOKIE_LEN - 1])
-                .unwrap_or("")
-                .to_string(),
+            cookie: cookie_str(&self.cookie).to_string(),
             tcp_mss: (!udp).then_some(if p.mss > 0 {
                 MssInfo::Set(p.mss as u32)
             } else {
@@ -297,224 +251,144 @@ impl Session {
             sndbuf_actual: 0,
             rcvbuf_actual: 0,
         };
-        self.rep.set_server_output_requested(p.get_server_output);
-        self.rep
+        self.d.rep.set_server_output_requested(p.get_server_output);
+        self.d
+            .rep
             .set_peer_labels(p.title.clone(), p.extra_data.clone());
-        self.rep.control_connected(&start, &info);
-        let mut streams = Vec::with_capacity(roles.len());
+        self.d.rep.control_connected(&start, &info);
+        self.d.test = Test::Setup(Vec::with_capacity(roles.len()));
         if udp {
-            // The UDP listener exists before CREATE_STREAMS; earlier datagrams are lost.
-            let addr = rperf3_sys::net::listen_addr(
-                self.common.bind.as_deref(),
-                self.common.port,
-                self.common.family.into(),
-            )
-            .map_err(|e| IperfError::from_io(IE_STREAM_LISTEN, &e))?;
-            let mut acc = UdpAcceptor::bind(
-                addr,
-                self.common
-                    .bind
-                    .as_deref()
-                    .and_then(rperf3_sys::net::device_part),
-            )
-            .map_err(|e| IperfError::from_io(IE_STREAM_LISTEN, &e))?;
-            let bytes = self.machine.begin_create_streams();
-            self.ctrl.send(&bytes, IE_SEND_MESSAGE)?;
-            let deadline = Instant::now() + STREAMS_TIMEOUT;
-            let window = (p.window > 0).then_some(p.window as u32);
-            while streams.len() < roles.len() {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(IperfError::new(IE_STREAM_ACCEPT));
-                }
-                self.check_abort()?;
-                let last = streams.len() + 1 == roles.len();
-                let got = acc
-                    .accept(
-                        left.min(Duration::from_millis(200)),
-                        last,
-                        p.len.max(1) as usize,
-                        window,
-                    )
-                    .map_err(|e| IperfError::from_io(IE_STREAM_ACCEPT, &e))?;
-                if let Some(sock) = got {
-                    if p.dont_fragment && addr.is_ipv4() {
-                        let _ = rperf3_sys::sockopt::set_dont_fragment(&sock);
-                    }
-                    let i = streams.len();
-                    let s = LiveStream::udp(sock, i, roles[i])
-                        .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
-                    self.rep.stream_connected(&s.info);
-                    streams.push(s);
-                }
-            }
-        }
-        if !udp {
-            self.link.set_wants_streams(true);
-            let bytes = self.machine.begin_create_streams();
-            self.ctrl.send(&bytes, IE_SEND_MESSAGE)?;
-        }
-        let deadline = Instant::now() + STREAMS_TIMEOUT;
-        while streams.len() < roles.len() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            self.check_abort()?;
-            let conn = match self
-                .incoming
-                .recv_timeout(left.min(Duration::from_millis(200)))
-            {
-                Ok(c) => c,
-                Err(RecvTimeoutError::Timeout) if !left.is_zero() => continue,
-                Err(_) => return Err(IperfError::new(IE_STREAM_ACCEPT)),
-            };
-            if !stream_cookie_ok(&conn, &cookie) {
-                // A wrong cookie: ACCESS_DENIED on that socket; the test goes on.
-                let mut c = conn;
-                let _ = std::io::Write::write_all(&mut c, &ACCESS_DENIED_BYTES);
-                continue;
-            }
-            if p.window > 0 {
-                let _ = rperf3_sys::net::set_buffer_sizes(&conn, p.window as usize);
-            }
-            if p.nodelay {
-                let _ = conn.set_nodelay(true);
-            }
-            let i = streams.len();
-            let s = LiveStream::tcp(conn, i, roles[i])
-                .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
-            self.rep.stream_connected(&s.info);
-            streams.push(s);
-        }
-        self.link.set_wants_streams(false);
-        let (snd, rcv) = streams.first().map_or((0, 0), LiveStream::buffer_sizes);
-        start.sndbuf_actual = snd;
-        start.rcvbuf_actual = rcv;
-        let bytes = self.machine.all_streams_connected();
-        self.ctrl.send(&bytes, IE_SEND_MESSAGE)?;
-        let omit = Duration::from_secs(p.omit.max(0) as u64);
-        let mut run = TestRun::start(streams, self.common.interval, omit, None);
-        self.rep.start(&start, &info);
-        let blk = p.len.max(1) as usize;
-        let spec = crate::setup::send_spec(&p);
-        run.spawn_workers(blk, &spec)
-            .map_err(|e| IperfError::from_io(IE_PTHREAD_CREATE, &e))?;
-        self.run = Some(run);
-        self.params = Some(p);
-        Ok(())
-    }
-
-    /// While waiting for streams: a signal, or the client giving up, ends the wait.
-    fn check_abort(&mut self) -> Result<(), IperfError> {
-        if self.stop.triggered() {
-            return Err(IperfError::new(IE_SERVER_TERM));
-        }
-        if rperf3_sys::poll::readable(self.ctrl.sock(), Duration::ZERO).unwrap_or(false) {
-            match self.read_events(Duration::from_millis(1))? {
-                Some(ev)
-                    if ev
-                        .iter()
-                        .any(|e| matches!(e, ServerEvent::ClientTerminated)) =>
-                {
-                    return Err(IperfError::new(IE_CLIENT_TERM))
-                }
-                None => return Err(IperfError::new(IE_SERVER_TERM)),
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// TEST_RUNNING until TEST_END: interval reports, safety and idle timers.
-    /// `Ok(None)` if interrupted.
-    fn running(&mut self) -> Result<Option<()>, IperfError> {
-        let p = self.params.clone().expect("set by setup_streams");
-        let safety = (p.time > 0).then(|| {
-            Instant::now()
-                + Duration::from_secs((p.time + p.omit.max(0)) as u64)
-                + SERVER_TEST_DURATION_SLACK
-        });
-        let idle_limit = self.common.rcv_timeout;
-        let mut last_rx = (0u64, Instant::now());
-        loop {
-            let now = Instant::now();
-            let run = self.run.as_mut().expect("running");
-            for iv in run.tick(now) {
-                self.rep.interval(&iv);
-            }
-            if let Some(e) = run.worker_error() {
-                let code = if run.has_senders() {
-                    IE_STREAM_WRITE
-                } else {
-                    IE_STREAM_READ
-                };
-                return Err(IperfError::from_io(code, &e));
-            }
-            if safety.is_some_and(|t| now >= t) {
-                return Err(IperfError::new(IE_SERVER_TEST_DURATION_EXPIRED));
-            }
-            let recv = run.totals().1.bytes;
-            if recv != last_rx.0 {
-                last_rx = (recv, now);
-            } else if !p.bidirectional
-                && run.streams.iter().any(|s| !s.info.sender)
-                && now - last_rx.1 >= idle_limit
-            {
-                return Err(IperfError::new(IE_NO_MSG));
-            }
-            let wake = run.next_wake().map_or(Duration::from_millis(250), |w| {
-                w.saturating_duration_since(now)
+            self.host.send(ToHost::UdpWanted {
+                id: self.id,
+                ip: self.peer.ip(),
+                streams: roles.len(),
             });
-            let events = match self.read_events(wake.min(Duration::from_millis(250))) {
-                Ok(Some(ev)) => ev,
-                Ok(None) => return Ok(None),
-                Err(e) if e.code == IE_RECV_MESSAGE => continue,
-                Err(e) => return Err(e),
-            };
-            for ev in events {
-                match ev {
-                    ServerEvent::TestEnd => {
-                        self.end_of_test()?;
-                        return Ok(Some(()));
-                    }
-                    ServerEvent::ClientTerminated => return Err(IperfError::new(IE_CLIENT_TERM)),
-                    ServerEvent::Send(b) => self.ctrl.send(&b, IE_SEND_MESSAGE)?,
-                    _ => return Err(IperfError::new(IE_MESSAGE)),
-                }
-            }
+        } else {
+            let bytes = self.d.machine.begin_create_streams();
+            self.d.send(&bytes, IE_SEND_MESSAGE)?;
         }
+        self.stage = Stage::Test(Box::new(Accepted {
+            params: p,
+            start,
+            info,
+            roles,
+            udp_pending: udp,
+        }));
+        Ok(())
+    }
+
+    /// A TCP connection with this test's cookie: a data stream while streams are
+    /// set up, else refused (as iperf3 refuses a connection outside that state).
+    fn on_tcp(&mut self, conn: TcpStream) -> Result<(), IperfError> {
+        let (Stage::Test(a), Test::Setup(streams)) = (&self.stage, &mut self.d.test) else {
+            refuse(conn);
+            return Ok(());
+        };
+        if a.params.protocol != Protocol::Tcp || streams.len() >= a.roles.len() {
+            refuse(conn);
+            return Ok(());
+        }
+        if a.params.window > 0 {
+            let _ = rperf3_sys::net::set_buffer_sizes(&conn, a.params.window as usize);
+        }
+        if a.params.nodelay {
+            let _ = conn.set_nodelay(true);
+        }
+        let i = streams.len();
+        let s = LiveStream::tcp(conn, i, a.roles[i])
+            .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
+        self.d.rep.stream_connected(&s.info);
+        streams.push(s);
+        self.maybe_start()
+    }
+
+    /// A UDP stream the host took from the listener: reply "6789" on it.
+    fn on_udp(&mut self, sock: UdpSocket) -> Result<(), IperfError> {
+        let (Stage::Test(a), Test::Setup(streams)) = (&self.stage, &mut self.d.test) else {
+            return Ok(());
+        };
+        if streams.len() >= a.roles.len() {
+            return Ok(());
+        }
+        let p = &a.params;
+        let window = (p.window > 0).then_some(p.window as u32);
+        crate::udp_setup::size_buffers(&sock, p.len.max(1) as usize, window)
+            .map_err(|e| IperfError::from_io(IE_STREAM_ACCEPT, &e))?;
+        if p.dont_fragment && self.peer.is_ipv4() {
+            let _ = rperf3_sys::sockopt::set_dont_fragment(&sock);
+        }
+        sock.send(&UDP_CONNECT_REPLY)
+            .map_err(|e| IperfError::from_io(IE_STREAM_WRITE, &e))?;
+        let i = streams.len();
+        let s = LiveStream::udp(sock, i, a.roles[i])
+            .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
+        self.d.rep.stream_connected(&s.info);
+        streams.push(s);
+        self.maybe_start()
+    }
+
+    /// Every stream is there: TEST_START + TEST_RUNNING, then the workers.
+    fn maybe_start(&mut self) -> Result<(), IperfError> {
+        let (Stage::Test(a), Test::Setup(streams)) = (&mut self.stage, &mut self.d.test) else {
+            return Ok(());
+        };
+        if streams.len() < a.roles.len() {
+            return Ok(());
+        }
+        if a.udp_pending {
+            a.udp_pending = false;
+            self.host.send(ToHost::UdpDone { id: self.id });
+        }
+        let streams = std::mem::take(streams);
+        if let Some(first) = streams.first() {
+            (a.start.sndbuf_actual, a.start.rcvbuf_actual) = first.buffer_sizes();
+        }
+        let bytes = self.d.machine.all_streams_connected(Instant::now());
+        self.d.send(&bytes, IE_SEND_MESSAGE)?;
+        let omit = Duration::from_secs(a.params.omit.max(0) as u64);
+        let idle = self.common.rcv_timeout;
+        let mut run = TestRun::start(streams, self.common.interval, omit, None, idle);
+        self.d.rep.start(&a.start, &a.info);
+        let spec = crate::setup::send_spec(&a.params, idle);
+        let spawned = run.spawn_workers(a.params.len.max(1) as usize, &spec);
+        // Whatever started is stopped and joined when the run is dropped.
+        self.d.test = Test::Running(run);
+        spawned.map_err(|e| IperfError::from_io(IE_PTHREAD_CREATE, &e))
     }
 
     /// TEST_END: last sample, close the streams, our report, EXCHANGE_RESULTS.
     fn end_of_test(&mut self) -> Result<(), IperfError> {
-        let cong = self.congestion();
-        let run = self.run.as_mut().expect("running");
-        if let Some(iv) = run.finish() {
-            self.rep.interval(&iv);
+        self.release_udp();
+        self.d.stop_test();
+        if let Some(run) = self.d.test.run() {
+            // The server's report is built before it knows the client's figures.
+            let fin = run.final_input(run.congestion(), None);
+            self.d.rep.end(&fin);
+            self.reported_end = true;
         }
-        run.close();
-        // The server's report is built before it knows the client's figures.
-        let fin = run.final_input(cong, None);
-        self.rep.end(&fin);
-        self.reported_end = true;
-        let bytes = self.machine.exchange_results();
-        self.ctrl.send(&bytes, IE_SEND_MESSAGE)
+        let bytes = self.d.machine.exchange_results();
+        self.d.send(&bytes, IE_SEND_MESSAGE)
     }
 
-    fn congestion(&self) -> Option<String> {
-        self.run
-            .as_ref()?
-            .streams
-            .iter()
-            .find_map(|s| s.tcp_socket().and_then(rperf3_sys::net::tcp_congestion))
+    fn release_udp(&mut self) {
+        if let Stage::Test(a) = &mut self.stage {
+            if a.udp_pending {
+                a.udp_pending = false;
+                self.host.send(ToHost::UdpDone { id: self.id });
+            }
+        }
     }
 
     fn local_results(&self) -> TestResults {
         let mut r = self
-            .run
-            .as_ref()
-            .map(|run| run.results(self.congestion()))
+            .d
+            .test
+            .run()
+            .map(|run| run.results(run.congestion()))
             .unwrap_or_default();
-        if self.params.as_ref().is_some_and(|p| p.get_server_output) {
-            match self.rep.server_output_for_peer() {
+        let wants_output = matches!(&self.stage, Stage::Test(a) if a.params.get_server_output);
+        if wants_output {
+            match self.d.rep.server_output_for_peer() {
                 Some(rperf3_report::ServerOutput::Json(v)) => r.server_output_json = Some(v),
                 Some(rperf3_report::ServerOutput::Text(t)) => r.server_output_text = Some(t),
                 None => {}
@@ -524,12 +398,23 @@ impl Session {
     }
 }
 
-/// Reads the 37-byte cookie of a data connection (bounded) and compares it.
-fn stream_cookie_ok(conn: &TcpStream, cookie: &[u8; COOKIE_LEN]) -> bool {
-    let mut got = [0u8; COOKIE_LEN];
-    let _ = conn.set_read_timeout(Some(STREAM_COOKIE_TIMEOUT));
-    let mut r = conn;
-    let ok = r.read_exact(&mut got).is_ok() && cookie_matches(&got, cookie);
-    let _ = conn.set_read_timeout(None);
-    ok
+/// ACCESS_DENIED on a connection, then close (best effort, never blocking).
+pub fn refuse(conn: TcpStream) {
+    let _ = conn.set_nonblocking(true);
+    let _ = std::io::Write::write(&mut &conn, &ACCESS_DENIED_BYTES);
+}
+
+/// Reads and discards until the peer closes or `limit` passes.
+fn await_close(ctrl: &mut Ctrl, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        match ctrl.read(left) {
+            Ok((Read0::Data(_), _)) => {}
+            _ => return,
+        }
+    }
 }

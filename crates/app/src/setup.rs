@@ -65,14 +65,31 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
     p
 }
 
-/// What sending workers need, from the parameters in effect.
-pub fn send_spec(p: &TestParams) -> crate::streams::SendSpec {
+/// What sending workers need, from the parameters in effect and the idle limit.
+pub fn send_spec(p: &TestParams, idle: std::time::Duration) -> crate::streams::SendSpec {
     crate::streams::SendSpec {
         blksize: p.len.max(1) as usize,
         pacer: (p.bandwidth > 0).then(|| rperf3_engine::pacing::Pacer::new(p.bandwidth)),
         repeating: p.repeating_payload,
         burst: p.burst.max(1) as u32,
         counters_64bit: p.udp_counters_64bit,
+        send_timeout: idle,
+    }
+}
+
+/// This side's stream roles in setup order (true = sends). The client creates
+/// its senders first, then (bidir) its receivers; the server takes the streams
+/// in arrival order as receivers first, then senders. Both orders describe the
+/// same connections, and stream ids follow the same order on both sides.
+pub fn stream_roles(p: &TestParams, side: Side) -> Vec<bool> {
+    let n = p.parallel.max(1) as usize;
+    let client = side == Side::Client;
+    match (p.reverse, p.bidirectional) {
+        (_, true) => std::iter::repeat_n(client, n)
+            .chain(std::iter::repeat_n(!client, n))
+            .collect(),
+        (true, false) => vec![!client; n],
+        (false, false) => vec![client; n],
     }
 }
 
@@ -117,6 +134,21 @@ impl From<Family> for rperf3_sys::net::Family {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn roles_mirror_each_other() {
+        let mut p = TestParams {
+            parallel: 2,
+            ..TestParams::default()
+        };
+        assert_eq!(stream_roles(&p, Side::Client), [true, true]);
+        assert_eq!(stream_roles(&p, Side::Server), [false, false]);
+        p.reverse = true;
+        assert_eq!(stream_roles(&p, Side::Client), [false, false]);
+        p.bidirectional = true;
+        assert_eq!(stream_roles(&p, Side::Client), [true, true, false, false]);
+        assert_eq!(stream_roles(&p, Side::Server), [false, false, true, true]);
+    }
 
     #[test]
     fn udp_len_falls_back_to_1460() {

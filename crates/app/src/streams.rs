@@ -61,6 +61,9 @@ pub struct SendSpec {
     pub burst: u32,
     /// UDP: 64-bit sequence numbers.
     pub counters_64bit: bool,
+    /// TCP: how long one send may make no progress before the stream fails
+    /// (a peer that stopped reading).
+    pub send_timeout: Duration,
 }
 
 impl LiveStream {
@@ -156,11 +159,12 @@ impl LiveStream {
                     // Zero-copy sends when the OS allows; plain writes otherwise.
                     let file = rperf3_sys::zerocopy::PayloadFile::new(&buf).ok();
                     let pacer = send.pacer;
-                    Worker::spawn(name, ctl.clone(), move |c| {
+                    s.set_write_timeout(Some(send.send_timeout))?;
+                    Worker::spawn(name, ctl.clone(), true, move |c| {
                         rperf3_engine::tcp::send_loop(&s, &buf, file.as_ref(), pacer, c, &counters)
                     })
                 } else {
-                    Worker::spawn(name, ctl.clone(), move |c| {
+                    Worker::spawn(name, ctl.clone(), false, move |c| {
                         rperf3_engine::tcp::recv_loop(&s, blksize, c, &counters)
                     })
                 }
@@ -175,13 +179,13 @@ impl LiveStream {
                         burst: send.burst,
                         counters_64bit: send.counters_64bit,
                     };
-                    Worker::spawn(name, ctl.clone(), move |c| {
+                    Worker::spawn(name, ctl.clone(), true, move |c| {
                         rperf3_engine::udp::send_loop(&s, payload, spec, c, &counters)
                     })
                 } else {
                     let stats = self.udp_stats.clone().unwrap_or_default();
                     let c64 = send.counters_64bit;
-                    Worker::spawn(name, ctl.clone(), move |c| {
+                    Worker::spawn(name, ctl.clone(), false, move |c| {
                         rperf3_engine::udp::recv_loop(&s, blksize, c64, c, &counters, &stats)
                     })
                 }

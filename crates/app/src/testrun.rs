@@ -1,6 +1,7 @@
 //! A test between TEST_START and the end: workers, ticks, samples and totals.
 //! Shared by the client and the server session; the two differ only in who
-//! decides the end and what the control connection carries.
+//! decides the end and what the control connection carries. A run that is
+//! dropped stops and joins its workers and closes its sockets.
 
 use std::io;
 use std::sync::Arc;
@@ -10,7 +11,9 @@ use rperf3_engine::budget::Budget;
 use rperf3_engine::control::RunControl;
 use rperf3_engine::counters::CounterSnapshot;
 use rperf3_engine::worker::Worker;
-use rperf3_proto::{StreamResult, TestResults};
+use rperf3_proto::{
+    IperfError, StreamResult, TestResults, IE_NO_MSG, IE_STREAM_READ, IE_STREAM_WRITE,
+};
 use rperf3_report::input::{Cpu, FinalInput, IntervalInput, PeerStream, PeerSummary};
 
 use crate::cpu::CpuMeter;
@@ -36,15 +39,27 @@ pub struct TestRun {
     cpu_final: Option<Cpu>,
     finished: bool,
     started: Instant,
+    idle: IdleWatch,
+}
+
+/// When the receiving side of a test last saw data arrive.
+#[derive(Debug, Clone, Copy)]
+struct IdleWatch {
+    limit: Duration,
+    bytes: u64,
+    since: Instant,
 }
 
 impl TestRun {
-    /// Marks TEST_START: times, omit and interval schedule start now.
+    /// Marks TEST_START: times, omit and interval schedule start now. A test
+    /// with receiving streams fails when nothing arrives for `idle_limit`
+    /// (`--rcv-timeout`).
     pub fn start(
         streams: Vec<LiveStream>,
         interval: Option<Duration>,
         omit: Duration,
         budget: Option<Budget>,
+        idle_limit: Duration,
     ) -> Self {
         let now = Instant::now();
         let sampler = Sampler::new(&streams, now, !omit.is_zero());
@@ -61,6 +76,11 @@ impl TestRun {
             cpu_final: None,
             finished: false,
             started: now,
+            idle: IdleWatch {
+                limit: idle_limit,
+                bytes: 0,
+                since: now,
+            },
         }
     }
 
@@ -77,13 +97,45 @@ impl TestRun {
         Ok(())
     }
 
-    /// When the control loop must wake next for this test.
+    /// When the control loop must wake next for this test: a tick, or the
+    /// moment the receiving side would be idle for too long.
     pub fn next_wake(&self) -> Option<Instant> {
         if self.finished {
-            None
-        } else {
-            self.ticker.next()
+            return None;
         }
+        let idle = self
+            .has_receivers()
+            .then(|| self.idle.since + self.idle.limit);
+        match (self.ticker.next(), idle) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether the test may go on at `now`: no worker has failed, and data
+    /// still arrives where this side receives (in every direction it receives:
+    /// a peer that stops sending ends the test; one that stops reading makes a
+    /// sender fail at its socket's send timeout).
+    pub fn check(&mut self, now: Instant) -> Result<(), IperfError> {
+        if let Some(f) = self.ctl.take_error() {
+            let code = if f.sending {
+                IE_STREAM_WRITE
+            } else {
+                IE_STREAM_READ
+            };
+            return Err(IperfError::from_io(code, &f.error));
+        }
+        if self.finished || !self.has_receivers() {
+            return Ok(());
+        }
+        let recv = self.totals().1.bytes;
+        if recv != self.idle.bytes {
+            self.idle.bytes = recv;
+            self.idle.since = now;
+        } else if now.saturating_duration_since(self.idle.since) >= self.idle.limit {
+            return Err(IperfError::new(IE_NO_MSG));
+        }
+        Ok(())
     }
 
     /// Handles due ticks at `now`; returns interval reports to print.
@@ -137,9 +189,9 @@ impl TestRun {
         self.streams.iter().any(|s| s.info.sender)
     }
 
-    /// A worker's failure, if one happened.
-    pub fn worker_error(&self) -> Option<io::Error> {
-        self.ctl.take_error()
+    /// Whether any stream receives.
+    pub fn has_receivers(&self) -> bool {
+        self.streams.iter().any(|s| !s.info.sender)
     }
 
     /// The send budget, if any.
@@ -163,7 +215,7 @@ impl TestRun {
         self.wait_senders(SENDER_GRACE);
         let last =
             (now > self.sampler.last_tick()).then(|| self.sampler.sample(&self.streams, now));
-        self.cpu_final = Some(self.cpu.read());
+        self.cpu_final = Some(self.cpu.read(&self.workers));
         last
     }
 
@@ -178,11 +230,22 @@ impl TestRun {
 
     /// Shuts every socket (unblocking the workers) and joins all workers.
     pub fn close(&mut self) {
+        if self.cpu_final.is_none() {
+            self.cpu_final = Some(self.cpu.read(&self.workers));
+        }
         crate::streams::stop_all(&self.streams, std::mem::take(&mut self.workers));
     }
 
     fn cpu(&self) -> Cpu {
-        self.cpu_final.unwrap_or_else(|| self.cpu.read())
+        self.cpu_final
+            .unwrap_or_else(|| self.cpu.read(&self.workers))
+    }
+
+    /// The congestion control algorithm of the first TCP stream.
+    pub fn congestion(&self) -> Option<String> {
+        self.streams
+            .iter()
+            .find_map(|s| s.tcp_socket().and_then(rperf3_sys::net::tcp_congestion))
     }
 
     /// Whether this side is a TCP sender with retransmit counters.
@@ -246,6 +309,13 @@ impl TestRun {
             has_retransmits: self.has_retransmits(),
             peer: peer.map(peer_summary),
         }
+    }
+}
+
+impl Drop for TestRun {
+    fn drop(&mut self) {
+        self.ctl.stop();
+        self.close();
     }
 }
 

@@ -6,12 +6,22 @@ use std::sync::Mutex;
 
 use crate::budget::Budget;
 
+/// A worker's failure.
+#[derive(Debug)]
+pub struct WorkerFailure {
+    /// Whether the stream was sending (iperf3 reports a write error then, else a
+    /// read error).
+    pub sending: bool,
+    /// What went wrong.
+    pub error: io::Error,
+}
+
 /// Shared run state of one test.
 #[derive(Debug, Default)]
 pub struct RunControl {
     stop: AtomicBool,
     budget: Option<Budget>,
-    error: Mutex<Option<io::Error>>,
+    error: Mutex<Option<WorkerFailure>>,
 }
 
 impl RunControl {
@@ -41,15 +51,15 @@ impl RunControl {
     }
 
     /// Records a worker's failure; the first one wins.
-    pub fn fail(&self, e: io::Error) {
+    pub fn fail(&self, f: WorkerFailure) {
         let mut g = self.error.lock().unwrap_or_else(|p| p.into_inner());
         if g.is_none() {
-            *g = Some(e);
+            *g = Some(f);
         }
     }
 
     /// Takes the first recorded worker failure.
-    pub fn take_error(&self) -> Option<io::Error> {
+    pub fn take_error(&self) -> Option<WorkerFailure> {
         self.error.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
@@ -61,9 +71,13 @@ mod tests {
     #[test]
     fn first_error_wins() {
         let c = RunControl::new(None);
-        c.fail(io::Error::other("a"));
-        c.fail(io::Error::other("b"));
-        assert_eq!(c.take_error().unwrap().to_string(), "a");
+        let f = |m: &str| WorkerFailure {
+            sending: false,
+            error: io::Error::other(m),
+        };
+        c.fail(f("a"));
+        c.fail(f("b"));
+        assert_eq!(c.take_error().unwrap().error.to_string(), "a");
         assert!(c.take_error().is_none());
     }
 

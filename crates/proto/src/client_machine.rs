@@ -5,15 +5,18 @@
 //! returned events in order, and writes the bytes the machine's methods return.
 //! The machine checks that the server's messages come in the order iperf3 sends them
 //! and, after DISPLAY_RESULTS, ignores everything (3.21 servers may still send a
-//! SERVER_ERROR then).
+//! SERVER_ERROR then). It keeps each phase's absolute deadline
+//! ([`ClientMachine::poll_timeout`], [`ClientMachine::handle_timeout`]); while the
+//! test runs, the driver decides when it ends.
 
-use std::time::Duration;
+use std::time::Instant;
 
-use crate::constants::{MAX_SERVER_RESULTS_LEN, UNIT_READ_TOTAL_TIMEOUT};
+use crate::constants::MAX_SERVER_RESULTS_LEN;
 use crate::cookie::COOKIE_LEN;
+use crate::deadline::{Deadline, PhaseLimits};
 use crate::error::IperfError;
 use crate::error_codes::{
-    IE_ACCESS_DENIED, IE_CTRL_CLOSE, IE_MESSAGE, IE_RECV_RESULTS, IE_SERVER_TERM,
+    IE_ACCESS_DENIED, IE_CTRL_CLOSE, IE_MESSAGE, IE_RECV_MESSAGE, IE_RECV_RESULTS, IE_SERVER_TERM,
 };
 use crate::framing::{ControlDecoder, Expect, Unit};
 use crate::msg::Msg;
@@ -45,24 +48,6 @@ pub enum ClientPhase {
     Finished,
     /// The exchange ended (error, busy server, terminate): input is ignored.
     Closed,
-}
-
-impl ClientPhase {
-    /// How long the driver should wait for the server in this phase, `None` when the
-    /// wait is the test itself (the driver's timers decide). Unit reads use iperf3's
-    /// 30 s bound for one control message or document.
-    pub fn read_timeout(self) -> Option<Duration> {
-        match self {
-            Self::AwaitParamExchange
-            | Self::AwaitCreateStreams
-            | Self::AwaitExchangeResults
-            | Self::AwaitServerResults
-            | Self::AwaitDisplayResults
-            | Self::AwaitErrorCodes => Some(UNIT_READ_TOTAL_TIMEOUT),
-            Self::AwaitTestStart | Self::AwaitTestRunning | Self::Running => None,
-            Self::Finished | Self::Closed => None,
-        }
-    }
 }
 
 /// Something the driver must act on, in the order returned.
@@ -111,21 +96,80 @@ impl ClientEvent {
 #[derive(Debug, Clone)]
 pub struct ClientMachine {
     phase: ClientPhase,
+    deadline: Option<Deadline>,
     decoder: ControlDecoder,
     cookie: [u8; COOKIE_LEN],
     params: Vec<u8>,
+    streams: usize,
+    phases: PhaseLimits,
 }
 
 impl ClientMachine {
-    /// A machine for one test. The parameters are encoded now and sent on
-    /// PARAM_EXCHANGE.
-    pub fn new(cookie: [u8; COOKIE_LEN], params: &TestParams) -> Self {
-        Self {
+    /// A machine for one test whose cookie goes out at `now`. The parameters are
+    /// encoded now and sent on PARAM_EXCHANGE.
+    pub fn new(
+        cookie: [u8; COOKIE_LEN],
+        params: &TestParams,
+        phases: PhaseLimits,
+        now: Instant,
+    ) -> Self {
+        let mut m = Self {
             phase: ClientPhase::AwaitParamExchange,
+            deadline: None,
             decoder: ControlDecoder::new(),
             cookie,
             params: params.encode(),
+            streams: params.streams_expected(),
+            phases,
+        };
+        m.enter(ClientPhase::AwaitParamExchange, now);
+        m
+    }
+
+    /// When the current phase runs out of time, if it has a limit.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadline.as_ref().map(|d| d.at)
+    }
+
+    /// Called when the time given by [`Self::poll_timeout`] has come: the phase's
+    /// error. Nothing happens before the deadline.
+    pub fn handle_timeout(&mut self, now: Instant) -> Result<(), IperfError> {
+        match &self.deadline {
+            Some(d) if now >= d.at => {
+                let e = d.error();
+                self.close();
+                Err(e)
+            }
+            _ => Ok(()),
         }
+    }
+
+    fn close(&mut self) {
+        self.phase = ClientPhase::Closed;
+        self.deadline = None;
+    }
+
+    /// Moves to `phase` at `now` and sets its deadline. Phases that continue an
+    /// exchange (TEST_START to TEST_RUNNING, results to DISPLAY_RESULTS) keep the
+    /// deadline they have.
+    fn enter(&mut self, phase: ClientPhase, now: Instant) {
+        use ClientPhase as P;
+        let l = &self.phases;
+        let limit = match phase {
+            P::AwaitParamExchange => l.first_reply.map(|d| (d, IE_RECV_MESSAGE)),
+            P::AwaitCreateStreams => Some((l.results, IE_RECV_MESSAGE)),
+            P::AwaitTestStart => Some((l.streams_for(self.streams), IE_RECV_MESSAGE)),
+            P::AwaitExchangeResults => Some((l.results, IE_RECV_MESSAGE)),
+            P::AwaitServerResults => Some((l.results, IE_RECV_RESULTS)),
+            P::AwaitErrorCodes => Some((l.error_codes, IE_RECV_MESSAGE)),
+            P::AwaitTestRunning | P::AwaitDisplayResults => {
+                self.phase = phase;
+                return;
+            }
+            P::Running | P::Finished | P::Closed => None,
+        };
+        self.phase = phase;
+        self.deadline = limit.map(|(d, code)| Deadline::after(now, d, code));
     }
 
     /// The first bytes to write after connecting: the cookie. The driver writes them
@@ -146,16 +190,17 @@ impl ClientMachine {
 
     /// Feeds bytes read from the control connection. On `Err` the test has failed
     /// and the machine ignores further input.
-    pub fn on_bytes(&mut self, bytes: &[u8]) -> Result<Vec<ClientEvent>, IperfError> {
+    /// `now` starts the deadline of any phase the bytes lead to.
+    pub fn on_bytes(&mut self, bytes: &[u8], now: Instant) -> Result<Vec<ClientEvent>, IperfError> {
         if matches!(self.phase, ClientPhase::Finished | ClientPhase::Closed) {
             return Ok(Vec::new());
         }
         self.decoder.push(bytes);
         let mut events = Vec::new();
-        match self.drain(&mut events) {
+        match self.drain(&mut events, now) {
             Ok(()) => Ok(events),
             Err(e) => {
-                self.phase = ClientPhase::Closed;
+                self.close();
                 Err(e)
             }
         }
@@ -166,7 +211,7 @@ impl ClientMachine {
     /// yields the event. Otherwise error 109, or 117 while reading results.
     pub fn on_eof(&mut self) -> Result<Vec<ClientEvent>, IperfError> {
         let phase = self.phase;
-        self.phase = ClientPhase::Closed;
+        self.close();
         match phase {
             ClientPhase::Finished | ClientPhase::Closed => Ok(Vec::new()),
             ClientPhase::AwaitErrorCodes => {
@@ -182,10 +227,10 @@ impl ClientMachine {
         }
     }
 
-    /// TEST_END, when the driver decides the test is over.
-    pub fn end_test(&mut self) -> Vec<u8> {
+    /// TEST_END, when the driver decides (at `now`) that the test is over.
+    pub fn end_test(&mut self, now: Instant) -> Vec<u8> {
         if self.phase == ClientPhase::Running {
-            self.phase = ClientPhase::AwaitExchangeResults;
+            self.enter(ClientPhase::AwaitExchangeResults, now);
         }
         vec![Msg::TestEnd.to_byte()]
     }
@@ -197,19 +242,19 @@ impl ClientMachine {
 
     /// CLIENT_TERMINATE (the client got a signal). The machine then ignores input.
     pub fn terminate(&mut self) -> Vec<u8> {
-        self.phase = ClientPhase::Closed;
+        self.close();
         vec![Msg::ClientTerminate.to_byte()]
     }
 
     /// IPERF_DONE, after DISPLAY_RESULTS or SERVER_TERMINATE.
     pub fn done(&mut self) -> Vec<u8> {
         if self.phase != ClientPhase::Finished {
-            self.phase = ClientPhase::Closed;
+            self.close();
         }
         vec![Msg::IperfDone.to_byte()]
     }
 
-    fn drain(&mut self, events: &mut Vec<ClientEvent>) -> Result<(), IperfError> {
+    fn drain(&mut self, events: &mut Vec<ClientEvent>, now: Instant) -> Result<(), IperfError> {
         loop {
             match self.phase {
                 ClientPhase::Finished | ClientPhase::Closed => {
@@ -226,43 +271,48 @@ impl ClientMachine {
                         return Ok(());
                     };
                     events.push(ClientEvent::ServerError { code, errno });
-                    self.phase = ClientPhase::Closed;
+                    self.close();
                 }
                 ClientPhase::AwaitServerResults => {
                     match read_results_or_state(&mut self.decoder, MAX_SERVER_RESULTS_LEN)? {
                         None => return Ok(()),
-                        Some(ResultsOrState::State(b)) => self.on_state(b, events)?,
+                        Some(ResultsOrState::State(b)) => self.on_state(b, events, now)?,
                         Some(ResultsOrState::Results(r)) => {
                             events.push(ClientEvent::PeerResults(r));
-                            self.phase = ClientPhase::AwaitDisplayResults;
+                            self.enter(ClientPhase::AwaitDisplayResults, now);
                         }
                     }
                 }
                 _ => match self.decoder.next_unit(Expect::State) {
-                    Ok(Some(Unit::State(b))) => self.on_state(b, events)?,
+                    Ok(Some(Unit::State(b))) => self.on_state(b, events, now)?,
                     _ => return Ok(()),
                 },
             }
         }
     }
 
-    fn on_state(&mut self, b: u8, events: &mut Vec<ClientEvent>) -> Result<(), IperfError> {
+    fn on_state(
+        &mut self,
+        b: u8,
+        events: &mut Vec<ClientEvent>,
+        now: Instant,
+    ) -> Result<(), IperfError> {
         use ClientPhase as P;
         let msg = Msg::from_byte(b).ok_or_else(|| IperfError::new(IE_MESSAGE))?;
         // Messages the server may send in any phase end the exchange.
         match msg {
             Msg::AccessDenied => {
                 events.push(ClientEvent::AccessDenied);
-                self.phase = P::Closed;
+                self.close();
                 return Ok(());
             }
             Msg::ServerError => {
-                self.phase = P::AwaitErrorCodes;
+                self.enter(P::AwaitErrorCodes, now);
                 return Ok(());
             }
             Msg::ServerTerminate => {
                 events.push(ClientEvent::ServerTerminate);
-                self.phase = P::Closed;
+                self.close();
                 return Ok(());
             }
             _ => {}
@@ -286,7 +336,7 @@ impl ClientMachine {
             _ => return Err(IperfError::new(IE_MESSAGE)),
         };
         events.push(event);
-        self.phase = next;
+        self.enter(next, now);
         Ok(())
     }
 }

@@ -2,6 +2,14 @@
 //! captures, whole and one byte at a time.
 
 use super::*;
+use crate::deadline::PhaseLimits;
+use std::time::{Duration, Instant};
+
+/// A fixed instant: deadlines are relative to it.
+fn t0() -> Instant {
+    static T0: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *T0.get_or_init(Instant::now)
+}
 use crate::cookie::make_cookie;
 use proptest::prelude::*;
 
@@ -18,7 +26,7 @@ fn machine() -> ClientMachine {
         time: 2,
         ..TestParams::default()
     };
-    ClientMachine::new(make_cookie(&[7; 36]), &p)
+    ClientMachine::new(make_cookie(&[7; 36]), &p, PhaseLimits::default(), t0())
 }
 
 /// Feeds `bytes` either at once or one at a time; collects all events.
@@ -28,11 +36,11 @@ fn feed(
     bytewise: bool,
 ) -> Result<Vec<ClientEvent>, IperfError> {
     if !bytewise {
-        return m.on_bytes(bytes);
+        return m.on_bytes(bytes, t0());
     }
     let mut all = Vec::new();
     for b in bytes {
-        all.extend(m.on_bytes(std::slice::from_ref(b))?);
+        all.extend(m.on_bytes(std::slice::from_ref(b), t0())?);
     }
     Ok(all)
 }
@@ -70,7 +78,7 @@ fn full_tcp_test_a1() {
             [ClientEvent::TestStart, ClientEvent::TestRunning]
         );
         assert_eq!(m.phase(), ClientPhase::Running);
-        assert_eq!(m.end_test(), [0x04]);
+        assert_eq!(m.end_test(t0()), [0x04]);
         assert_eq!(m.phase(), ClientPhase::AwaitExchangeResults);
         assert_eq!(
             feed(&mut m, &[0x0d], bytewise).unwrap(),
@@ -106,7 +114,7 @@ fn whole_server_stream_in_one_read() {
     bytes.extend(frame(SERVER_RESULTS_3_12));
     bytes.push(0x0e);
     let mut m = machine();
-    let ev = m.on_bytes(&bytes).unwrap();
+    let ev = m.on_bytes(&bytes, t0()).unwrap();
     let kinds: Vec<&str> = ev
         .iter()
         .map(|e| match e {
@@ -129,7 +137,7 @@ fn whole_server_stream_in_one_read() {
 #[test]
 fn busy_server_a5() {
     let mut m = machine();
-    let ev = m.on_bytes(&[0xFF]).unwrap();
+    let ev = m.on_bytes(&[0xFF], t0()).unwrap();
     assert_eq!(ev, [ClientEvent::AccessDenied]);
     assert_eq!(ev[0].error().unwrap().code, 121);
     assert_eq!(m.phase(), ClientPhase::Closed);
@@ -153,7 +161,7 @@ fn server_rate_limit_a6() {
 #[test]
 fn server_error_without_errno_at_eof_3_12_auth() {
     let mut m = machine();
-    let ev = m.on_bytes(&[0x09, 0xFE, 0, 0, 0, 0x8E]).unwrap();
+    let ev = m.on_bytes(&[0x09, 0xFE, 0, 0, 0, 0x8E], t0()).unwrap();
     assert_eq!(ev.len(), 1);
     assert_eq!(m.phase(), ClientPhase::AwaitErrorCodes);
     assert_eq!(
@@ -165,25 +173,25 @@ fn server_error_without_errno_at_eof_3_12_auth() {
     );
     // Fewer than 4 bytes of the code: just a closed connection.
     let mut m = machine();
-    m.on_bytes(&[0xFE, 0, 0]).unwrap();
+    m.on_bytes(&[0xFE, 0, 0], t0()).unwrap();
     assert_eq!(m.on_eof().unwrap_err().code, 109);
 }
 
 #[test]
 fn server_sigint_a8() {
     let mut m = machine();
-    m.on_bytes(&[0x09, 0x0a, 0x01, 0x02]).unwrap();
-    let ev = m.on_bytes(&[0x0b]).unwrap();
+    m.on_bytes(&[0x09, 0x0a, 0x01, 0x02], t0()).unwrap();
+    let ev = m.on_bytes(&[0x0b], t0()).unwrap();
     assert_eq!(ev, [ClientEvent::ServerTerminate]);
     assert_eq!(ev[0].error().unwrap().code, 120);
     assert_eq!(m.done(), [0x10]);
-    assert_eq!(m.on_bytes(&[0x99]).unwrap(), []);
+    assert_eq!(m.on_bytes(&[0x99], t0()).unwrap(), []);
 }
 
 #[test]
 fn client_terminate_a7() {
     let mut m = machine();
-    m.on_bytes(&[0x09, 0x0a, 0x01, 0x02]).unwrap();
+    m.on_bytes(&[0x09, 0x0a, 0x01, 0x02], t0()).unwrap();
     assert_eq!(m.terminate(), [0x0c]);
     assert_eq!(m.phase(), ClientPhase::Closed);
     assert_eq!(m.on_eof().unwrap(), []);
@@ -203,10 +211,10 @@ fn unknown_and_misplaced_messages_are_110() {
         &[0x03],
     ] {
         let mut m = machine();
-        assert_eq!(m.on_bytes(bad).unwrap_err().code, 110, "{bad:02x?}");
+        assert_eq!(m.on_bytes(bad, t0()).unwrap_err().code, 110, "{bad:02x?}");
         assert_eq!(m.phase(), ClientPhase::Closed);
         assert_eq!(
-            m.on_bytes(&[0x0a]).unwrap(),
+            m.on_bytes(&[0x0a], t0()).unwrap(),
             [],
             "ignores input after an error"
         );
@@ -218,10 +226,11 @@ fn eof_before_the_end_is_109_or_117() {
     let mut m = machine();
     assert_eq!(m.on_eof().unwrap_err().code, 109);
     let mut m = machine();
-    m.on_bytes(&[0x09, 0x0a, 0x01, 0x02]).unwrap();
+    m.on_bytes(&[0x09, 0x0a, 0x01, 0x02], t0()).unwrap();
     assert_eq!(m.on_eof().unwrap_err().code, 109);
     let mut m = machine();
-    m.on_bytes(&[0x09, 0x0a, 0x01, 0x02, 0x0d, 0, 0]).unwrap();
+    m.on_bytes(&[0x09, 0x0a, 0x01, 0x02, 0x0d, 0, 0], t0())
+        .unwrap();
     assert_eq!(m.on_eof().unwrap_err().code, 117);
 }
 
@@ -229,8 +238,10 @@ fn eof_before_the_end_is_109_or_117() {
 fn state_bytes_instead_of_server_results() {
     let start = [0x09, 0x0a, 0x01, 0x02, 0x0d];
     let mut m = machine();
-    m.on_bytes(&start).unwrap();
-    let ev = m.on_bytes(&[0xFE, 0, 0, 0, 0x75, 0, 0, 0, 0]).unwrap();
+    m.on_bytes(&start, t0()).unwrap();
+    let ev = m
+        .on_bytes(&[0xFE, 0, 0, 0, 0x75, 0, 0, 0, 0], t0())
+        .unwrap();
     assert_eq!(
         ev,
         [ClientEvent::ServerError {
@@ -239,11 +250,14 @@ fn state_bytes_instead_of_server_results() {
         }]
     );
     let mut m = machine();
-    m.on_bytes(&start).unwrap();
-    assert_eq!(m.on_bytes(&[0x0b]).unwrap(), [ClientEvent::ServerTerminate]);
+    m.on_bytes(&start, t0()).unwrap();
+    assert_eq!(
+        m.on_bytes(&[0x0b], t0()).unwrap(),
+        [ClientEvent::ServerTerminate]
+    );
     let mut m = machine();
-    m.on_bytes(&start).unwrap();
-    assert_eq!(m.on_bytes(&[0x0e]).unwrap_err().code, 110);
+    m.on_bytes(&start, t0()).unwrap();
+    assert_eq!(m.on_bytes(&[0x0e], t0()).unwrap_err().code, 110);
 }
 
 #[test]
@@ -255,8 +269,8 @@ fn bad_server_results_are_117() {
         vec![0, 0, 0, 0],
     ] {
         let mut m = machine();
-        m.on_bytes(&[0x09, 0x0a, 0x01, 0x02, 0x0d]).unwrap();
-        assert_eq!(m.on_bytes(&doc).unwrap_err().code, 117, "{doc:?}");
+        m.on_bytes(&[0x09, 0x0a, 0x01, 0x02, 0x0d], t0()).unwrap();
+        assert_eq!(m.on_bytes(&doc, t0()).unwrap_err().code, 117, "{doc:?}");
     }
 }
 
@@ -265,19 +279,50 @@ fn exchange_results_accepted_before_end_test() {
     // The server decides nothing, but a client that has not sent TEST_END yet
     // (e.g. a race with its own timer) still follows along.
     let mut m = machine();
-    let ev = m.on_bytes(&[0x09, 0x0a, 0x01, 0x02, 0x0d]).unwrap();
+    let ev = m.on_bytes(&[0x09, 0x0a, 0x01, 0x02, 0x0d], t0()).unwrap();
     assert_eq!(ev.last(), Some(&ClientEvent::ExchangeResults));
     assert_eq!(m.phase(), ClientPhase::AwaitServerResults);
 }
 
 #[test]
-fn read_timeouts_by_phase() {
-    assert_eq!(
-        ClientPhase::AwaitParamExchange.read_timeout(),
-        Some(Duration::from_secs(30))
-    );
-    assert_eq!(ClientPhase::Running.read_timeout(), None);
-    assert_eq!(ClientPhase::Finished.read_timeout(), None);
+fn deadlines_by_phase() {
+    let sec = Duration::from_secs;
+    // By default the client waits for PARAM_EXCHANGE as long as the server keeps
+    // it (a queue), as iperf3 does.
+    let mut m = machine();
+    assert_eq!(m.poll_timeout(), None);
+    assert!(m.handle_timeout(t0() + sec(3600)).is_ok());
+    // With a limit, the wait for the first reply ends with a clear error.
+    let limits = PhaseLimits {
+        first_reply: Some(sec(5)),
+        ..PhaseLimits::default()
+    };
+    let p = TestParams::default();
+    let mut m = ClientMachine::new(make_cookie(&[7; 36]), &p, limits, t0());
+    assert_eq!(m.poll_timeout(), Some(t0() + sec(5)));
+    assert!(m.handle_timeout(t0() + sec(4)).is_ok());
+    let e = m.handle_timeout(t0() + sec(5)).unwrap_err();
+    assert_eq!(e.code, 112);
+    assert!(e.to_string().ends_with("etc.: timed out after 5 s"), "{e}");
+    assert_eq!(m.phase(), ClientPhase::Closed);
+    assert_eq!(m.poll_timeout(), None);
+
+    // Bytes do not move a deadline: a server trickling its results is cut 30 s
+    // after EXCHANGE_RESULTS, however often it sends.
+    let mut m = machine();
+    m.on_bytes(&[0x09, 0x0a, 0x01, 0x02], t0()).unwrap();
+    assert_eq!(m.phase(), ClientPhase::Running);
+    assert_eq!(m.poll_timeout(), None, "the driver ends the test");
+    m.end_test(t0());
+    m.on_bytes(&[0x0d], t0() + sec(1)).unwrap();
+    let at = m.poll_timeout().unwrap();
+    assert_eq!(at, t0() + sec(31));
+    let results = frame(SERVER_RESULTS_3_12);
+    for (i, b) in results.iter().take(20).enumerate() {
+        m.on_bytes(&[*b], t0() + sec(2 + i as u64)).unwrap();
+        assert_eq!(m.poll_timeout(), Some(at));
+    }
+    assert_eq!(m.handle_timeout(at).unwrap_err().code, 117);
 }
 
 proptest! {
@@ -289,11 +334,11 @@ proptest! {
     ) {
         let mut m = machine();
         let good = [0x09, 0x0a, 0x01, 0x02, 0x0d];
-        let _ = m.on_bytes(&good[..prefix_len]);
+        let _ = m.on_bytes(&good[..prefix_len], t0());
         for c in &chunks {
-            let _ = m.on_bytes(c);
+            let _ = m.on_bytes(c, t0());
             if end && m.phase() == ClientPhase::Running {
-                let _ = m.end_test();
+                let _ = m.end_test(t0());
             }
         }
         let _ = m.on_eof();

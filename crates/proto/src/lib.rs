@@ -12,6 +12,7 @@
 mod client_machine;
 pub mod constants;
 mod cookie;
+mod deadline;
 mod error;
 mod error_codes;
 mod framing;
@@ -27,6 +28,7 @@ mod udp_stats;
 pub use client_machine::{ClientEvent, ClientMachine, ClientPhase};
 pub use constants::*;
 pub use cookie::{cookie_matches, cookie_str, make_cookie, COOKIE_ALPHABET, COOKIE_LEN};
+pub use deadline::PhaseLimits;
 pub use error::{server_error_bytes, strerror, IperfError};
 pub use error_codes::*;
 pub use framing::{encode_json, ControlDecoder, Expect, FramingError, Unit};

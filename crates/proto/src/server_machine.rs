@@ -4,18 +4,20 @@
 //! [`ACCESS_DENIED_BYTES`]), feeds what it reads to [`ServerMachine::on_bytes`], acts
 //! on the returned events in order (writing every [`ServerEvent::Send`]), and calls
 //! the methods that mark its own progress: streams, end of test, results. The
-//! machine parses and checks the client's documents and enforces which client
-//! messages are allowed when, with iperf3's error codes.
+//! machine parses and checks the client's documents, enforces which client
+//! messages are allowed when, with iperf3's error codes, and keeps each phase's
+//! absolute deadline ([`ServerMachine::poll_timeout`],
+//! [`ServerMachine::handle_timeout`]).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::constants::{
-    MAX_CLIENT_RESULTS_LEN, MAX_PARAMS_LEN, UNIT_READ_IDLE_TIMEOUT, UNIT_READ_TOTAL_TIMEOUT,
-};
+use crate::constants::{MAX_CLIENT_RESULTS_LEN, MAX_PARAMS_LEN};
 use crate::cookie::COOKIE_LEN;
+use crate::deadline::{Deadline, PhaseLimits};
 use crate::error::IperfError;
 use crate::error_codes::{
-    IE_CTRL_CLOSE, IE_MESSAGE, IE_RECV_COOKIE, IE_RECV_PARAMS, IE_RECV_RESULTS,
+    IE_CTRL_CLOSE, IE_MESSAGE, IE_RECV_COOKIE, IE_RECV_MESSAGE, IE_RECV_PARAMS, IE_RECV_RESULTS,
+    IE_SERVER_TEST_DURATION_EXPIRED, IE_STREAM_ACCEPT,
 };
 use crate::framing::{ControlDecoder, Expect, Unit};
 use crate::msg::Msg;
@@ -48,20 +50,6 @@ pub enum ServerPhase {
     Closed,
 }
 
-impl ServerPhase {
-    /// How long the driver should wait for the client in this phase. `None` where the
-    /// driver's own deadlines apply (stream accept, test duration + 40 s, idle
-    /// receive timeout). Cookie and parameters: 10 s, iperf3's wait for a readable
-    /// control socket; results and IPERF_DONE: iperf3's 30 s bound for one unit.
-    pub fn read_timeout(self) -> Option<Duration> {
-        match self {
-            Self::AwaitCookie | Self::AwaitParams => Some(UNIT_READ_IDLE_TIMEOUT),
-            Self::AwaitClientResults | Self::AwaitDone => Some(UNIT_READ_TOTAL_TIMEOUT),
-            Self::CreateStreams | Self::Running | Self::Done | Self::Closed => None,
-        }
-    }
-}
-
 /// Something the driver must act on, in the order returned.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerEvent {
@@ -88,25 +76,82 @@ pub enum ServerEvent {
 #[derive(Debug, Clone)]
 pub struct ServerMachine {
     phase: ServerPhase,
+    deadline: Option<Deadline>,
     decoder: ControlDecoder,
     limits: ServerLimits,
+    phases: PhaseLimits,
     params: Option<TestParams>,
 }
 
 impl ServerMachine {
-    /// A machine for a freshly accepted control connection.
-    pub fn new(limits: ServerLimits) -> Self {
-        Self {
+    /// A machine for a control connection accepted at `now`.
+    pub fn new(limits: ServerLimits, phases: PhaseLimits, now: Instant) -> Self {
+        let mut m = Self {
             phase: ServerPhase::AwaitCookie,
+            deadline: None,
             decoder: ControlDecoder::new(),
             limits,
+            phases,
             params: None,
-        }
+        };
+        m.enter(ServerPhase::AwaitCookie, now);
+        m
     }
 
     /// What the machine waits for.
     pub fn phase(&self) -> ServerPhase {
         self.phase
+    }
+
+    /// When the current phase runs out of time, if it has a limit.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadline.as_ref().map(|d| d.at)
+    }
+
+    /// Called when the time given by [`Self::poll_timeout`] has come: the phase's
+    /// error (the driver reports it like any other failure, see [`Self::fail`]).
+    /// Nothing happens before the deadline.
+    pub fn handle_timeout(&mut self, now: Instant) -> Result<(), IperfError> {
+        match &self.deadline {
+            Some(d) if now >= d.at => {
+                let e = d.error();
+                self.close();
+                Err(e)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn close(&mut self) {
+        self.phase = ServerPhase::Closed;
+        self.deadline = None;
+    }
+
+    /// Moves to `phase` at `now`, starting its deadline.
+    fn enter(&mut self, phase: ServerPhase, now: Instant) {
+        use ServerPhase as P;
+        let l = &self.phases;
+        let limit = match phase {
+            P::AwaitCookie => Some((l.cookie, IE_RECV_COOKIE)),
+            P::AwaitParams => Some((l.params, IE_RECV_PARAMS)),
+            P::CreateStreams => Some((l.streams_for(self.streams_expected()), IE_STREAM_ACCEPT)),
+            P::Running => self.params.as_ref().and_then(|p| {
+                // No duration (bytes, blocks, -t 0): no limit here; the driver's
+                // idle detection ends a test whose peer has gone.
+                (p.time > 0).then(|| {
+                    let secs = u64::from(p.time.unsigned_abs()) + u64::from(p.omit.unsigned_abs());
+                    (
+                        Duration::from_secs(secs) + l.test_slack,
+                        IE_SERVER_TEST_DURATION_EXPIRED,
+                    )
+                })
+            }),
+            P::AwaitClientResults => Some((l.results, IE_RECV_RESULTS)),
+            P::AwaitDone => Some((l.done, IE_RECV_MESSAGE)),
+            P::Done | P::Closed => None,
+        };
+        self.phase = phase;
+        self.deadline = limit.map(|(d, code)| Deadline::after(now, d, code));
     }
 
     /// The accepted parameters, once [`ServerEvent::ParamsReady`] was returned.
@@ -121,16 +166,17 @@ impl ServerMachine {
 
     /// Feeds bytes read from the control connection. On `Err` the driver writes
     /// [`IperfError::to_server_error_bytes`] (the machine is then closed) and closes.
-    pub fn on_bytes(&mut self, bytes: &[u8]) -> Result<Vec<ServerEvent>, IperfError> {
+    /// `now` starts the deadline of any phase the bytes lead to.
+    pub fn on_bytes(&mut self, bytes: &[u8], now: Instant) -> Result<Vec<ServerEvent>, IperfError> {
         if matches!(self.phase, ServerPhase::Done | ServerPhase::Closed) {
             return Ok(Vec::new());
         }
         self.decoder.push(bytes);
         let mut events = Vec::new();
-        match self.drain(&mut events) {
+        match self.drain(&mut events, now) {
             Ok(()) => Ok(events),
             Err(e) => {
-                self.phase = ServerPhase::Closed;
+                self.close();
                 Err(e)
             }
         }
@@ -140,7 +186,7 @@ impl ServerMachine {
     /// parameters or results were due, else 109; nothing once IPERF_DONE was seen.
     pub fn on_eof(&mut self) -> Result<Vec<ServerEvent>, IperfError> {
         let phase = self.phase;
-        self.phase = ServerPhase::Closed;
+        self.close();
         let code = match phase {
             ServerPhase::Done | ServerPhase::Closed => return Ok(Vec::new()),
             ServerPhase::AwaitCookie => IE_RECV_COOKIE,
@@ -156,10 +202,11 @@ impl ServerMachine {
         vec![Msg::CreateStreams.to_byte()]
     }
 
-    /// TEST_START then TEST_RUNNING, once every stream is connected.
-    pub fn all_streams_connected(&mut self) -> Vec<u8> {
+    /// TEST_START then TEST_RUNNING, once every stream is connected at `now`
+    /// (the test's duration limit starts).
+    pub fn all_streams_connected(&mut self, now: Instant) -> Vec<u8> {
         if self.phase == ServerPhase::CreateStreams {
-            self.phase = ServerPhase::Running;
+            self.enter(ServerPhase::Running, now);
         }
         vec![Msg::TestStart.to_byte(), Msg::TestRunning.to_byte()]
     }
@@ -178,18 +225,18 @@ impl ServerMachine {
 
     /// SERVER_TERMINATE (the server got a signal). The machine then ignores input.
     pub fn terminate(&mut self) -> Vec<u8> {
-        self.phase = ServerPhase::Closed;
+        self.close();
         vec![Msg::ServerTerminate.to_byte()]
     }
 
     /// SERVER_ERROR for a failure the driver found (authentication 142, listener
     /// errors, timeouts, rate limit during the test). The machine then ignores input.
     pub fn fail(&mut self, err: &IperfError) -> Vec<u8> {
-        self.phase = ServerPhase::Closed;
+        self.close();
         err.to_server_error_bytes().to_vec()
     }
 
-    fn drain(&mut self, events: &mut Vec<ServerEvent>) -> Result<(), IperfError> {
+    fn drain(&mut self, events: &mut Vec<ServerEvent>, now: Instant) -> Result<(), IperfError> {
         loop {
             match self.phase {
                 ServerPhase::Done | ServerPhase::Closed => return Ok(()),
@@ -201,7 +248,7 @@ impl ServerMachine {
                     };
                     events.push(ServerEvent::Cookie(c));
                     events.push(ServerEvent::Send(vec![Msg::ParamExchange.to_byte()]));
-                    self.phase = ServerPhase::AwaitParams;
+                    self.enter(ServerPhase::AwaitParams, now);
                 }
                 ServerPhase::AwaitParams => {
                     let expect = Expect::Json {
@@ -216,21 +263,21 @@ impl ServerMachine {
                     params.validate(&self.limits)?;
                     self.params = Some(params.clone());
                     events.push(ServerEvent::ParamsReady(params));
-                    self.phase = ServerPhase::CreateStreams;
+                    self.enter(ServerPhase::CreateStreams, now);
                 }
                 ServerPhase::AwaitClientResults => {
                     match read_results_or_state(&mut self.decoder, MAX_CLIENT_RESULTS_LEN)? {
                         None => return Ok(()),
-                        Some(ResultsOrState::State(b)) => self.on_state(b, events)?,
+                        Some(ResultsOrState::State(b)) => self.on_state(b, events, now)?,
                         Some(ResultsOrState::Results(r)) => {
                             events.push(ServerEvent::PeerResults(r));
-                            self.phase = ServerPhase::AwaitDone;
+                            self.enter(ServerPhase::AwaitDone, now);
                         }
                     }
                 }
                 ServerPhase::CreateStreams | ServerPhase::Running | ServerPhase::AwaitDone => {
                     match self.decoder.next_unit(Expect::State) {
-                        Ok(Some(Unit::State(b))) => self.on_state(b, events)?,
+                        Ok(Some(Unit::State(b))) => self.on_state(b, events, now)?,
                         _ => return Ok(()),
                     }
                 }
@@ -239,21 +286,28 @@ impl ServerMachine {
     }
 
     /// The client messages iperf3's server accepts: 1 (ignored), 4, 12, 16.
-    fn on_state(&mut self, b: u8, events: &mut Vec<ServerEvent>) -> Result<(), IperfError> {
+    /// TEST_START from a client is ignored in every phase, as by iperf3; it
+    /// cannot hold the server, as deadlines do not move.
+    fn on_state(
+        &mut self,
+        b: u8,
+        events: &mut Vec<ServerEvent>,
+        now: Instant,
+    ) -> Result<(), IperfError> {
         use ServerPhase as P;
         match (self.phase, Msg::from_byte(b)) {
             (_, Some(Msg::TestStart)) => {}
             (_, Some(Msg::ClientTerminate)) => {
                 events.push(ServerEvent::ClientTerminated);
-                self.phase = P::Closed;
+                self.close();
             }
             (_, Some(Msg::IperfDone)) => {
                 events.push(ServerEvent::Done);
-                self.phase = P::Done;
+                self.enter(P::Done, now);
             }
             (P::CreateStreams | P::Running, Some(Msg::TestEnd)) => {
                 events.push(ServerEvent::TestEnd);
-                self.phase = P::AwaitClientResults;
+                self.enter(P::AwaitClientResults, now);
             }
             _ => return Err(IperfError::new(IE_MESSAGE)),
         }

@@ -2,6 +2,14 @@
 //! captures, whole and one byte at a time, plus arbitrary input.
 
 use super::*;
+use crate::deadline::PhaseLimits;
+use std::time::{Duration, Instant};
+
+/// A fixed instant: deadlines are relative to it.
+fn t0() -> Instant {
+    static T0: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *T0.get_or_init(Instant::now)
+}
 use proptest::prelude::*;
 
 const COOKIE: &[u8; 37] = b"ggbj47k5kjkqj4ikskay3k5hnkya4braddmt\0";
@@ -20,11 +28,11 @@ fn feed(
     bytewise: bool,
 ) -> Result<Vec<ServerEvent>, IperfError> {
     if !bytewise {
-        return m.on_bytes(bytes);
+        return m.on_bytes(bytes, t0());
     }
     let mut all = Vec::new();
     for b in bytes {
-        all.extend(m.on_bytes(std::slice::from_ref(b))?);
+        all.extend(m.on_bytes(std::slice::from_ref(b), t0())?);
     }
     Ok(all)
 }
@@ -39,7 +47,7 @@ fn cookie_and_params(params: &str) -> Vec<u8> {
 fn full_tcp_test_a1() {
     assert_eq!(frame(PARAMS_3_12)[..4], [0, 0, 0, 0x7b]);
     for bytewise in [false, true] {
-        let mut m = ServerMachine::new(ServerLimits::default());
+        let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
         assert_eq!(m.phase(), ServerPhase::AwaitCookie);
         let ev = feed(&mut m, COOKIE, bytewise).unwrap();
         assert_eq!(
@@ -57,7 +65,7 @@ fn full_tcp_test_a1() {
         assert_eq!(m.params(), Some(p));
         assert_eq!(m.phase(), ServerPhase::CreateStreams);
         assert_eq!(m.begin_create_streams(), [0x0a]);
-        assert_eq!(m.all_streams_connected(), [0x01, 0x02]);
+        assert_eq!(m.all_streams_connected(t0()), [0x01, 0x02]);
         assert_eq!(m.phase(), ServerPhase::Running);
 
         assert_eq!(
@@ -97,8 +105,8 @@ fn whole_client_stream_in_one_read() {
     bytes.push(0x04);
     bytes.extend(frame(CLIENT_RESULTS_3_12));
     bytes.push(0x10);
-    let mut m = ServerMachine::new(ServerLimits::default());
-    let ev = m.on_bytes(&bytes).unwrap();
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    let ev = m.on_bytes(&bytes, t0()).unwrap();
     assert_eq!(ev.len(), 6, "{ev:?}");
     assert!(matches!(ev[2], ServerEvent::ParamsReady(_)));
     assert_eq!(ev[3], ServerEvent::TestEnd);
@@ -112,15 +120,15 @@ fn rate_limit_rejection_a6() {
         total_rate_limit: Some(1_000_000),
         ..ServerLimits::default()
     };
-    let mut m = ServerMachine::new(limits);
+    let mut m = ServerMachine::new(limits, PhaseLimits::default(), t0());
     let params = r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072,"bandwidth":10000000,"pacing_timer":1000,"client_version":"3.21"}"#;
-    let err = m.on_bytes(&cookie_and_params(params)).unwrap_err();
+    let err = m.on_bytes(&cookie_and_params(params), t0()).unwrap_err();
     assert_eq!(
         err.to_server_error_bytes(),
         [0xFE, 0, 0, 0, 0x1B, 0, 0, 0, 0]
     );
     assert_eq!(m.phase(), ServerPhase::Closed);
-    assert_eq!(m.on_bytes(&[0x04]).unwrap(), []);
+    assert_eq!(m.on_bytes(&[0x04], t0()).unwrap(), []);
 }
 
 #[test]
@@ -134,16 +142,16 @@ fn parameter_errors() {
         (vec![0, 0, 0x20, 0x01], 114),
     ];
     for (doc, code) in cases {
-        let mut m = ServerMachine::new(ServerLimits::default());
-        m.on_bytes(COOKIE).unwrap();
-        assert_eq!(m.on_bytes(&doc).unwrap_err().code, code, "{doc:?}");
+        let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+        m.on_bytes(COOKIE, t0()).unwrap();
+        assert_eq!(m.on_bytes(&doc, t0()).unwrap_err().code, code, "{doc:?}");
     }
     // Exactly 8192 bytes is allowed.
-    let mut m = ServerMachine::new(ServerLimits::default());
-    m.on_bytes(COOKIE).unwrap();
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    m.on_bytes(COOKIE, t0()).unwrap();
     let big = format!("{{\"title\":\"{}\"}}", "x".repeat(8192 - 12));
     assert_eq!(big.len(), 8192);
-    let ev = m.on_bytes(&frame(&big)).unwrap();
+    let ev = m.on_bytes(&frame(&big), t0()).unwrap();
     assert!(
         matches!(&ev[..], [ServerEvent::ParamsReady(p)] if p.title.as_ref().unwrap().len() == 8180)
     );
@@ -151,16 +159,16 @@ fn parameter_errors() {
 
 #[test]
 fn driver_failures_close_with_server_error() {
-    let mut m = ServerMachine::new(ServerLimits::default());
-    m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    m.on_bytes(&cookie_and_params(PARAMS_3_12), t0()).unwrap();
     assert_eq!(
         m.fail(&IperfError::new(142)),
         [0xFE, 0, 0, 0, 0x8E, 0, 0, 0, 0]
     );
     assert_eq!(m.phase(), ServerPhase::Closed);
-    let mut m = ServerMachine::new(ServerLimits::default());
-    m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
-    m.all_streams_connected();
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    m.on_bytes(&cookie_and_params(PARAMS_3_12), t0()).unwrap();
+    m.all_streams_connected(t0());
     assert_eq!(m.terminate(), [0x0b]);
     assert_eq!(m.on_eof().unwrap(), []);
 }
@@ -168,13 +176,13 @@ fn driver_failures_close_with_server_error() {
 #[test]
 fn client_terminate_a7() {
     for at_results in [false, true] {
-        let mut m = ServerMachine::new(ServerLimits::default());
-        m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
-        m.all_streams_connected();
+        let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+        m.on_bytes(&cookie_and_params(PARAMS_3_12), t0()).unwrap();
+        m.all_streams_connected(t0());
         if at_results {
-            m.on_bytes(&[0x04]).unwrap();
+            m.on_bytes(&[0x04], t0()).unwrap();
         }
-        let ev = m.on_bytes(&[0x0c]).unwrap();
+        let ev = m.on_bytes(&[0x0c], t0()).unwrap();
         assert_eq!(ev, [ServerEvent::ClientTerminated]);
         assert_eq!(m.phase(), ServerPhase::Closed);
     }
@@ -183,29 +191,32 @@ fn client_terminate_a7() {
 #[test]
 fn which_client_messages_are_allowed() {
     let running = || {
-        let mut m = ServerMachine::new(ServerLimits::default());
-        m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
-        m.all_streams_connected();
+        let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+        m.on_bytes(&cookie_and_params(PARAMS_3_12), t0()).unwrap();
+        m.all_streams_connected(t0());
         m
     };
     // TEST_START from the client is ignored anywhere.
-    assert_eq!(running().on_bytes(&[0x01, 0x01]).unwrap(), []);
+    assert_eq!(running().on_bytes(&[0x01, 0x01], t0()).unwrap(), []);
     for bad in [0x02u8, 0x03, 0x09, 0x0d, 0x0e, 0xFF, 0xFE, 0x00, 0x11] {
         let mut m = running();
-        assert_eq!(m.on_bytes(&[bad]).unwrap_err().code, 110, "{bad:#x}");
+        assert_eq!(m.on_bytes(&[bad], t0()).unwrap_err().code, 110, "{bad:#x}");
         assert_eq!(m.phase(), ServerPhase::Closed);
     }
     // IPERF_DONE ends the test in any phase after the parameters.
-    assert_eq!(running().on_bytes(&[0x10]).unwrap(), [ServerEvent::Done]);
+    assert_eq!(
+        running().on_bytes(&[0x10], t0()).unwrap(),
+        [ServerEvent::Done]
+    );
     // A second TEST_END after the results exchange is out of place.
     let mut m = running();
-    m.on_bytes(&[0x04]).unwrap();
-    m.on_bytes(&frame(CLIENT_RESULTS_3_12)).unwrap();
-    assert_eq!(m.on_bytes(&[0x04]).unwrap_err().code, 110);
+    m.on_bytes(&[0x04], t0()).unwrap();
+    m.on_bytes(&frame(CLIENT_RESULTS_3_12), t0()).unwrap();
+    assert_eq!(m.on_bytes(&[0x04], t0()).unwrap_err().code, 110);
     // TEST_END while streams are still being created is accepted, as by iperf3.
-    let mut m = ServerMachine::new(ServerLimits::default());
-    m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
-    assert_eq!(m.on_bytes(&[0x04]).unwrap(), [ServerEvent::TestEnd]);
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    m.on_bytes(&cookie_and_params(PARAMS_3_12), t0()).unwrap();
+    assert_eq!(m.on_bytes(&[0x04], t0()).unwrap(), [ServerEvent::TestEnd]);
 }
 
 #[test]
@@ -214,36 +225,36 @@ fn bad_client_results_are_117() {
         frame("{}"),
         frame("x"),
         vec![0, 0, 0, 0],
-        vec![0x01, 0, 0, 1],
+        vec![0x00, 0x20, 0, 0],
     ] {
-        let mut m = ServerMachine::new(ServerLimits::default());
-        m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
-        m.on_bytes(&[0x04]).unwrap();
-        assert_eq!(m.on_bytes(&doc).unwrap_err().code, 117, "{doc:?}");
+        let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+        m.on_bytes(&cookie_and_params(PARAMS_3_12), t0()).unwrap();
+        m.on_bytes(&[0x04], t0()).unwrap();
+        assert_eq!(m.on_bytes(&doc, t0()).unwrap_err().code, 117, "{doc:?}");
     }
 }
 
 #[test]
 fn eof_codes_by_phase() {
-    let mut m = ServerMachine::new(ServerLimits::default());
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
     assert_eq!(m.on_eof().unwrap_err().code, 106);
-    let mut m = ServerMachine::new(ServerLimits::default());
-    m.on_bytes(&COOKIE[..10]).unwrap();
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    m.on_bytes(&COOKIE[..10], t0()).unwrap();
     assert_eq!(m.on_eof().unwrap_err().code, 106);
-    let mut m = ServerMachine::new(ServerLimits::default());
-    m.on_bytes(COOKIE).unwrap();
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    m.on_bytes(COOKIE, t0()).unwrap();
     assert_eq!(m.on_eof().unwrap_err().code, 114);
-    let mut m = ServerMachine::new(ServerLimits::default());
-    m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    m.on_bytes(&cookie_and_params(PARAMS_3_12), t0()).unwrap();
     assert_eq!(m.on_eof().unwrap_err().code, 109);
-    let mut m = ServerMachine::new(ServerLimits::default());
-    m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
-    m.on_bytes(&[0x04]).unwrap();
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    m.on_bytes(&cookie_and_params(PARAMS_3_12), t0()).unwrap();
+    m.on_bytes(&[0x04], t0()).unwrap();
     assert_eq!(m.on_eof().unwrap_err().code, 117);
-    m = ServerMachine::new(ServerLimits::default());
-    m.on_bytes(&cookie_and_params(PARAMS_3_12)).unwrap();
-    m.on_bytes(&[0x04]).unwrap();
-    m.on_bytes(&frame(CLIENT_RESULTS_3_12)).unwrap();
+    m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    m.on_bytes(&cookie_and_params(PARAMS_3_12), t0()).unwrap();
+    m.on_bytes(&[0x04], t0()).unwrap();
+    m.on_bytes(&frame(CLIENT_RESULTS_3_12), t0()).unwrap();
     assert_eq!(
         m.on_eof().unwrap_err().code,
         109,
@@ -252,20 +263,58 @@ fn eof_codes_by_phase() {
 }
 
 #[test]
-fn read_timeouts_by_phase() {
+fn deadlines_by_phase() {
+    let sec = Duration::from_secs;
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    // A trickled cookie is cut 10 s after the connection, however it trickles.
+    for i in 0..9 {
+        m.on_bytes(&COOKIE[i..=i], t0() + sec(i as u64)).unwrap();
+        assert_eq!(m.poll_timeout(), Some(t0() + sec(10)));
+    }
+    assert!(m.handle_timeout(t0() + sec(9)).is_ok());
+    let e = m.handle_timeout(t0() + sec(10)).unwrap_err();
+    assert_eq!(e.code, 106);
+    assert_eq!(m.phase(), ServerPhase::Closed);
+    assert_eq!(m.poll_timeout(), None);
+
+    // Parameters: 10 s from PARAM_EXCHANGE.
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    m.on_bytes(COOKIE, t0() + sec(1)).unwrap();
+    assert_eq!(m.poll_timeout(), Some(t0() + sec(11)));
+    assert_eq!(m.handle_timeout(t0() + sec(11)).unwrap_err().code, 114);
+
+    // Streams: 30 s plus 250 ms per stream; then the test: time + omit + 40 s;
+    // then 30 s for the results and 10 s for IPERF_DONE. TEST_START bytes from
+    // the client (ignored, as by iperf3) never move a deadline.
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    m.on_bytes(&cookie_and_params(PARAMS_3_12), t0()).unwrap();
+    assert_eq!(m.poll_timeout(), Some(t0() + Duration::from_millis(30_250)));
+    m.all_streams_connected(t0() + sec(1));
+    assert_eq!(m.poll_timeout(), Some(t0() + sec(1 + 2 + 40)));
+    m.on_bytes(&[0x01; 50], t0() + sec(20)).unwrap();
+    assert_eq!(m.poll_timeout(), Some(t0() + sec(43)));
     assert_eq!(
-        ServerPhase::AwaitCookie.read_timeout(),
-        Some(Duration::from_secs(10))
+        m.clone().handle_timeout(t0() + sec(43)).unwrap_err().code,
+        160
     );
+    m.on_bytes(&[0x04], t0() + sec(3)).unwrap();
+    assert_eq!(m.poll_timeout(), Some(t0() + sec(33)));
     assert_eq!(
-        ServerPhase::AwaitParams.read_timeout(),
-        Some(Duration::from_secs(10))
+        m.clone().handle_timeout(t0() + sec(33)).unwrap_err().code,
+        117
     );
-    assert_eq!(
-        ServerPhase::AwaitClientResults.read_timeout(),
-        Some(Duration::from_secs(30))
-    );
-    assert_eq!(ServerPhase::Running.read_timeout(), None);
+    m.on_bytes(&frame(CLIENT_RESULTS_3_12), t0() + sec(4))
+        .unwrap();
+    assert_eq!(m.poll_timeout(), Some(t0() + sec(14)));
+    m.on_bytes(&[0x10], t0() + sec(5)).unwrap();
+    assert_eq!(m.poll_timeout(), None);
+
+    // A test without a duration (-n, -k, -t 0) has no limit here.
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    let bytes_mode = PARAMS_3_12.replace("\"time\":2,\"num\":0", "\"time\":0,\"num\":1000");
+    m.on_bytes(&cookie_and_params(&bytes_mode), t0()).unwrap();
+    m.all_streams_connected(t0());
+    assert_eq!(m.poll_timeout(), None);
     assert_eq!(ACCESS_DENIED_BYTES, [0xFF]);
 }
 
@@ -276,13 +325,13 @@ proptest! {
         prefix in 0usize..4,
         chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..24),
     ) {
-        let mut m = ServerMachine::new(ServerLimits::default());
+        let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
         let mut good = cookie_and_params(PARAMS_3_12);
         good.push(0x04);
         let cut = [0, 37, good.len() - 1, good.len()][prefix];
-        let _ = m.on_bytes(&good[..cut]);
+        let _ = m.on_bytes(&good[..cut], t0());
         for c in &chunks {
-            if m.on_bytes(c).is_err() {
+            if m.on_bytes(c, t0()).is_err() {
                 prop_assert_eq!(m.phase(), ServerPhase::Closed);
             }
         }
@@ -295,13 +344,13 @@ proptest! {
     fn length_prefixed_garbage_never_panics(
         docs in proptest::collection::vec(("[{}\\[\\]\":,a-z0-9 ]{0,60}", any::<bool>()), 0..8),
     ) {
-        let mut m = ServerMachine::new(ServerLimits::default());
-        let _ = m.on_bytes(COOKIE);
+        let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+        let _ = m.on_bytes(COOKIE, t0());
         for (d, state) in &docs {
             if *state {
-                let _ = m.on_bytes(&[0x04]);
+                let _ = m.on_bytes(&[0x04], t0());
             }
-            let _ = m.on_bytes(&frame(d));
+            let _ = m.on_bytes(&frame(d), t0());
         }
     }
 }

@@ -349,6 +349,14 @@ impl Reporter {
         self.sink.err_line(&format!("warning: {msg}\n"));
     }
 
+    /// A failure outside any test (a server's connection that never became
+    /// one): `<prog>: error - msg` on the error writer in every mode; a JSON
+    /// document is not touched.
+    pub fn log_error(&mut self, msg: &str) {
+        let line = format!("{}: error - {msg}\n", self.prog);
+        self.sink.err_line(&line);
+    }
+
     /// A failure: JSON `"error": msg`; text `<prog>: error - msg` on the error writer.
     pub fn error(&mut self, msg: &str) {
         if self.json {

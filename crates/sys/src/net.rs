@@ -201,6 +201,26 @@ pub fn udp_bind(
     Ok(sock.into())
 }
 
+/// Whether an accept() error means the process or system ran out of
+/// descriptors or memory (wait and retry), rather than a failed connection.
+pub fn out_of_resources(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
+}
+
+/// Takes one datagram and returns its full length (even past the few bytes
+/// read: MSG_TRUNC) and its sender. The content is not needed by the caller.
+pub fn recv_len_from(s: &UdpSocket) -> io::Result<(usize, SocketAddr)> {
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 8];
+    let (n, from) = SockRef::from(s).recv_from_with_flags(&mut buf, libc::MSG_TRUNC)?;
+    let from = from
+        .as_socket()
+        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidData))?;
+    Ok((n, from))
+}
+
 /// TCP_MAXSEG of a connected socket, 0 if unknown.
 pub fn tcp_mss(s: &TcpStream) -> u32 {
     SockRef::from(s).tcp_mss().unwrap_or(0)
@@ -294,6 +314,19 @@ mod tests {
     #[test]
     fn family_filter_rejects_other_family() {
         assert!(resolve("127.0.0.1", 1, Family::V6).is_err());
+    }
+
+    #[test]
+    fn datagram_length_is_seen_past_the_bytes_read() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.send_to(&[9u8; 1000], rx.local_addr().unwrap()).unwrap();
+        tx.send_to(b"9876", rx.local_addr().unwrap()).unwrap();
+        assert_eq!(
+            recv_len_from(&rx).unwrap(),
+            (1000, tx.local_addr().unwrap())
+        );
+        assert_eq!(recv_len_from(&rx).unwrap().0, 4);
     }
 
     #[test]

@@ -1,6 +1,9 @@
-//! Process CPU time, for iperf3's CPU utilisation figures.
+//! CPU time of the process and of single threads, for iperf3's CPU utilisation
+//! figures. A server hosting several tests gives each test the time of its own
+//! threads (its control thread and stream workers), not the whole process's.
 #![forbid(unsafe_code)]
 
+use std::ops::Add;
 use std::time::Duration;
 
 use nix::sys::resource::{getrusage, UsageWho};
@@ -14,9 +17,73 @@ pub struct CpuTimes {
     pub system: Duration,
 }
 
+impl Add for CpuTimes {
+    type Output = Self;
+    fn add(self, o: Self) -> Self {
+        Self {
+            user: self.user + o.user,
+            system: self.system + o.system,
+        }
+    }
+}
+
+impl CpuTimes {
+    /// `self - earlier`, never negative.
+    pub fn since(self, earlier: Self) -> Self {
+        Self {
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+        }
+    }
+}
+
 /// Reads this process's CPU times (all threads).
 pub fn cpu_times() -> CpuTimes {
-    match getrusage(UsageWho::RUSAGE_SELF) {
+    usage(UsageWho::RUSAGE_SELF)
+}
+
+/// Reads the calling thread's CPU times (microsecond resolution).
+pub fn thread_cpu_times() -> CpuTimes {
+    usage(UsageWho::RUSAGE_THREAD)
+}
+
+/// The calling thread's kernel id, for [`task_cpu_times`] from another thread.
+pub fn current_tid() -> i32 {
+    nix::unistd::gettid().as_raw()
+}
+
+/// CPU times of a live thread of this process, from another thread, read from
+/// `/proc/self/task/<tid>/stat` (clock-tick resolution). `None` once the thread
+/// has exited.
+pub fn task_cpu_times(tid: i32) -> Option<CpuTimes> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    parse_task_stat(&stat, clock_ticks())
+}
+
+fn clock_ticks() -> u64 {
+    match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
+        Ok(Some(t)) if t > 0 => t as u64,
+        _ => 100,
+    }
+}
+
+/// utime and stime are fields 14 and 15; the command name (field 2) is in
+/// parentheses and may itself contain spaces or parentheses, so fields are
+/// counted after its last ')'.
+fn parse_task_stat(stat: &str, ticks_per_sec: u64) -> Option<CpuTimes> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_ascii_whitespace().skip(11);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    let d = |t: u64| Duration::from_nanos(t.saturating_mul(1_000_000_000) / ticks_per_sec.max(1));
+    Some(CpuTimes {
+        user: d(utime),
+        system: d(stime),
+    })
+}
+
+fn usage(who: UsageWho) -> CpuTimes {
+    match getrusage(who) {
         Ok(u) => {
             let tv = |t: nix::sys::time::TimeVal| {
                 Duration::new(t.tv_sec().max(0) as u64, (t.tv_usec().max(0) as u32) * 1000)
@@ -32,15 +99,58 @@ pub fn cpu_times() -> CpuTimes {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn task_stat_fields_after_the_command_name() {
+        let line = "1234 (str (a) b) S 1 2 3 4 5 6 7 8 9 10 250 75 0 0 20 0 1 0";
+        let t = parse_task_stat(line, 100).unwrap();
+        assert_eq!(t.user, Duration::from_millis(2500));
+        assert_eq!(t.system, Duration::from_millis(750));
+        assert_eq!(parse_task_stat("garbage", 100), None);
+    }
+
+    #[test]
+    fn a_busy_thread_is_seen_from_outside_and_from_inside() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let h = std::thread::spawn(move || {
+            tx.send(current_tid()).unwrap();
+            let t = std::time::Instant::now();
+            let mut x = 0u64;
+            while t.elapsed() < Duration::from_millis(300) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            let own = thread_cpu_times();
+            done_rx.recv().unwrap();
+            own
+        });
+        let tid = rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(350));
+        let seen = task_cpu_times(tid).unwrap();
+        done_tx.send(()).unwrap();
+        let own = h.join().unwrap();
+        let total = |c: CpuTimes| c.user + c.system;
+        // A spinning thread: most of its 300 ms on a CPU, seen both ways; this
+        // (idle) test thread's own time is not in it.
+        assert!(total(own) >= Duration::from_millis(150), "{own:?}");
+        assert!(
+            total(seen) + Duration::from_millis(20) >= total(own),
+            "{seen:?} {own:?}"
+        );
+        assert!(total(thread_cpu_times()) < total(own));
+        assert_eq!(task_cpu_times(tid), None);
+    }
+
     #[test]
     fn cpu_time_grows_with_work() {
-        let a = super::cpu_times();
+        let a = cpu_times();
         let mut x = 0u64;
         for i in 0..20_000_000u64 {
             x = x.wrapping_mul(31).wrapping_add(i);
         }
         std::hint::black_box(x);
-        let b = super::cpu_times();
+        let b = cpu_times();
         assert!(b.user + b.system > a.user + a.system);
     }
 }

@@ -1,0 +1,208 @@
+//! The control loop both sides share: one place that waits on the control
+//! socket, the outside world (signals, the server host) and the clock.
+//!
+//! A driver owns the control connection, the protocol machine and the test's data
+//! side. Each [`Driver::wait`] checks the machine's deadline and the running test
+//! (interval ticks, worker failures, idleness), then sleeps until the earliest of:
+//! bytes from the peer (fed to the machine, whose events are returned), the
+//! outside fd becoming readable, the next tick or deadline. The client and the
+//! server session only decide what the events mean.
+
+use std::os::fd::BorrowedFd;
+use std::time::{Duration, Instant};
+
+use rperf3_proto::*;
+use rperf3_report::Reporter;
+
+use crate::ctrl::{Ctrl, Read0};
+use crate::streams::LiveStream;
+use crate::testrun::TestRun;
+
+/// Longest single sleep: a wait with no deadline at all still wakes now and then.
+const MAX_SLEEP: Duration = Duration::from_secs(3600);
+
+/// A control-connection state machine, as the driver feeds it.
+pub trait Machine {
+    /// What the machine tells its driver.
+    type Event;
+    /// Bytes read from the control connection at `now`.
+    fn on_bytes(&mut self, bytes: &[u8], now: Instant) -> Result<Vec<Self::Event>, IperfError>;
+    /// The peer closed the control connection.
+    fn on_eof(&mut self) -> Result<Vec<Self::Event>, IperfError>;
+    /// The current phase's deadline.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// The deadline has come: the phase's error.
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), IperfError>;
+}
+
+impl Machine for ServerMachine {
+    type Event = ServerEvent;
+    fn on_bytes(&mut self, bytes: &[u8], now: Instant) -> Result<Vec<ServerEvent>, IperfError> {
+        Self::on_bytes(self, bytes, now)
+    }
+    fn on_eof(&mut self) -> Result<Vec<ServerEvent>, IperfError> {
+        Self::on_eof(self)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        Self::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), IperfError> {
+        Self::handle_timeout(self, now)
+    }
+}
+
+impl Machine for ClientMachine {
+    type Event = ClientEvent;
+    fn on_bytes(&mut self, bytes: &[u8], now: Instant) -> Result<Vec<ClientEvent>, IperfError> {
+        Self::on_bytes(self, bytes, now)
+    }
+    /// A close that ends nothing the machine knows of is error 109.
+    fn on_eof(&mut self) -> Result<Vec<ClientEvent>, IperfError> {
+        match Self::on_eof(self) {
+            Ok(ev) if ev.is_empty() && self.phase() != ClientPhase::Finished => {
+                Err(IperfError::new(IE_CTRL_CLOSE))
+            }
+            other => other,
+        }
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        Self::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), IperfError> {
+        Self::handle_timeout(self, now)
+    }
+}
+
+/// The data side of a test, by phase.
+#[derive(Debug, Default)]
+pub enum Test {
+    /// No streams yet.
+    #[default]
+    Idle,
+    /// Streams being set up, in protocol order; nothing is counted yet.
+    Setup(Vec<LiveStream>),
+    /// TEST_START seen: counting.
+    Running(TestRun),
+    /// Counting stopped: the figures are final.
+    Ended(TestRun),
+}
+
+impl Test {
+    /// The run, once the test has started.
+    pub fn run(&self) -> Option<&TestRun> {
+        match self {
+            Self::Running(r) | Self::Ended(r) => Some(r),
+            Self::Idle | Self::Setup(_) => None,
+        }
+    }
+
+    /// Stops counting (if it was): the last, possibly short, interval goes to
+    /// `rep`. Workers get a short grace; sockets stay open.
+    pub fn end(&mut self, rep: &mut Reporter) {
+        if let Self::Running(_) = self {
+            let Self::Running(mut run) = std::mem::take(self) else {
+                unreachable!()
+            };
+            if let Some(iv) = run.finish() {
+                rep.interval(&iv);
+            }
+            *self = Self::Ended(run);
+        }
+    }
+}
+
+/// What woke [`Driver::wait`].
+#[derive(Debug)]
+pub enum Wake<E> {
+    /// Bytes from the peer, and the events they made (possibly none).
+    Events(Vec<E>),
+    /// The outside fd is readable (a signal, a message from the host).
+    Outside,
+    /// Time: a tick was handled or the caller's own deadline may have come.
+    Timer,
+}
+
+/// One side's control loop state.
+pub struct Driver<M> {
+    /// The control connection.
+    pub ctrl: Ctrl,
+    /// The protocol machine.
+    pub machine: M,
+    /// The test's data side.
+    pub test: Test,
+    /// This test's report.
+    pub rep: Reporter,
+}
+
+impl<M: Machine> Driver<M> {
+    /// A driver for a connected control socket.
+    pub fn new(ctrl: Ctrl, machine: M, rep: Reporter) -> Self {
+        Self {
+            ctrl,
+            machine,
+            test: Test::Idle,
+            rep,
+        }
+    }
+
+    /// Writes `bytes` on the control connection (`code` on failure).
+    pub fn send(&mut self, bytes: &[u8], code: i32) -> Result<(), IperfError> {
+        self.ctrl.send(bytes, code)
+    }
+
+    /// Waits for the next thing to act on; `own` is the caller's deadline, if
+    /// any. Fails with the machine's phase error, a worker's failure or the
+    /// idle limit of a running test.
+    pub fn wait(
+        &mut self,
+        outside: BorrowedFd<'_>,
+        own: Option<Instant>,
+    ) -> Result<Wake<M::Event>, IperfError> {
+        let now = Instant::now();
+        self.machine.handle_timeout(now)?;
+        let mut wake = [self.machine.poll_timeout(), own];
+        let mut run_wake = None;
+        if let Test::Running(run) = &mut self.test {
+            for iv in run.tick(now) {
+                self.rep.interval(&iv);
+            }
+            run.check(now)?;
+            run_wake = run.next_wake();
+        }
+        wake[0] = earliest(wake[0], run_wake);
+        let until = wake.into_iter().flatten().min();
+        let sleep = until.map_or(MAX_SLEEP, |t| t.saturating_duration_since(now));
+        let ready = rperf3_sys::poll::wait_readable(&[self.ctrl.fd(), outside], sleep)
+            .map_err(|e| IperfError::from_io(IE_SELECT, &e))?;
+        if ready[1] {
+            return Ok(Wake::Outside);
+        }
+        if !ready[0] {
+            return Ok(Wake::Timer);
+        }
+        let now = Instant::now();
+        match self.ctrl.read(Duration::ZERO) {
+            Ok((Read0::Data(_), bytes)) => self.machine.on_bytes(bytes, now).map(Wake::Events),
+            Ok((Read0::Idle, _)) => Ok(Wake::Timer),
+            Ok((Read0::Eof, _)) => self.machine.on_eof().map(Wake::Events),
+            Err(e) => Err(IperfError::from_io(IE_CTRL_READ, &e)),
+        }
+    }
+
+    /// Stops counting if the test runs, then shuts the streams and joins the
+    /// workers. The run stays for the final report.
+    pub fn stop_test(&mut self) {
+        self.test.end(&mut self.rep);
+        if let Test::Ended(run) = &mut self.test {
+            run.close();
+        }
+    }
+}
+
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}

@@ -1,0 +1,495 @@
+//! The server: a host of sessions on one port.
+//!
+//! The host thread accepts connections and reads each one's cookie itself
+//! ([`pending`]); a cookie it knows makes the connection a data stream of that
+//! session, a new one a new test: run now, queued, or refused by [`admission`].
+//! Each test runs on its own session thread ([`crate::session`]); the two sides
+//! talk through [`mail`]. UDP streams of all tests share the port through one
+//! [`udp`] router. The host holds no test state, and nothing it does blocks:
+//! every socket it reads is non-blocking and every wait has a deadline.
+
+pub mod admission;
+pub mod mail;
+pub mod pending;
+pub mod udp;
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rperf3_proto::{
+    IperfError, ServerLimits, COOKIE_LEN, IE_LISTEN, IE_RECV_COOKIE, IE_SERVER_TERM,
+};
+use rperf3_report::Reporter;
+
+use crate::config::{CommonConfig, ServerConfig};
+use crate::interrupt::Interrupt;
+use crate::session::{refuse, Session, SessionSetup};
+use crate::Outcome;
+use admission::{Admission, Decision, Ticket};
+use mail::{Inbox, Mailbox, ToHost, ToSession};
+use pending::Pending;
+use udp::UdpRouter;
+
+/// Most data streams (threads) all tests together may have.
+pub const MAX_TOTAL_STREAMS: usize = 1024;
+/// Pause after accept() fails for lack of resources (EMFILE and friends).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// Connections taken from the listener per wakeup (others wait for the next).
+const ACCEPT_BATCH: usize = 64;
+/// A wait with nothing due still wakes this often to reap finished threads.
+const IDLE_WAKE: Duration = Duration::from_secs(1);
+
+/// The data streams the server may still open, shared by its sessions.
+#[derive(Debug)]
+pub struct StreamBudget(AtomicUsize);
+
+impl StreamBudget {
+    /// Room for `n` streams.
+    pub fn new(n: usize) -> Self {
+        Self(AtomicUsize::new(n))
+    }
+
+    /// Takes `n` if that many are left.
+    pub fn take(&self, n: usize) -> bool {
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                left.checked_sub(n)
+            })
+            .is_ok()
+    }
+
+    /// Returns `n` taken before.
+    pub fn give_back(&self, n: usize) {
+        self.0.fetch_add(n, Ordering::AcqRel);
+    }
+}
+
+/// A running session, as the host sees it.
+struct Running {
+    cookie: [u8; COOKIE_LEN],
+    ip: IpAddr,
+    mailbox: Mailbox<ToSession>,
+    thread: JoinHandle<()>,
+}
+
+/// A client waiting for a slot: its cookie is read, it waits for PARAM_EXCHANGE.
+struct Waiting {
+    conn: TcpStream,
+    peer: SocketAddr,
+    cookie: [u8; COOKIE_LEN],
+}
+
+/// Makes a test's reporter; `Some(n)` labels the lines of test `n` when tests
+/// may run side by side.
+pub type MakeReporter<'a> = dyn FnMut(Option<u64>) -> Reporter + 'a;
+
+/// Serves tests until interrupted (or after one with `-1`).
+pub fn serve(
+    sc: &ServerConfig,
+    common: &CommonConfig,
+    make_reporter: &mut MakeReporter<'_>,
+    intr: &mut Interrupt,
+) -> Outcome {
+    let mut rep = make_reporter(None);
+    let listener = match rperf3_sys::net::listen_tcp(
+        common.bind.as_deref(),
+        common.port,
+        common.family.into(),
+    )
+    .and_then(|l| l.set_nonblocking(true).map(|()| l))
+    {
+        Ok(l) => l,
+        Err(e) => return Outcome::finish(&mut rep, Some(IperfError::from_io(IE_LISTEN, &e))),
+    };
+    let udp_addr = match rperf3_sys::net::listen_addr(
+        common.bind.as_deref(),
+        common.port,
+        common.family.into(),
+    ) {
+        Ok(a) => a,
+        Err(e) => return Outcome::finish(&mut rep, Some(IperfError::from_io(IE_LISTEN, &e))),
+    };
+    let (to_host, inbox) = match mail::pair() {
+        Ok(p) => p,
+        Err(e) => return Outcome::finish(&mut rep, Some(IperfError::from_io(IE_LISTEN, &e))),
+    };
+    let device = common
+        .bind
+        .as_deref()
+        .and_then(rperf3_sys::net::device_part)
+        .map(str::to_string);
+    let mut host = Host {
+        sc,
+        common,
+        make_reporter,
+        rep,
+        listener,
+        pending: Pending::new(rperf3_proto::PhaseLimits::default().cookie),
+        admission: Admission::new(sc.max_tests, sc.queue),
+        waiting: HashMap::new(),
+        sessions: HashMap::new(),
+        closing: Vec::new(),
+        udp: UdpRouter::new(udp_addr, device),
+        inbox,
+        to_host,
+        budget: Arc::new(StreamBudget::new(MAX_TOTAL_STREAMS)),
+        next_id: 1,
+        backoff_until: None,
+        last_accept_warning: None,
+        exiting: false,
+    };
+    host.rep.server_banner(common.port, host.next_id);
+    host.run(intr)
+}
+
+struct Host<'a, 'b> {
+    sc: &'a ServerConfig,
+    common: &'a CommonConfig,
+    make_reporter: &'a mut MakeReporter<'b>,
+    /// Banners and the host's own messages.
+    rep: Reporter,
+    listener: TcpListener,
+    pending: Pending,
+    admission: Admission,
+    waiting: HashMap<Ticket, Waiting>,
+    sessions: HashMap<u64, Running>,
+    /// Threads of released sessions that may still be closing.
+    closing: Vec<JoinHandle<()>>,
+    udp: UdpRouter,
+    inbox: Inbox<ToHost>,
+    to_host: Mailbox<ToHost>,
+    budget: Arc<StreamBudget>,
+    next_id: u64,
+    backoff_until: Option<Instant>,
+    last_accept_warning: Option<Instant>,
+    /// `-1` served its test, or a signal: no new tests; exit once all ended.
+    exiting: bool,
+}
+
+/// Which poll slot is what.
+#[derive(Clone, Copy)]
+enum Slot {
+    Signal,
+    Inbox,
+    Listener,
+    Udp,
+    Pending,
+    Waiting(Ticket),
+}
+
+impl Host<'_, '_> {
+    fn run(mut self, intr: &mut Interrupt) -> Outcome {
+        // Set by a signal; true if no test was running then: the host itself
+        // reports the interruption (a running test reports it in its own output).
+        let mut interrupted = false;
+        let mut idle_at_signal = false;
+        loop {
+            self.reap_closing(false);
+            if self.exiting && self.sessions.is_empty() {
+                break;
+            }
+            let now = Instant::now();
+            if self.backoff_until.is_some_and(|t| now >= t) {
+                self.backoff_until = None;
+            }
+            let (ready, slots) = match self.poll(intr, now) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.rep
+                        .log_error(&IperfError::from_io(rperf3_proto::IE_SELECT, &e).text());
+                    std::thread::sleep(ACCEPT_BACKOFF);
+                    continue;
+                }
+            };
+            let now = Instant::now();
+            let mut pending_ready = Vec::new();
+            let mut gone = Vec::new();
+            for (r, slot) in ready.into_iter().zip(slots) {
+                match slot {
+                    Slot::Pending => pending_ready.push(r),
+                    _ if !r => {}
+                    Slot::Signal => {
+                        if intr.triggered() && !interrupted {
+                            interrupted = true;
+                            idle_at_signal = self.sessions.is_empty();
+                            self.shut_down();
+                        }
+                    }
+                    Slot::Inbox => self.on_messages(),
+                    Slot::Listener => self.accept(now),
+                    Slot::Udp => self.route_udp(),
+                    Slot::Waiting(t) => gone.push(t),
+                }
+            }
+            for t in gone {
+                // A waiting client may only wait: it left or spoke out of turn.
+                self.admission.leave_queue(t);
+                self.waiting.remove(&t);
+            }
+            let (done, expired) = self.pending.on_ready(&pending_ready, now);
+            for (h, why) in expired {
+                // As iperf3 does for a connection that never sent its cookie.
+                self.rep
+                    .log_error(&IperfError::with_detail(IE_RECV_COOKIE, why).text());
+                drop(h);
+            }
+            for (h, cookie) in done {
+                self.route(h.conn, h.peer, cookie);
+            }
+            self.start_waiting();
+        }
+        self.reap_closing(true);
+        if idle_at_signal {
+            // Signal exit: iperf3 3.19+ exits 0.
+            self.rep
+                .interrupted(&IperfError::new(IE_SERVER_TERM).text());
+            let _ = self.rep.finish();
+        }
+        Outcome { status: 0 }
+    }
+
+    /// Waits for any of the host's sockets, up to the next deadline.
+    fn poll(&self, intr: &Interrupt, now: Instant) -> io::Result<(Vec<bool>, Vec<Slot>)> {
+        let mut fds: Vec<BorrowedFd<'_>> = vec![intr.fd(), self.inbox.fd()];
+        let mut slots = vec![Slot::Signal, Slot::Inbox];
+        if self.backoff_until.is_none() && !self.exiting {
+            fds.push(self.listener.as_fd());
+            slots.push(Slot::Listener);
+        }
+        if let Some(u) = self.udp.socket() {
+            fds.push(u.as_fd());
+            slots.push(Slot::Udp);
+        }
+        for (t, w) in &self.waiting {
+            fds.push(w.conn.as_fd());
+            slots.push(Slot::Waiting(*t));
+        }
+        for fd in self.pending.fds() {
+            fds.push(fd);
+            slots.push(Slot::Pending);
+        }
+        let wake = [self.pending.next_deadline(), self.backoff_until]
+            .into_iter()
+            .flatten()
+            .min()
+            .map_or(IDLE_WAKE, |t| t.saturating_duration_since(now))
+            .min(IDLE_WAKE);
+        let ready = rperf3_sys::poll::wait_readable(&fds, wake)?;
+        Ok((ready, slots))
+    }
+
+    /// Takes new connections into the handshake set.
+    fn accept(&mut self, now: Instant) {
+        for _ in 0..ACCEPT_BATCH {
+            match self.listener.accept() {
+                Ok((conn, peer)) => {
+                    if let Ok(Some(old)) = self.pending.add(conn, peer, now) {
+                        drop(old);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // Out of descriptors or memory: free one, pause, say so once
+                    // a second. Other errors (a connection reset while queued)
+                    // concern only that connection.
+                    if rperf3_sys::net::out_of_resources(&e) {
+                        drop(self.pending.evict_oldest());
+                        self.backoff_until = Some(now + ACCEPT_BACKOFF);
+                        if self
+                            .last_accept_warning
+                            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
+                        {
+                            self.last_accept_warning = Some(now);
+                            self.rep.log_error(
+                                &IperfError::from_io(rperf3_proto::IE_ACCEPT, &e).text(),
+                            );
+                        }
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// A whole cookie arrived: a data stream of a running test, or a new test.
+    fn route(&mut self, conn: TcpStream, peer: SocketAddr, cookie: [u8; COOKIE_LEN]) {
+        if conn.set_nonblocking(false).is_err() {
+            return;
+        }
+        if let Some(s) = self.sessions.values().find(|s| s.cookie == cookie) {
+            s.mailbox.send(ToSession::Tcp(conn));
+            return;
+        }
+        if self.exiting {
+            refuse(conn);
+            return;
+        }
+        let ip = rperf3_sys::net::unmap(peer).ip();
+        match self.admission.arrive(ip) {
+            Decision::Run => self.start(conn, peer, cookie),
+            Decision::Queue(t) => {
+                self.waiting.insert(t, Waiting { conn, peer, cookie });
+            }
+            Decision::QueueEvicting { ticket, evicted } => {
+                if let Some(w) = self.waiting.remove(&evicted) {
+                    refuse(w.conn);
+                }
+                self.waiting.insert(ticket, Waiting { conn, peer, cookie });
+            }
+            Decision::Refuse => refuse(conn),
+        }
+    }
+
+    /// Starts waiting clients while slots are free.
+    fn start_waiting(&mut self) {
+        if self.exiting {
+            return;
+        }
+        while let Some((t, ip)) = self.admission.start_next() {
+            match self.waiting.remove(&t) {
+                Some(w) => self.start(w.conn, w.peer, w.cookie),
+                // Not there (cannot happen: leaving the queue removes both).
+                None => self.admission.finished(ip),
+            }
+        }
+    }
+
+    /// Starts a session thread for a test that has a slot.
+    fn start(&mut self, conn: TcpStream, peer: SocketAddr, cookie: [u8; COOKIE_LEN]) {
+        let ip = rperf3_sys::net::unmap(peer).ip();
+        let id = self.next_id;
+        self.next_id += 1;
+        let label = (self.sc.max_tests > 1).then_some(id);
+        let started = (|| -> io::Result<Running> {
+            let (mailbox, inbox) = mail::pair()?;
+            let setup = SessionSetup {
+                id,
+                conn,
+                cookie,
+                peer,
+                rep: (self.make_reporter)(label),
+                inbox,
+                host: self.to_host.try_clone()?,
+                budget: self.budget.clone(),
+            };
+            let session = Session::new(setup, self.common.clone(), ServerLimits::default())?;
+            let thread = std::thread::Builder::new()
+                .name(format!("test-{id}"))
+                .spawn(move || session.run())?;
+            Ok(Running {
+                cookie,
+                ip,
+                mailbox,
+                thread,
+            })
+        })();
+        match started {
+            Ok(r) => {
+                self.sessions.insert(id, r);
+            }
+            Err(e) => {
+                self.admission.finished(ip);
+                self.rep.log_error(&format!("unable to start a test: {e}"));
+            }
+        }
+    }
+
+    fn on_messages(&mut self) {
+        for msg in self.inbox.drain() {
+            match msg {
+                ToHost::UdpWanted { id, ip, streams } => {
+                    let r = self.udp.request(id, ip, streams);
+                    self.grant_udp(r);
+                }
+                ToHost::UdpDone { id } => {
+                    let r = self.udp.release(id);
+                    self.grant_udp(r);
+                }
+                ToHost::Released { id, counted } => self.released(id, counted),
+            }
+        }
+    }
+
+    fn grant_udp(&mut self, granted: io::Result<Vec<u64>>) {
+        match granted {
+            Ok(ids) => {
+                for id in ids {
+                    if let Some(s) = self.sessions.get(&id) {
+                        s.mailbox.send(ToSession::UdpGranted);
+                    }
+                }
+            }
+            Err(e) => {
+                self.rep
+                    .log_error(&IperfError::from_io(rperf3_proto::IE_STREAM_LISTEN, &e).text());
+            }
+        }
+    }
+
+    fn route_udp(&mut self) {
+        match self.udp.on_readable() {
+            Ok(Some((id, sock))) => {
+                if let Some(s) = self.sessions.get(&id) {
+                    s.mailbox.send(ToSession::Udp(sock));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => self
+                .rep
+                .log_error(&IperfError::from_io(rperf3_proto::IE_STREAM_ACCEPT, &e).text()),
+        }
+    }
+
+    /// A test is over: free its slot, and with `-1` stop taking tests.
+    fn released(&mut self, id: u64, counted: bool) {
+        let Some(s) = self.sessions.remove(&id) else {
+            return;
+        };
+        self.admission.finished(s.ip);
+        let r = self.udp.release(id);
+        self.grant_udp(r);
+        self.closing.push(s.thread);
+        if self.sc.one_off && counted {
+            self.exiting = true;
+            for t in self.admission.take_queue() {
+                if let Some(w) = self.waiting.remove(&t) {
+                    refuse(w.conn);
+                }
+            }
+        }
+        if !self.exiting {
+            self.rep.server_banner(self.common.port, self.next_id);
+        }
+    }
+
+    /// A signal: every session is told to stop; no new tests.
+    fn shut_down(&mut self) {
+        self.exiting = true;
+        for s in self.sessions.values() {
+            s.mailbox.send(ToSession::Stop);
+        }
+        for t in self.admission.take_queue() {
+            if let Some(w) = self.waiting.remove(&t) {
+                refuse(w.conn);
+            }
+        }
+    }
+
+    /// Joins the threads of released sessions (all of them with `wait`).
+    fn reap_closing(&mut self, wait: bool) {
+        let (done, still): (Vec<_>, Vec<_>) = std::mem::take(&mut self.closing)
+            .into_iter()
+            .partition(|t| wait || t.is_finished());
+        self.closing = still;
+        for t in done {
+            let _ = t.join();
+        }
+    }
+}
