@@ -15,6 +15,8 @@ mod cookie;
 mod error;
 mod error_codes;
 mod framing;
+#[cfg(test)]
+mod json_gen;
 mod json_num;
 mod msg;
 mod params;
