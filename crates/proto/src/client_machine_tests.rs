@@ -345,3 +345,83 @@ proptest! {
         prop_assert_eq!(m.phase(), ClientPhase::Closed);
     }
 }
+
+/// What the decoder may hold between reads in each phase: nothing where only
+/// state bytes are due, less than the error codes while they are due, and
+/// once a results length is in, less than that document.
+fn check_buffered(m: &ClientMachine, closed_at: Option<usize>) -> Result<(), TestCaseError> {
+    let have = m.decoder.buffered();
+    let rest = m.decoder.rest();
+    match m.phase() {
+        ClientPhase::AwaitErrorCodes => prop_assert!(have < 8),
+        ClientPhase::AwaitServerResults => {
+            if let Some(b) = rest.get(..4) {
+                let len = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+                prop_assert!(len <= MAX_SERVER_RESULTS_LEN && have < 4 + len as usize);
+            }
+        }
+        // Input after the end is not even buffered.
+        ClientPhase::Finished | ClientPhase::Closed => {
+            if let Some(at_close) = closed_at {
+                prop_assert_eq!(have, at_close);
+            }
+        }
+        _ => prop_assert_eq!(have, 0),
+    }
+    Ok(())
+}
+
+/// A server's byte stream after a valid start: state bytes (SERVER_ERROR and
+/// its codes among them), framed documents (some long, some cut short),
+/// hostile length prefixes and noise.
+fn server_tail() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        2 => prop_oneof![0u8..20, Just(0xFE), Just(0xFF)].prop_map(|b| vec![b]),
+        2 => "[{}\\[\\]\":,a-z0-9 ]{0,60}".prop_map(|d| frame(&d)),
+        1 => Just(frame(SERVER_RESULTS_3_12)),
+        1 => (1u32..300_000, 0usize..2000).prop_map(|(len, have)| {
+            let mut v = len.to_be_bytes().to_vec();
+            v.resize(4 + have.min(len as usize), b' ');
+            v
+        }),
+        1 => any::<u32>().prop_map(|n| n.to_be_bytes().to_vec()),
+        1 => proptest::collection::vec(any::<u8>(), 0..64),
+    ];
+    proptest::collection::vec(piece, 0..12).prop_map(|p| p.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    /// Any server stream in any chunking keeps the decoder within its phase's
+    /// bound after every read, and input after the end is dropped.
+    #[test]
+    fn buffered_bytes_stay_within_the_phase_unit(
+        start in 0usize..6,
+        tail in server_tail(),
+        cuts in proptest::collection::vec(1usize..700, 1..16),
+    ) {
+        let good = [0x09, 0x0a, 0x01, 0x02, 0x0d];
+        let mut bytes = good[..start.min(good.len())].to_vec();
+        bytes.extend(tail);
+        let mut m = machine();
+        let mut closed_at = None;
+        let mut rest = &bytes[..];
+        let mut cut = cuts.iter().cycle();
+        while !rest.is_empty() {
+            let n = (*cut.next().unwrap()).min(rest.len());
+            let r = m.on_bytes(&rest[..n]);
+            rest = &rest[n..];
+            if r.is_err() {
+                prop_assert_eq!(m.phase(), ClientPhase::Closed);
+            }
+            if m.phase() == ClientPhase::Running {
+                m.end_test();
+            }
+            check_buffered(&m, closed_at)?;
+            if matches!(m.phase(), ClientPhase::Finished | ClientPhase::Closed) {
+                closed_at.get_or_insert(m.decoder.buffered());
+            }
+        }
+    }
+}

@@ -106,7 +106,8 @@ impl ControlDecoder {
         self.buf.get(self.pos).copied()
     }
 
-    fn rest(&self) -> &[u8] {
+    /// The bytes received and not yet handed out.
+    pub(crate) fn rest(&self) -> &[u8] {
         &self.buf[self.pos..]
     }
 
@@ -141,7 +142,8 @@ impl ControlDecoder {
                 if len > max_len {
                     return Err(FramingError::TooLong { len, max: max_len });
                 }
-                let total = 4 + len as usize;
+                // Saturating: on 32-bit targets 4 + u32::MAX does not fit.
+                let total = (len as usize).saturating_add(4);
                 if rest.len() < total {
                     return Ok(None);
                 }
@@ -175,7 +177,9 @@ impl ControlDecoder {
         let need = match expect {
             Expect::State => 1,
             Expect::Cookie => COOKIE_LEN,
-            Expect::Json { .. } => be_u32(self.rest()).map_or(4, |l| 4 + l as usize),
+            Expect::Json { .. } => {
+                be_u32(self.rest()).map_or(4, |l| (l as usize).saturating_add(4))
+            }
             Expect::ServerErrorCodes => {
                 if have >= 4 {
                     let code = be_i32(self.rest());
@@ -309,7 +313,103 @@ mod tests {
         );
     }
 
+    fn kind(k: u8, max_len: u32) -> Expect {
+        match k % 4 {
+            0 => Expect::State,
+            1 => Expect::Cookie,
+            2 => Expect::Json { max_len },
+            _ => Expect::ServerErrorCodes,
+        }
+    }
+
+    /// The largest unit of any kind under a JSON limit.
+    fn unit_limit(max_len: u32) -> usize {
+        (4 + max_len as usize).max(COOKIE_LEN).max(8)
+    }
+
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Read as the machines read: push what the socket gave, then cut units
+        /// until one is incomplete or the stream is bad. Unread bytes never exceed
+        /// one incomplete unit plus the last read, and the buffer holding them
+        /// never keeps more than 4 KiB of consumed bytes besides.
+        #[test]
+        fn buffering_is_one_unit_plus_one_read(
+            chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 0..48),
+            kinds in proptest::collection::vec(any::<u8>(), 1..8),
+            max_len in prop_oneof![0u32..64, 64u32..2048, Just(8192), Just(u32::MAX - 4), Just(u32::MAX)],
+        ) {
+            let limit = unit_limit(max_len);
+            let mut d = ControlDecoder::new();
+            let mut k = kinds.iter().cycle();
+            'read: for c in &chunks {
+                d.push(c);
+                prop_assert!(d.buffered() < limit + c.len());
+                prop_assert!(d.buf.len() < 4096 + limit + c.len());
+                loop {
+                    let before = d.buffered();
+                    match d.next_unit(kind(*k.next().unwrap(), max_len)) {
+                        Ok(Some(_)) => prop_assert!(d.buffered() < before),
+                        Ok(None) => break,
+                        Err(_) => break 'read,
+                    }
+                }
+                prop_assert!(d.buffered() < limit);
+            }
+        }
+
+        /// A JSON length above the limit, up to 0xFFFFFFFF, fails as soon as its
+        /// 4 bytes are in, however they are split and whatever follows: no body
+        /// byte is ever waited for.
+        #[test]
+        fn too_long_is_refused_from_the_prefix_alone(
+            (max_len, len) in prop_oneof![Just(0u32), 1u32..9000, Just(u32::MAX - 1)]
+                .prop_flat_map(|m| (Just(m), prop_oneof![Just(u32::MAX), (m + 1)..=u32::MAX])),
+            step in 1usize..8,
+            tail in proptest::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let mut bytes = len.to_be_bytes().to_vec();
+            bytes.extend(&tail);
+            let mut d = ControlDecoder::new();
+            let mut fed = 0;
+            let want = Err(FramingError::TooLong { len, max: max_len });
+            loop {
+                let end = (fed + step).min(bytes.len());
+                d.push(&bytes[fed..end]);
+                fed = end;
+                let got = d.next_unit(Expect::Json { max_len });
+                if fed < 4 {
+                    prop_assert_eq!(got, Ok(None));
+                } else {
+                    prop_assert_eq!(got, want.clone());
+                    prop_assert!(d.buffered() < 4 + step);
+                    prop_assert_eq!(d.next_unit_at_eof(Expect::Json { max_len }), want);
+                    break;
+                }
+            }
+        }
+
+        /// At end of stream a unit is complete, absent, or truncated with fewer
+        /// bytes than it needs, never anything else.
+        #[test]
+        fn eof_reports_what_is_missing(
+            bytes in proptest::collection::vec(any::<u8>(), 0..80),
+            k in any::<u8>(),
+            max_len in prop_oneof![0u32..100, Just(u32::MAX)],
+        ) {
+            let mut d = ControlDecoder::new();
+            d.push(&bytes);
+            match d.next_unit_at_eof(kind(k, max_len)) {
+                Ok(Some(_)) | Err(FramingError::ZeroLength | FramingError::TooLong { .. }) => {}
+                Ok(None) => prop_assert!(bytes.is_empty()),
+                Err(FramingError::Truncated { have, need }) => {
+                    prop_assert_eq!(have, bytes.len());
+                    prop_assert!(have < need);
+                }
+            }
+        }
+
         #[test]
         fn arbitrary_bytes_never_panic(
             chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..32),
@@ -334,7 +434,9 @@ mod tests {
                 let _ = d.next_unit_at_eof(e);
             }
         }
+    }
 
+    proptest! {
         #[test]
         fn any_split_of_a_document_decodes_the_same(
             body in "[a-z0-9]{1,200}",

@@ -16,6 +16,8 @@ mod deadline;
 mod error;
 mod error_codes;
 mod framing;
+#[cfg(test)]
+mod json_gen;
 mod json_num;
 mod msg;
 mod params;

@@ -313,3 +313,105 @@ proptest! {
         let _ = p.streams_expected();
     }
 }
+
+/// A parameters document as any peer might write it: every key a 3.x client
+/// sends, each usually of its right type and sometimes of any other.
+fn params_doc() -> BoxedStrategy<String> {
+    use crate::json_gen::{field, number_text, object, string_text};
+    let num = || field(25, number_text().boxed());
+    let flag = || {
+        field(
+            25,
+            prop_oneof![Just("true".to_owned()), Just("false".to_owned())].boxed(),
+        )
+    };
+    let text = || field(25, string_text().boxed());
+    let mut fields = vec![("tcp", flag()), ("udp", flag()), ("sctp", flag())];
+    for k in [
+        "omit",
+        "server_affinity",
+        "time",
+        "num",
+        "blockcount",
+        "MSS",
+        "parallel",
+        "window",
+        "len",
+        "bandwidth",
+        "fqrate",
+        "pacing_timer",
+        "burst",
+        "gso",
+        "gso_dg_size",
+        "gso_bf_size",
+        "gro",
+        "gro_bf_size",
+        "TOS",
+        "flowlabel",
+        "get_server_output",
+        "udp_counters_64bit",
+        "repeating_payload",
+        "zerocopy",
+        "dont_fragment",
+        "skip_rx_copy",
+    ] {
+        fields.push((k, num()));
+    }
+    for k in ["nodelay", "reverse", "bidirectional", "mptcp"] {
+        fields.push((k, flag()));
+    }
+    for k in [
+        "title",
+        "extra_data",
+        "congestion",
+        "congestion_used",
+        "authtoken",
+        "client_version",
+    ] {
+        fields.push((k, text()));
+    }
+    object(fields)
+}
+
+fn any_params_bytes() -> impl Strategy<Value = Vec<u8>> {
+    use crate::json_gen::{damaged, deep_text, value_text};
+    damaged(
+        prop_oneof![
+            8 => params_doc(),
+            1 => deep_text().boxed(),
+            1 => value_text().boxed(),
+        ]
+        .boxed(),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Whatever the peer sends: no panic; accepted exactly when it is a JSON
+    /// object, else error 114; what was accepted passes through the checks and
+    /// our own encoder, and that encoding reads back.
+    #[test]
+    fn any_document_reads_as_iperf3_or_fails_114(body in any_params_bytes()) {
+        let parsed = serde_json::from_slice::<Value>(&body);
+        match TestParams::from_json(&body) {
+            Ok(p) => {
+                prop_assert!(matches!(parsed, Ok(Value::Object(_))));
+                let limits = ServerLimits {
+                    max_duration: Some(100),
+                    total_rate_limit: Some(1 << 30),
+                    ..ServerLimits::default()
+                };
+                let _ = p.validate(&limits);
+                let _ = p.validate(&ServerLimits::default());
+                let _ = (p.direction(), p.streams_expected());
+                let wire = p.encode();
+                prop_assert!(TestParams::from_json(&wire[4..]).is_ok());
+            }
+            Err(e) => {
+                prop_assert_eq!(e.code, 114);
+                prop_assert!(!matches!(parsed, Ok(Value::Object(_))));
+            }
+        }
+    }
+}

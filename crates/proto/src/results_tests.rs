@@ -234,3 +234,135 @@ proptest! {
         let _ = TestResults::from_json(s.as_bytes());
     }
 }
+
+/// A results document as any peer might write it: the keys 3.x sends, each
+/// usually a number and sometimes anything, with up to a few streams.
+fn results_doc() -> BoxedStrategy<String> {
+    use crate::json_gen::{deep_text, field, number_text, object, string_text, value_text};
+    // Odds that keep most documents with a few streams acceptable.
+    let num = || field(80, number_text().boxed());
+    let stream = object(vec![
+        ("id", num()),
+        ("bytes", num()),
+        ("retransmits", num()),
+        ("jitter", num()),
+        ("errors", num()),
+        ("packets", num()),
+        ("start_time", num()),
+        ("end_time", num()),
+    ]);
+    // The omitted pair: usually both or neither, sometimes a lone one.
+    let omitted = prop_oneof![
+        3 => Just(String::new()),
+        3 => (number_text(), number_text())
+            .prop_map(|(e, p)| format!("\"omitted_errors\":{e},\"omitted_packets\":{p}")),
+        1 => number_text().prop_map(|e| format!("\"omitted_errors\":{e}")),
+        1 => number_text().prop_map(|p| format!("\"omitted_packets\":{p}")),
+    ];
+    let stream = (stream, omitted).prop_map(|(s, o)| match (o.is_empty(), s.as_str()) {
+        (true, _) => s,
+        (false, "{}") => format!("{{{o}}}"),
+        (false, _) => format!("{{{o},{}", &s[1..]),
+    });
+    let streams = proptest::collection::vec(stream, 0..6)
+        .prop_map(|s| format!("[{}]", s.join(",")))
+        .boxed();
+    let server_json = prop_oneof![
+        6 => Just(None),
+        3 => value_text().prop_map(Some),
+        1 => deep_text().prop_map(Some),
+    ]
+    .boxed();
+    object(vec![
+        ("cpu_util_total", num()),
+        ("cpu_util_user", num()),
+        ("cpu_util_system", num()),
+        ("sender_has_retransmits", num()),
+        ("congestion_used", field(80, string_text().boxed())),
+        ("server_output_json", server_json),
+        (
+            "server_output_text",
+            proptest::option::of(string_text()).boxed(),
+        ),
+        ("streams", field(80, streams)),
+    ])
+}
+
+fn any_results_bytes() -> impl Strategy<Value = Vec<u8>> {
+    use crate::json_gen::{damaged, deep_text, value_text};
+    damaged(
+        prop_oneof![
+            8 => results_doc(),
+            1 => deep_text().boxed(),
+            1 => value_text().boxed(),
+        ]
+        .boxed(),
+    )
+}
+
+/// Framed documents, state bytes and noise back to back, as one byte stream.
+fn results_stream() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        4 => any_results_bytes().prop_map(|b| {
+            let mut v = (b.len() as u32).to_be_bytes().to_vec();
+            v.extend(b);
+            v
+        }),
+        1 => proptest::collection::vec(any::<u8>(), 0..16),
+        1 => any::<u32>().prop_map(|n| n.to_be_bytes().to_vec()),
+    ];
+    proptest::collection::vec(piece, 0..4).prop_map(|p| p.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Whatever the peer sends: no panic; any failure is error 117; what is
+    /// accepted is a JSON object with as many streams as it lists, and our
+    /// own encoding of it reads back the same.
+    #[test]
+    fn any_document_reads_back_or_fails_117(body in any_results_bytes()) {
+        match TestResults::from_json(&body) {
+            Ok(r) => {
+                let v: Value = serde_json::from_slice(&body).unwrap();
+                prop_assert_eq!(v["streams"].as_array().map(Vec::len), Some(r.streams.len()));
+                let back = TestResults::from_json(&r.encode()[4..]);
+                prop_assert_eq!(back.as_ref().ok(), Some(&r));
+            }
+            Err(e) => prop_assert_eq!(e.code, 117),
+        }
+    }
+
+    /// Read as the machines read: after every chunk, cut documents and state
+    /// bytes until one is incomplete. What stays buffered is never more than
+    /// one document within the limit, and a bad prefix fails at once.
+    #[test]
+    fn results_or_state_buffers_at_most_one_document(
+        stream in results_stream(),
+        cuts in proptest::collection::vec(1usize..600, 1..16),
+        max_len in prop_oneof![Just(1u32), 2u32..4096, Just(0x00FF_FFFF), Just(0x0AFF_FFFF)],
+    ) {
+        let mut d = ControlDecoder::new();
+        let mut rest = &stream[..];
+        let mut cut = cuts.iter().cycle();
+        'read: while !rest.is_empty() {
+            let n = (*cut.next().unwrap()).min(rest.len());
+            d.push(&rest[..n]);
+            rest = &rest[n..];
+            loop {
+                match read_results_or_state(&mut d, max_len) {
+                    Ok(None) => break,
+                    Ok(Some(ResultsOrState::State(b))) => {
+                        prop_assert!(u32::from(b) > max_len >> 24);
+                    }
+                    Ok(Some(ResultsOrState::Results(_))) => {}
+                    Err(e) => {
+                        prop_assert_eq!(e.code, 117);
+                        break 'read;
+                    }
+                }
+            }
+            prop_assert!(d.buffered() < 4 + max_len as usize);
+        }
+    }
+}

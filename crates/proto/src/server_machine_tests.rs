@@ -354,3 +354,111 @@ proptest! {
         }
     }
 }
+
+/// What the decoder may hold between reads in each phase: nothing where only
+/// state bytes are due, at most the unit in progress elsewhere, and once a
+/// document's length is in, less than that document.
+fn check_buffered(m: &ServerMachine, closed_at: Option<usize>) -> Result<(), TestCaseError> {
+    let have = m.decoder.buffered();
+    let rest = m.decoder.rest();
+    let announced = || {
+        rest.get(..4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    match m.phase() {
+        ServerPhase::AwaitCookie => prop_assert!(have < 37),
+        ServerPhase::AwaitParams => {
+            prop_assert!(have < 4 + MAX_PARAMS_LEN as usize);
+            if let Some(len) = announced() {
+                prop_assert!(len <= MAX_PARAMS_LEN && have < 4 + len as usize);
+            }
+        }
+        ServerPhase::AwaitClientResults => {
+            if let Some(len) = announced() {
+                prop_assert!(len <= MAX_CLIENT_RESULTS_LEN && have < 4 + len as usize);
+            }
+        }
+        ServerPhase::CreateStreams | ServerPhase::Running | ServerPhase::AwaitDone => {
+            prop_assert_eq!(have, 0)
+        }
+        // Input after the end is not even buffered.
+        ServerPhase::Done | ServerPhase::Closed => {
+            if let Some(at_close) = closed_at {
+                prop_assert_eq!(have, at_close);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A client's byte stream after a valid start: state bytes, framed documents
+/// (some long, some cut short), hostile length prefixes and noise.
+fn client_tail() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        2 => (0u8..20).prop_map(|b| vec![b]),
+        2 => "[{}\\[\\]\":,a-z0-9 ]{0,60}".prop_map(|d| frame(&d)),
+        1 => Just(frame(CLIENT_RESULTS_3_12)),
+        1 => (1u32..300_000, 0usize..2000).prop_map(|(len, have)| {
+            let mut v = len.to_be_bytes().to_vec();
+            v.resize(4 + have.min(len as usize), b' ');
+            v
+        }),
+        1 => any::<u32>().prop_map(|n| n.to_be_bytes().to_vec()),
+        1 => proptest::collection::vec(any::<u8>(), 0..64),
+    ];
+    proptest::collection::vec(piece, 0..12).prop_map(|p| p.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    /// A parameters length above MAX_PARAMS_LEN, up to 0xFFFFFFFF, is error
+    /// 114 on its fourth byte: none of the announced body is waited for.
+    #[test]
+    fn oversized_params_fail_on_the_prefix(
+        len in prop_oneof![Just(u32::MAX), (MAX_PARAMS_LEN + 1)..=u32::MAX],
+        junk in proptest::collection::vec(any::<u8>(), 0..64),
+    ) {
+        let mut m = ServerMachine::new(ServerLimits::default());
+        m.on_bytes(COOKIE).unwrap();
+        let prefix = len.to_be_bytes();
+        for b in &prefix[..3] {
+            prop_assert_eq!(m.on_bytes(std::slice::from_ref(b)).unwrap(), []);
+        }
+        prop_assert_eq!(m.on_bytes(&prefix[3..]).unwrap_err().code, 114);
+        prop_assert_eq!(m.phase(), ServerPhase::Closed);
+        prop_assert_eq!(m.on_bytes(&junk).unwrap(), []);
+        prop_assert_eq!(m.decoder.buffered(), 4);
+    }
+
+    /// Any client stream in any chunking keeps the decoder within its phase's
+    /// bound after every read, and input after the end is dropped.
+    #[test]
+    fn buffered_bytes_stay_within_the_phase_unit(
+        start in 0usize..4,
+        tail in client_tail(),
+        cuts in proptest::collection::vec(1usize..700, 1..16),
+    ) {
+        let mut bytes = cookie_and_params(PARAMS_3_12);
+        bytes.push(0x04);
+        let cut_at = [0, 37, bytes.len() - 1, bytes.len()][start];
+        bytes.truncate(cut_at);
+        bytes.extend(tail);
+        let mut m = ServerMachine::new(ServerLimits::default());
+        let mut closed_at = None;
+        let mut rest = &bytes[..];
+        let mut cut = cuts.iter().cycle();
+        while !rest.is_empty() {
+            let n = (*cut.next().unwrap()).min(rest.len());
+            let r = m.on_bytes(&rest[..n]);
+            rest = &rest[n..];
+            if r.is_err() {
+                prop_assert_eq!(m.phase(), ServerPhase::Closed);
+            }
+            check_buffered(&m, closed_at)?;
+            if matches!(m.phase(), ServerPhase::Done | ServerPhase::Closed) {
+                closed_at.get_or_insert(m.decoder.buffered());
+            }
+        }
+    }
+}

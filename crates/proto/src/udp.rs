@@ -104,6 +104,7 @@ impl UdpHeader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn captured_32bit_header() {
@@ -172,5 +173,52 @@ mod tests {
         assert!(!is_connect_reply(b"9876"));
         assert!(!is_connect_reply(b"678"));
         assert_eq!(&UDP_CONNECT_MSG, &[0x39, 0x38, 0x37, 0x36]);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(10_000))]
+
+        /// Any datagram: a header is read exactly when the datagram is long
+        /// enough, only from its first bytes, and writes back to them.
+        #[test]
+        fn any_datagram_decodes_from_its_first_bytes(
+            bytes in proptest::collection::vec(any::<u8>(), 0..40),
+            wide in any::<bool>(),
+        ) {
+            let n = UdpHeader::len(wide);
+            match UdpHeader::decode(&bytes, wide) {
+                None => prop_assert!(bytes.len() < n),
+                Some(h) => {
+                    prop_assert!(bytes.len() >= n);
+                    prop_assert!(wide || h.seq <= u64::from(u32::MAX));
+                    prop_assert_eq!(UdpHeader::decode(&bytes[..n], wide), Some(h));
+                    let mut out = vec![0u8; n];
+                    prop_assert_eq!(h.encode(&mut out, wide), Some(n));
+                    prop_assert_eq!(&out[..], &bytes[..n]);
+                }
+            }
+            let replies = [UDP_CONNECT_REPLY, UDP_CONNECT_REPLY_LEGACY, UDP_CONNECT_REPLY_LEGACY_SWAPPED];
+            let want = bytes.len() >= 4 && replies.iter().any(|r| r[..] == bytes[..4]);
+            prop_assert_eq!(is_connect_reply(&bytes), want);
+        }
+
+        /// Any header into any buffer: written when it fits, and read back
+        /// (the sequence number cut to 32 bits in 32-bit mode).
+        #[test]
+        fn any_header_round_trips(
+            sec in any::<u32>(), usec in any::<u32>(), seq in any::<u64>(),
+            wide in any::<bool>(), size in 0usize..24,
+        ) {
+            let h = UdpHeader { sec, usec, seq };
+            let mut buf = vec![0xAAu8; size];
+            match h.encode(&mut buf, wide) {
+                None => prop_assert!(size < UdpHeader::len(wide)),
+                Some(n) => {
+                    let seq = if wide { seq } else { seq & u64::from(u32::MAX) };
+                    prop_assert_eq!(UdpHeader::decode(&buf, wide), Some(UdpHeader { sec, usec, seq }));
+                    prop_assert!(buf[n..].iter().all(|&b| b == 0xAA));
+                }
+            }
+        }
     }
 }

@@ -159,3 +159,43 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// Raw datagrams as they come off the socket, headers decoded as the
+    /// receiver decodes them, arriving at any time (to the end of `Duration`)
+    /// with any claimed size. The counters stay consistent: every datagram is
+    /// either forward or out of order, loss stays within [0, packets], jitter
+    /// stays a finite non-negative number, and bytes add up (saturating).
+    #[test]
+    fn raw_datagrams_keep_counters_consistent(
+        datagrams in proptest::collection::vec(
+            (proptest::collection::vec(any::<u8>(), 0..20), any::<u64>(), 0u32..1_000_000_000, any::<usize>()),
+            0..120,
+        ),
+        wide in any::<bool>(),
+        reset_at in proptest::option::of(0usize..120),
+    ) {
+        let mut s = UdpRecvStats::new();
+        let (mut forward, mut counted, mut bytes) = (0u64, 0u64, 0u64);
+        for (i, (d, secs, nanos, size)) in datagrams.iter().enumerate() {
+            if reset_at == Some(i) {
+                s.reset_at_omit_end();
+                bytes = 0;
+            }
+            // Short datagrams are dropped by the receiver before the statistics.
+            let Some(h) = crate::UdpHeader::decode(d, wide) else { continue };
+            if h.seq > s.packets { forward += 1; }
+            counted += 1;
+            bytes = bytes.saturating_add(*size as u64);
+            s.on_datagram(h.seq, h.sec, h.usec, Duration::new(*secs, *nanos), *size);
+            prop_assert!(s.lost >= 0 && s.lost as u64 <= s.packets);
+            prop_assert!(s.jitter.is_finite() && s.jitter >= 0.0);
+            prop_assert!(s.prev_transit.is_finite() && s.prev_transit >= 0.0);
+        }
+        prop_assert_eq!(forward + s.out_of_order, counted);
+        prop_assert_eq!(s.bytes, bytes);
+        prop_assert!(UdpRecvStats::loss_percent(s.lost, s.packets).is_finite());
+    }
+}

@@ -9,6 +9,7 @@
 mod cfmt;
 pub mod cjson;
 pub mod end;
+mod history;
 pub mod input;
 pub mod interval;
 pub mod model;

@@ -17,6 +17,7 @@
 //! [`set_peer_labels`]: Reporter::set_peer_labels
 
 use crate::cjson;
+use crate::history::IntervalHistory;
 use crate::input::{FinalInput, IntervalInput, Side, StartInfo, StreamInfo, TestInfo};
 use crate::model::Layout;
 use crate::sink::{Sink, TimestampFn};
@@ -104,7 +105,7 @@ pub struct Reporter {
     layout: Option<Layout>,
     started: bool,
     streams: Vec<StreamInfo>,
-    intervals: Vec<Value>,
+    intervals: IntervalHistory,
     intervals_printed: usize,
     end: Option<Value>,
     error: Option<String>,
@@ -142,7 +143,7 @@ impl Reporter {
             layout: None,
             started: false,
             streams: Vec::new(),
-            intervals: Vec::new(),
+            intervals: IntervalHistory::default(),
             intervals_printed: 0,
             end: None,
             error: None,
@@ -281,19 +282,20 @@ impl Reporter {
         if !interval::should_report(iv, test.interval) {
             return;
         }
-        let report = interval::build(layout, &self.streams, iv);
         if self.json {
-            let v = interval::to_json(&report);
-            if self.json_stream {
-                self.event("interval", v.clone());
-            }
             let keep = !self.json_stream
                 || self.full_output
                 || (self.side == Side::Server && self.server_output_requested);
             if keep {
-                self.intervals.push(v);
+                // Kept as samples; the JSON is built when the document is.
+                self.intervals.push(layout, &self.streams, iv);
+            }
+            if self.json_stream {
+                let report = interval::build(layout, &self.streams, iv);
+                self.event("interval", interval::to_json(&report));
             }
         } else {
+            let report = interval::build(layout, &self.streams, iv);
             let chunks = text::interval(layout, &report, self.intervals_printed == 0, self.format);
             self.print(chunks);
         }
@@ -384,7 +386,10 @@ impl Reporter {
     fn core_document(&self) -> Map<String, Value> {
         let mut top = Map::new();
         top.insert("start".into(), self.start_json());
-        top.insert("intervals".into(), Value::Array(self.intervals.clone()));
+        top.insert(
+            "intervals".into(),
+            Value::Array(self.intervals.to_json(&self.streams)),
+        );
         top.insert(
             "end".into(),
             self.end
