@@ -410,13 +410,13 @@ proptest! {
         let mut cut = cuts.iter().cycle();
         while !rest.is_empty() {
             let n = (*cut.next().unwrap()).min(rest.len());
-            let r = m.on_bytes(&rest[..n]);
+            let r = m.on_bytes(&rest[..n], t0());
             rest = &rest[n..];
             if r.is_err() {
                 prop_assert_eq!(m.phase(), ClientPhase::Closed);
             }
             if m.phase() == ClientPhase::Running {
-                m.end_test();
+                m.end_test(t0());
             }
             check_buffered(&m, closed_at)?;
             if matches!(m.phase(), ClientPhase::Finished | ClientPhase::Closed) {

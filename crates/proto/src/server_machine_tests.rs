@@ -419,15 +419,15 @@ proptest! {
         len in prop_oneof![Just(u32::MAX), (MAX_PARAMS_LEN + 1)..=u32::MAX],
         junk in proptest::collection::vec(any::<u8>(), 0..64),
     ) {
-        let mut m = ServerMachine::new(ServerLimits::default());
-        m.on_bytes(COOKIE).unwrap();
+        let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+        m.on_bytes(COOKIE, t0()).unwrap();
         let prefix = len.to_be_bytes();
         for b in &prefix[..3] {
-            prop_assert_eq!(m.on_bytes(std::slice::from_ref(b)).unwrap(), []);
+            prop_assert_eq!(m.on_bytes(std::slice::from_ref(b), t0()).unwrap(), []);
         }
-        prop_assert_eq!(m.on_bytes(&prefix[3..]).unwrap_err().code, 114);
+        prop_assert_eq!(m.on_bytes(&prefix[3..], t0()).unwrap_err().code, 114);
         prop_assert_eq!(m.phase(), ServerPhase::Closed);
-        prop_assert_eq!(m.on_bytes(&junk).unwrap(), []);
+        prop_assert_eq!(m.on_bytes(&junk, t0()).unwrap(), []);
         prop_assert_eq!(m.decoder.buffered(), 4);
     }
 
@@ -444,13 +444,13 @@ proptest! {
         let cut_at = [0, 37, bytes.len() - 1, bytes.len()][start];
         bytes.truncate(cut_at);
         bytes.extend(tail);
-        let mut m = ServerMachine::new(ServerLimits::default());
+        let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
         let mut closed_at = None;
         let mut rest = &bytes[..];
         let mut cut = cuts.iter().cycle();
         while !rest.is_empty() {
             let n = (*cut.next().unwrap()).min(rest.len());
-            let r = m.on_bytes(&rest[..n]);
+            let r = m.on_bytes(&rest[..n], t0());
             rest = &rest[n..];
             if r.is_err() {
                 prop_assert_eq!(m.phase(), ServerPhase::Closed);
