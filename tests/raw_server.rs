@@ -5,107 +5,13 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use common::raw::*;
 use common::Server;
-use serde_json::{json, Value};
-
-/// A server that lost its client must be listening again within this time
-/// (far below its 10 s read deadline).
-const READY: Duration = Duration::from_secs(3);
-
-/// Longest wait for one reply from the server.
-const REPLY: Duration = Duration::from_secs(5);
-
-const PARAM_EXCHANGE: u8 = 9;
-const CREATE_STREAMS: u8 = 10;
-const TEST_START: u8 = 1;
-const TEST_RUNNING: u8 = 2;
-const TEST_END: u8 = 4;
-const EXCHANGE_RESULTS: u8 = 13;
-const DISPLAY_RESULTS: u8 = 14;
-const IPERF_DONE: u8 = 16;
-const ACCESS_DENIED: u8 = 0xFF;
-const SERVER_ERROR: u8 = 0xFE;
-
-/// A 36-character cookie from iperf3's alphabet, plus the NUL.
-const COOKIE: &[u8; 37] = b"rawtestcookie234567abcdefghijklmnopq\0";
-/// Another test's cookie.
-const COOKIE_2: &[u8; 37] = b"rawtestcookie234567abcdefghijklmnopr\0";
-
-fn connect(srv: &Server) -> TcpStream {
-    let s = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
-    s.set_read_timeout(Some(REPLY)).unwrap();
-    s.set_nodelay(true).unwrap();
-    s
-}
-
-fn read_byte(s: &mut TcpStream) -> u8 {
-    let mut b = [0u8; 1];
-    s.read_exact(&mut b).expect("one state byte");
-    b[0]
-}
-
-fn expect_state(s: &mut TcpStream, want: u8) {
-    let got = read_byte(s);
-    assert_eq!(got, want, "state byte {got:#04x}, wanted {want:#04x}");
-}
-
-/// Everything until the server closes (or the reply deadline passes).
-fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut buf = [0u8; 256];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return out,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return out,
-            Err(e) => panic!("server did not close the connection: {e}; got {out:?}"),
-        }
-    }
-}
-
-fn send_json(s: &mut TcpStream, v: &Value) {
-    let body = serde_json::to_vec(v).unwrap();
-    s.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
-    s.write_all(&body).unwrap();
-}
-
-fn read_json(s: &mut TcpStream) -> Value {
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len).expect("length prefix");
-    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    s.read_exact(&mut body).expect("JSON body");
-    serde_json::from_slice(&body).expect("JSON document")
-}
-
-/// The parameters iperf3 3.21 sends for a one-stream TCP test.
-fn tcp_params(parallel: i64) -> Value {
-    json!({"tcp": true, "omit": 0, "time": 1, "num": 0, "blockcount": 0,
-           "parallel": parallel, "len": 131072, "pacing_timer": 1000,
-           "client_version": "3.21"})
-}
-
-/// A server that failed a session answers with nothing or with SERVER_ERROR
-/// and two int32 (error code, errno), then closes. Returns the code, if any.
-fn error_or_close(reply: &[u8]) -> Option<i32> {
-    if reply.is_empty() {
-        return None;
-    }
-    assert_eq!(reply[0], SERVER_ERROR, "unexpected reply {reply:?}");
-    assert_eq!(reply.len(), 9, "SERVER_ERROR + 8 bytes: {reply:?}");
-    Some(i32::from_be_bytes(reply[1..5].try_into().unwrap()))
-}
-
-/// Cookie, PARAM_EXCHANGE: the common start of the cases below.
-fn handshake(srv: &Server) -> TcpStream {
-    let mut s = connect(srv);
-    s.write_all(COOKIE).unwrap();
-    expect_state(&mut s, PARAM_EXCHANGE);
-    s
-}
+use serde_json::json;
 
 /// The server logged `what`, is back to listening (its `n`-th banner), and a
 /// real client test succeeds.
@@ -232,18 +138,6 @@ fn client_vanishes_after_create_streams() {
     expect_state(&mut s, CREATE_STREAMS);
     drop(s);
     assert_recovered(&srv, 2, "error - ");
-}
-
-/// Control connection and one TCP data stream up to TEST_RUNNING.
-fn running_test(srv: &Server) -> (TcpStream, TcpStream) {
-    let mut ctl = handshake(srv);
-    send_json(&mut ctl, &tcp_params(1));
-    expect_state(&mut ctl, CREATE_STREAMS);
-    let mut data = connect(srv);
-    data.write_all(COOKIE).unwrap();
-    expect_state(&mut ctl, TEST_START);
-    expect_state(&mut ctl, TEST_RUNNING);
-    (ctl, data)
 }
 
 #[test]

@@ -10,6 +10,7 @@
 
 pub mod interop;
 pub mod json;
+pub mod raw;
 
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
@@ -65,6 +66,48 @@ fn port_is_free(port: u16) -> bool {
     let tcp = TcpListener::bind(("::", port)).or_else(|_| TcpListener::bind(("0.0.0.0", port)));
     let udp = UdpSocket::bind(("::", port)).or_else(|_| UdpSocket::bind(("0.0.0.0", port)));
     tcp.is_ok() && udp.is_ok()
+}
+
+/// The newest iperf3 peer (`../shared/peers/iperf3-3.21`, or `IPERF3_321`), if
+/// this checkout has it. It is optional everywhere: without it a test skips
+/// that part with a note.
+pub fn iperf3_321() -> Option<PathBuf> {
+    let p = std::env::var_os("IPERF3_321")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/peers/iperf3-3.21")
+        });
+    if p.is_file() {
+        Some(p)
+    } else {
+        eprintln!(
+            "note: {} not found, skipping the iperf3 3.21 part",
+            p.display()
+        );
+        None
+    }
+}
+
+/// Open file descriptors of a process.
+pub fn fd_count(pid: nix::unistd::Pid) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
+}
+
+/// Threads of a process.
+pub fn thread_count(pid: nix::unistd::Pid) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count)
+}
+
+/// Resident memory of a process, KiB.
+pub fn rss_kib(pid: nix::unistd::Pid) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// True when `tool` can be run. Missing: a panic when `CI=true` (the CI machine

@@ -213,7 +213,7 @@ impl Client<'_> {
                         self.common.interval,
                         omit,
                         self.budget(),
-                        self.common.rcv_timeout,
+                        crate::setup::idle_limits(&self.params, self.common.rcv_timeout),
                     );
                     self.test_end = match self.cc.end {
                         // -t 0: no time limit, as iperf3.
@@ -227,7 +227,7 @@ impl Client<'_> {
                 self.d.rep.start(&self.start, &self.info);
             }
             ClientEvent::TestRunning => {
-                let spec = crate::setup::send_spec(&self.params, self.common.rcv_timeout);
+                let spec = crate::setup::send_spec(&self.params);
                 if let Test::Running(run) = &mut self.d.test {
                     run.spawn_workers(self.params.len.max(1) as usize, &spec)
                         .map_err(|e| IperfError::from_io(IE_PTHREAD_CREATE, &e))?;

@@ -346,10 +346,10 @@ impl Session {
         let bytes = self.d.machine.all_streams_connected(Instant::now());
         self.d.send(&bytes, IE_SEND_MESSAGE)?;
         let omit = Duration::from_secs(a.params.omit.max(0) as u64);
-        let idle = self.common.rcv_timeout;
+        let idle = crate::setup::idle_limits(&a.params, self.common.rcv_timeout);
         let mut run = TestRun::start(streams, self.common.interval, omit, None, idle);
         self.d.rep.start(&a.start, &a.info);
-        let spec = crate::setup::send_spec(&a.params, idle);
+        let spec = crate::setup::send_spec(&a.params);
         let spawned = run.spawn_workers(a.params.len.max(1) as usize, &spec);
         // Whatever started is stopped and joined when the run is dropped.
         self.d.test = Test::Running(run);

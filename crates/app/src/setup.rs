@@ -3,6 +3,9 @@
 use rperf3_proto::{Protocol as WireProto, TestParams};
 use rperf3_proto::{DEFAULT_TCP_BLKSIZE, DEFAULT_UDP_BLKSIZE, DEFAULT_UDP_RATE, MAX_UDP_BLOCKSIZE};
 use rperf3_report::input::{Proto, Side, TestInfo};
+use std::time::Duration;
+
+use crate::testrun::IdleLimits;
 
 use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition, Family, Protocol};
 
@@ -65,15 +68,25 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
     p
 }
 
-/// What sending workers need, from the parameters in effect and the idle limit.
-pub fn send_spec(p: &TestParams, idle: std::time::Duration) -> crate::streams::SendSpec {
+/// What sending workers need, from the parameters in effect.
+pub fn send_spec(p: &TestParams) -> crate::streams::SendSpec {
     crate::streams::SendSpec {
         blksize: p.len.max(1) as usize,
         pacer: (p.bandwidth > 0).then(|| rperf3_engine::pacing::Pacer::new(p.bandwidth)),
         repeating: p.repeating_payload,
         burst: p.burst.max(1) as u32,
         counters_64bit: p.udp_counters_64bit,
-        send_timeout: idle,
+    }
+}
+
+/// How long each direction may go without progress: `--rcv-timeout`, or for
+/// sending, two paced blocks if `-b` spaces them further apart than that.
+pub fn idle_limits(p: &TestParams, rcv_timeout: Duration) -> IdleLimits {
+    let block_gap = (p.bandwidth > 0)
+        .then(|| Duration::from_secs_f64(p.len.max(1) as f64 * 8.0 / p.bandwidth as f64));
+    IdleLimits {
+        recv: rcv_timeout,
+        send: block_gap.map_or(rcv_timeout, |g| rcv_timeout.max(g * 2)),
     }
 }
 
@@ -134,6 +147,20 @@ impl From<Family> for rperf3_sys::net::Family {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slow_paced_senders_get_two_blocks_before_they_count_as_stalled() {
+        let mut p = TestParams {
+            len: 128 * 1024,
+            bandwidth: 1024 * 1024,
+            ..TestParams::default()
+        };
+        let idle = Duration::from_secs(2);
+        assert_eq!(idle_limits(&p, idle).send, idle);
+        p.bandwidth = 8 * 1024; // one 128 KiB block every 128 s
+        assert_eq!(idle_limits(&p, idle).send, Duration::from_secs(256));
+        assert_eq!(idle_limits(&p, idle).recv, idle);
+    }
 
     #[test]
     fn roles_mirror_each_other() {

@@ -61,9 +61,6 @@ pub struct SendSpec {
     pub burst: u32,
     /// UDP: 64-bit sequence numbers.
     pub counters_64bit: bool,
-    /// TCP: how long one send may make no progress before the stream fails
-    /// (a peer that stopped reading).
-    pub send_timeout: Duration,
 }
 
 impl LiveStream {
@@ -159,7 +156,6 @@ impl LiveStream {
                     // Zero-copy sends when the OS allows; plain writes otherwise.
                     let file = rperf3_sys::zerocopy::PayloadFile::new(&buf).ok();
                     let pacer = send.pacer;
-                    s.set_write_timeout(Some(send.send_timeout))?;
                     Worker::spawn(name, ctl.clone(), true, move |c| {
                         rperf3_engine::tcp::send_loop(&s, &buf, file.as_ref(), pacer, c, &counters)
                     })

@@ -39,27 +39,50 @@ pub struct TestRun {
     cpu_final: Option<Cpu>,
     finished: bool,
     started: Instant,
-    idle: IdleWatch,
+    limits: IdleLimits,
+    received: Progress,
+    sent: Progress,
 }
 
-/// When the receiving side of a test last saw data arrive.
+/// How long a test may go without progress in each direction before it is
+/// ended: `--rcv-timeout` for data arriving, and for data leaving (a peer that
+/// stopped reading leaves our senders blocked) the same, or longer when `-b`
+/// paces blocks further apart than that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdleLimits {
+    /// Nothing received for this long: error 144.
+    pub recv: Duration,
+    /// Nothing sent for this long: a write error.
+    pub send: Duration,
+}
+
+/// When one direction of a test last made progress.
 #[derive(Debug, Clone, Copy)]
-struct IdleWatch {
-    limit: Duration,
+struct Progress {
     bytes: u64,
     since: Instant,
 }
 
+impl Progress {
+    /// Notes `bytes` at `now`; returns how long there has been none.
+    fn stalled_for(&mut self, bytes: u64, now: Instant) -> Duration {
+        if bytes != self.bytes {
+            self.bytes = bytes;
+            self.since = now;
+        }
+        now.saturating_duration_since(self.since)
+    }
+}
+
 impl TestRun {
-    /// Marks TEST_START: times, omit and interval schedule start now. A test
-    /// with receiving streams fails when nothing arrives for `idle_limit`
-    /// (`--rcv-timeout`).
+    /// Marks TEST_START: times, omit and interval schedule start now. The test
+    /// fails when a direction makes no progress for its `limits`.
     pub fn start(
         streams: Vec<LiveStream>,
         interval: Option<Duration>,
         omit: Duration,
         budget: Option<Budget>,
-        idle_limit: Duration,
+        limits: IdleLimits,
     ) -> Self {
         let now = Instant::now();
         let sampler = Sampler::new(&streams, now, !omit.is_zero());
@@ -76,8 +99,12 @@ impl TestRun {
             cpu_final: None,
             finished: false,
             started: now,
-            idle: IdleWatch {
-                limit: idle_limit,
+            limits,
+            received: Progress {
+                bytes: 0,
+                since: now,
+            },
+            sent: Progress {
                 bytes: 0,
                 since: now,
             },
@@ -98,24 +125,24 @@ impl TestRun {
     }
 
     /// When the control loop must wake next for this test: a tick, or the
-    /// moment the receiving side would be idle for too long.
+    /// moment a direction would be idle for too long.
     pub fn next_wake(&self) -> Option<Instant> {
         if self.finished {
             return None;
         }
-        let idle = self
+        let recv = self
             .has_receivers()
-            .then(|| self.idle.since + self.idle.limit);
-        match (self.ticker.next(), idle) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+            .then(|| self.received.since + self.limits.recv);
+        let send = self
+            .has_senders()
+            .then(|| self.sent.since + self.limits.send);
+        [self.ticker.next(), recv, send].into_iter().flatten().min()
     }
 
     /// Whether the test may go on at `now`: no worker has failed, and data
-    /// still arrives where this side receives (in every direction it receives:
-    /// a peer that stops sending ends the test; one that stops reading makes a
-    /// sender fail at its socket's send timeout).
+    /// still moves in every direction this side has: a peer that stops sending
+    /// ends the test (error 144), one that stops reading too (a write error;
+    /// its sockets are then shut, which frees our blocked senders).
     pub fn check(&mut self, now: Instant) -> Result<(), IperfError> {
         if let Some(f) = self.ctl.take_error() {
             let code = if f.sending {
@@ -125,15 +152,25 @@ impl TestRun {
             };
             return Err(IperfError::from_io(code, &f.error));
         }
-        if self.finished || !self.has_receivers() {
+        if self.finished {
             return Ok(());
         }
-        let recv = self.totals().1.bytes;
-        if recv != self.idle.bytes {
-            self.idle.bytes = recv;
-            self.idle.since = now;
-        } else if now.saturating_duration_since(self.idle.since) >= self.idle.limit {
+        let (sent, recv) = self.totals();
+        if self.has_receivers() && self.received.stalled_for(recv.bytes, now) >= self.limits.recv {
             return Err(IperfError::new(IE_NO_MSG));
+        }
+        // Senders that used up a -n/-k budget are done, not stalled.
+        if self.has_senders()
+            && !self.senders_done()
+            && self.sent.stalled_for(sent.bytes, now) >= self.limits.send
+        {
+            return Err(IperfError::with_detail(
+                IE_STREAM_WRITE,
+                format!(
+                    "nothing could be sent for {} s (the peer stopped reading)",
+                    self.limits.send.as_secs_f64()
+                ),
+            ));
         }
         Ok(())
     }

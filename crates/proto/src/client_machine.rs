@@ -169,7 +169,15 @@ impl ClientMachine {
             P::Running | P::Finished | P::Closed => None,
         };
         self.phase = phase;
-        self.deadline = limit.map(|(d, code)| Deadline::after(now, d, code));
+        self.deadline = limit.map(|(d, code)| {
+            let deadline = Deadline::after(now, d, code);
+            if phase == P::AwaitParamExchange {
+                // A server that runs other tests may keep this client waiting.
+                deadline.waiting_for("the server to start the test (it may be busy or queueing)")
+            } else {
+                deadline
+            }
+        });
     }
 
     /// The first bytes to write after connecting: the cookie. The driver writes them

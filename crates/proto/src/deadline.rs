@@ -65,6 +65,8 @@ pub(crate) struct Deadline {
     pub(crate) at: Instant,
     pub(crate) limit: Duration,
     pub(crate) code: i32,
+    /// What the phase was waiting for, where the code's text alone misleads.
+    pub(crate) waiting_for: Option<&'static str>,
 }
 
 impl Deadline {
@@ -73,13 +75,24 @@ impl Deadline {
             at: now + limit,
             limit,
             code,
+            waiting_for: None,
         }
+    }
+
+    pub(crate) fn waiting_for(mut self, what: &'static str) -> Self {
+        self.waiting_for = Some(what);
+        self
     }
 
     /// The error for a phase that ran out of time: iperf3's code, and how long
     /// the phase was allowed (so the message says why).
     pub(crate) fn error(&self) -> IperfError {
-        IperfError::with_detail(self.code, format!("timed out after {}", secs(self.limit)))
+        let mut detail = format!("timed out after {}", secs(self.limit));
+        if let Some(what) = self.waiting_for {
+            detail.push_str(" waiting for ");
+            detail.push_str(what);
+        }
+        IperfError::with_detail(self.code, detail)
     }
 }
 
