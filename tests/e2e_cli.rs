@@ -214,3 +214,16 @@ fn loopback_script_runs_a_measurement() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_server_with_a_bad_test_count_does_not_start() {
+    let out = run_client(&["-s", "--max-tests", "0"], CLIENT_TIMEOUT);
+    assert_eq!(out.code(), Some(1), "{out}");
+    assert!(
+        out.stderr.starts_with(
+            "rperf3: parameter error - --max-tests must be a whole number, at least 1\n"
+        ),
+        "{out}"
+    );
+    assert_eq!(out.stdout, "");
+}

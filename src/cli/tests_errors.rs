@@ -377,3 +377,35 @@ fn getopt_errors_match_installed_iperf3() {
         assert_eq!(err(args), theirs, "{args:?}");
     }
 }
+
+#[test]
+fn server_counts_are_checked() {
+    let at_least =
+        |long: &str, min: i64| param(&format!("--{long} must be a whole number, at least {min}"));
+    for bad in ["0", "-1", "abc", "2x", "", "100001"] {
+        assert_eq!(
+            err(&["-s", "--max-tests", bad]),
+            at_least("max-tests", 1),
+            "{bad:?}"
+        );
+    }
+    for bad in ["-1", "many", "1.5"] {
+        assert_eq!(
+            err(&["-s", "--queue", bad]),
+            at_least("queue", 0),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(
+        err(&["-c", "h", "--max-tests", "2"]),
+        param("some option you are trying to set is server only")
+    );
+    assert_eq!(
+        err(&["-c", "h", "--queue", "2"]),
+        param("some option you are trying to set is server only")
+    );
+    let s = server(&["-s", "--max-tests", "8", "--queue", "0"]);
+    assert_eq!((s.max_tests, s.queue), (8, 0));
+    let s = server(&["-s"]);
+    assert_eq!((s.max_tests, s.queue), (1, 0));
+}
