@@ -50,3 +50,31 @@ fn udp_byte_limit_is_exact_and_counts_reconcile() {
     assert_eq!(recv_bytes / 1000.0 + lost, recv_packets, "{doc:#}");
     assert!(recv_packets <= sent_packets, "{doc:#}");
 }
+
+/// 128 UDP streams each way, several times: every stream is set up with its
+/// own port (two client sockets once shared an ephemeral port and the 100th
+/// stream's handshake failed) and carries data.
+#[test]
+fn udp_with_128_streams_sets_up_every_stream() {
+    let srv = Server::start(&[]);
+    for args in [&[][..], &["-R"], &[], &["-R"]] {
+        let mut a = vec!["-u", "-P", "128", "-b", "1M", "-t", "1", "-J"];
+        a.extend_from_slice(args);
+        let out = srv.client(&a);
+        out.assert_ok();
+        let doc = out.json();
+        assert_no_error(&doc);
+        let streams = doc["end"]["streams"].as_array().unwrap();
+        assert_eq!(streams.len(), 128, "{args:?}");
+        let ports: std::collections::HashSet<_> = doc["start"]["connected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["local_port"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ports.len(), 128, "{args:?}: local ports shared");
+        for s in streams {
+            assert!(num(s, "udp.packets") > 0.0, "{args:?}: {s}");
+        }
+    }
+}

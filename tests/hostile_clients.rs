@@ -89,13 +89,10 @@ fn trickled_parameters_are_cut_10_s_after_param_exchange() {
     let srv = Server::start(&["--max-tests", "2"]);
     let s = handshake(&srv);
     let t0 = Instant::now();
-    let mut params = serde_json::to_vec(&tcp_params(1)).unwrap();
-    let mut framed = (params.len() as u32).to_be_bytes().to_vec();
-    framed.append(&mut params);
     let held = cut_while_serving(
         &srv,
         s,
-        framed,
+        framed_json(&tcp_params(1)),
         Duration::from_millis(500),
         t0,
         "unable to receive parameters from client: timed out after 10 s",
@@ -111,13 +108,10 @@ fn trickled_results_are_cut_30_s_after_test_end() {
     expect_state(&mut ctl, EXCHANGE_RESULTS);
     let t0 = Instant::now();
     drop(data);
-    let mut doc = serde_json::to_vec(&client_results(0)).unwrap();
-    let mut framed = (doc.len() as u32).to_be_bytes().to_vec();
-    framed.append(&mut doc);
     let held = cut_while_serving(
         &srv,
         ctl,
-        framed,
+        framed_json(&client_results(0)),
         Duration::from_millis(500),
         t0,
         "unable to receive results: timed out after 30 s",
@@ -166,7 +160,7 @@ fn three_hundred_idle_connections_do_not_stop_a_client() {
 fn a_reverse_test_without_end_stops_when_the_client_stops_reading() {
     // -t 0 -R: the server sends forever; a client that freezes must not hold it.
     let srv = Server::start(&["--rcv-timeout", "2000"]);
-    let mut frozen = srv.spawn_client(&["-t", "0", "-R"]);
+    let frozen = srv.spawn_client(&["-t", "0", "-R"]);
     assert!(
         frozen.wait_stdout("sec", Duration::from_secs(5)),
         "{}",
@@ -193,7 +187,7 @@ fn a_bidir_test_without_end_stops_when_the_client_stops_sending() {
     // --bidir -t 0 where the client only reads: its sender is stopped (SIGSTOP
     // on the whole process stops reading too), so both directions go idle.
     let srv = Server::start(&["--rcv-timeout", "2000"]);
-    let mut frozen = srv.spawn_client(&["-t", "0", "--bidir"]);
+    let frozen = srv.spawn_client(&["-t", "0", "--bidir"]);
     assert!(
         frozen.wait_stdout("sec", Duration::from_secs(5)),
         "{}",

@@ -6,7 +6,6 @@
 mod common;
 
 use std::io::Write;
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::raw::*;
@@ -196,4 +195,30 @@ fn data_connection_with_wrong_cookie_is_refused_and_test_goes_on() {
     assert!(srv.wait_banners(2, READY), "{}", srv.stdout());
     assert!(srv.stdout().contains("receiver"), "{}", srv.stdout());
     srv.client(&["-n", "10M"]).assert_ok();
+}
+
+#[test]
+fn the_hosts_own_errors_go_to_the_logfile() {
+    let log = common::scratch_file("host.log");
+    let srv = Server::start(&["--logfile", log.to_str().unwrap()]);
+    let mut s = connect(&srv);
+    s.write_all(b"abcdefghij").unwrap();
+    drop(s);
+    // A real test after it: its report follows the error in the file, so once
+    // the report is there the error must be too.
+    srv.client(&["-n", "10M"]).assert_ok();
+    let deadline = Instant::now() + READY;
+    let text = loop {
+        let t = std::fs::read_to_string(&log).unwrap_or_default();
+        if t.contains("receiver") || Instant::now() > deadline {
+            break t;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        text.contains("rperf3: error - unable to receive cookie at server: connection closed"),
+        "{text}"
+    );
+    let out = srv.stop();
+    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("", ""));
 }

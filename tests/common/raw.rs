@@ -64,10 +64,16 @@ pub fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
     }
 }
 
-pub fn send_json(s: &mut TcpStream, v: &Value) {
+/// A JSON document as it goes on the control connection: length, then body.
+pub fn framed_json(v: &Value) -> Vec<u8> {
     let body = serde_json::to_vec(v).unwrap();
-    s.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
-    s.write_all(&body).unwrap();
+    let mut out = (body.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(&body);
+    out
+}
+
+pub fn send_json(s: &mut TcpStream, v: &Value) {
+    s.write_all(&framed_json(v)).unwrap();
 }
 
 pub fn read_json(s: &mut TcpStream) -> Value {

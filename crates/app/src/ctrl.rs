@@ -76,6 +76,11 @@ impl Ctrl {
     /// by `limit`), close. This makes sure our last message is delivered.
     pub fn close_gracefully(mut self, limit: Duration) {
         let _ = self.sock.shutdown(Shutdown::Write);
+        self.drain_until_closed(limit);
+    }
+
+    /// Reads and discards until the peer closes, fails, or `limit` passes.
+    pub fn drain_until_closed(&mut self, limit: Duration) {
         let deadline = Instant::now() + limit;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());

@@ -14,7 +14,7 @@ use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
 use rperf3_report::Reporter;
 
 use crate::config::CommonConfig;
-use crate::ctrl::{Ctrl, Read0};
+use crate::ctrl::Ctrl;
 use crate::driver::{Driver, Test, Wake};
 use crate::host::mail::{Inbox, Mailbox, ToHost, ToSession};
 use crate::host::StreamBudget;
@@ -128,7 +128,7 @@ impl Session {
             // why; the streams stay open, unread, until it answers.
             let bytes = self.d.machine.terminate();
             let _ = self.d.send(&bytes, IE_SEND_MESSAGE);
-            await_close(&mut self.d.ctrl, CLOSE_GRACE);
+            self.d.ctrl.drain_until_closed(CLOSE_GRACE);
         }
         self.d.stop_test();
         self.budget.give_back(self.reserved);
@@ -402,19 +402,4 @@ impl Session {
 pub fn refuse(conn: TcpStream) {
     let _ = conn.set_nonblocking(true);
     let _ = std::io::Write::write(&mut &conn, &ACCESS_DENIED_BYTES);
-}
-
-/// Reads and discards until the peer closes or `limit` passes.
-fn await_close(ctrl: &mut Ctrl, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return;
-        }
-        match ctrl.read(left) {
-            Ok((Read0::Data(_), _)) => {}
-            _ => return,
-        }
-    }
 }

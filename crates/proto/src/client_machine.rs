@@ -134,13 +134,12 @@ impl ClientMachine {
     /// Called when the time given by [`Self::poll_timeout`] has come: the phase's
     /// error. Nothing happens before the deadline.
     pub fn handle_timeout(&mut self, now: Instant) -> Result<(), IperfError> {
-        match &self.deadline {
-            Some(d) if now >= d.at => {
-                let e = d.error();
+        match Deadline::passed(self.deadline.as_ref(), now) {
+            Some(e) => {
                 self.close();
                 Err(e)
             }
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 

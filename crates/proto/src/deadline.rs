@@ -84,6 +84,11 @@ impl Deadline {
         self
     }
 
+    /// The error of `deadline` if it has passed at `now`.
+    pub(crate) fn passed(deadline: Option<&Self>, now: Instant) -> Option<IperfError> {
+        deadline.filter(|d| now >= d.at).map(Self::error)
+    }
+
     /// The error for a phase that ran out of time: iperf3's code, and how long
     /// the phase was allowed (so the message says why).
     pub(crate) fn error(&self) -> IperfError {

@@ -112,13 +112,12 @@ impl ServerMachine {
     /// error (the driver reports it like any other failure, see [`Self::fail`]).
     /// Nothing happens before the deadline.
     pub fn handle_timeout(&mut self, now: Instant) -> Result<(), IperfError> {
-        match &self.deadline {
-            Some(d) if now >= d.at => {
-                let e = d.error();
+        match Deadline::passed(self.deadline.as_ref(), now) {
+            Some(e) => {
                 self.close();
                 Err(e)
             }
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 
