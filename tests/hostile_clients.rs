@@ -256,3 +256,59 @@ fn a_client_whose_server_dies_exits_at_once_with_the_reason() {
         "{out}"
     );
 }
+
+/// CPU time (user + system) a process has used, in clock ticks.
+fn cpu_ticks(pid: nix::unistd::Pid) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the ")" that closes the command name: utime is the 12th.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+#[test]
+fn out_of_descriptors_the_server_neither_spins_nor_locks_clients_out() {
+    // Room for about 30 connections, and 100 idle ones arrive.
+    let port = common::free_port();
+    let p = port.to_string();
+    let bin = common::rperf3();
+    let srv = common::Proc::spawn(
+        "prlimit",
+        &["--nofile=48:48", bin.to_str().unwrap(), "-s", "-p", &p],
+    );
+    let deadline = Instant::now() + READY;
+    while !common::is_listening(port) {
+        assert!(Instant::now() < deadline, "{}", srv.stderr());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let idle: Vec<TcpStream> = (0..100)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    assert!(
+        srv.wait_stderr(
+            "rperf3: error - unable to accept connection from client: Too many open files",
+            READY
+        ),
+        "{}",
+        srv.stderr()
+    );
+    // No busy loop: over 2 s the server uses a few percent of a core at most.
+    let before = cpu_ticks(srv.pid());
+    std::thread::sleep(Duration::from_secs(2));
+    let used = cpu_ticks(srv.pid()) - before;
+    assert!(used <= 10, "{used} ticks in 2 s");
+    // A real client behind the flood still gets in, at once: the oldest idle
+    // handshakes make room for it and for its data stream.
+    let t = Instant::now();
+    let out = common::run_client(
+        &["-c", "127.0.0.1", "-p", &p, "-n", "10M"],
+        Duration::from_secs(30),
+    );
+    out.assert_ok();
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    drop(idle);
+}

@@ -42,6 +42,9 @@ pub const MAX_TOTAL_STREAMS: usize = 1024;
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Connections taken from the listener per wakeup (others wait for the next).
 const ACCEPT_BATCH: usize = 64;
+/// Handshakes freed when a test cannot start for lack of descriptors: its
+/// session and its first data streams need a few.
+const START_HEADROOM: usize = 8;
 /// A wait with nothing due still wakes this often to reap finished threads.
 const IDLE_WAKE: Duration = Duration::from_secs(1);
 
@@ -296,12 +299,16 @@ impl Host<'_, '_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    // Out of descriptors or memory: free one, pause, say so once
-                    // a second. Other errors (a connection reset while queued)
-                    // concern only that connection.
+                    // Out of descriptors or memory: free the oldest handshake
+                    // (so clients behind a flood of idle connections still get
+                    // in), or pause when there is none to free; say so once a
+                    // second. Other errors (a connection reset while
+                    // queued) concern only that connection.
                     if rperf3_sys::net::out_of_resources(&e) {
-                        drop(self.pending.evict_oldest());
-                        self.backoff_until = Some(now + ACCEPT_BACKOFF);
+                        let freed = self.pending.evict_oldest().is_some();
+                        if !freed {
+                            self.backoff_until = Some(now + ACCEPT_BACKOFF);
+                        }
                         if self
                             .last_accept_warning
                             .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
@@ -311,6 +318,8 @@ impl Host<'_, '_> {
                                 &IperfError::from_io(rperf3_proto::IE_ACCEPT, &e).text(),
                             );
                         }
+                        // Back to poll before the next accept: cookies that
+                        // have arrived are read and routed first.
                         return;
                     }
                 }
@@ -367,8 +376,20 @@ impl Host<'_, '_> {
         let id = self.next_id;
         self.next_id += 1;
         let label = (self.sc.max_tests > 1).then_some(id);
+        let fds = || -> io::Result<_> { Ok((mail::pair()?, self.to_host.try_clone()?)) };
+        let fds = match fds() {
+            // Idle handshakes hold every descriptor: a test that has a slot
+            // comes first.
+            Err(e) if rperf3_sys::net::out_of_resources(&e) && !self.pending.is_empty() => {
+                for _ in 0..START_HEADROOM {
+                    drop(self.pending.evict_oldest());
+                }
+                fds()
+            }
+            r => r,
+        };
         let started = (|| -> io::Result<Running> {
-            let (mailbox, inbox) = mail::pair()?;
+            let ((mailbox, inbox), host) = fds?;
             let setup = SessionSetup {
                 id,
                 conn,
@@ -376,7 +397,7 @@ impl Host<'_, '_> {
                 peer,
                 rep: (self.make_reporter)(label),
                 inbox,
-                host: self.to_host.try_clone()?,
+                host,
                 budget: self.budget.clone(),
             };
             let session = Session::new(setup, self.common.clone(), ServerLimits::default())?;
