@@ -14,8 +14,9 @@ use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use rperf3_app::config::Role;
+use rperf3_app::config::{Config, Role};
 use rperf3_app::interrupt::Interrupt;
+use rperf3_proto::{IperfError, IE_DAEMON, IE_PID_FILE};
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -57,7 +58,15 @@ fn print_and_exit(text: &str, status: u8) -> ExitCode {
     ExitCode::from(status)
 }
 
-fn run(prog: &str, cfg: &rperf3_app::config::Config) -> anyhow::Result<i32> {
+fn run(prog: &str, cfg: &Config) -> anyhow::Result<i32> {
+    let cfg = &process_setup(cfg)?;
+    let _pidfile = match &cfg.process.pidfile {
+        Some(p) => Some(
+            rperf3_sys::process::PidFile::create(p)
+                .map_err(|e| anyhow::anyhow!(IperfError::from_io(IE_PID_FILE, &e).text()))?,
+        ),
+        None => None,
+    };
     let mut intr = install_signals().context("unable to install signal handlers")?;
     let outcome = match &cfg.role {
         Role::Client(cc) => {
@@ -74,6 +83,26 @@ fn run(prog: &str, cfg: &rperf3_app::config::Config) -> anyhow::Result<i32> {
         }
     };
     Ok(outcome.status)
+}
+
+/// `-D`: detach before any thread starts. The daemon works in `/`, so the
+/// files named on the command line are made absolute first (iperf3 would
+/// look for a relative log or pid file in `/`).
+fn process_setup(cfg: &Config) -> anyhow::Result<Config> {
+    let mut cfg = cfg.clone();
+    if cfg.process.daemon {
+        for p in [&mut cfg.process.pidfile, &mut cfg.output.logfile]
+            .into_iter()
+            .flatten()
+        {
+            if let Ok(abs) = std::path::absolute(&*p) {
+                *p = abs;
+            }
+        }
+        rperf3_sys::process::daemonize()
+            .map_err(|e| anyhow::anyhow!(IperfError::from_io(IE_DAEMON, &e).text()))?;
+    }
+    Ok(cfg)
 }
 
 /// SIGINT, SIGTERM and SIGHUP write a byte to a pipe the control loops poll.

@@ -49,6 +49,10 @@ pub(crate) enum ParamError {
     RcvTimeout,
     /// 32: `--rcv-timeout` on a client that only sends.
     RcvTimeoutReceiverOnly,
+    /// 28: `--server-bitrate-limit rate/secs` with secs out of 0.1..=60.
+    TotalInterval,
+    /// 30: `--idle-timeout` out of 1..=86400.
+    IdleTimeout,
     /// 38: a size or rate that does not parse.
     Unit(UnitError),
     /// An iperf3 option rperf3 does not implement yet (no iperf3 number): its long name.
@@ -93,6 +97,8 @@ impl ParamError {
             Self::BadPort => 26,
             Self::RcvTimeout => 31,
             Self::RcvTimeoutReceiverOnly => 32,
+            Self::TotalInterval => 28,
+            Self::IdleTimeout => 30,
             Self::Unit(_) => 38,
             Self::Unsupported(_) | Self::BadCount(..) => return None,
         })
@@ -143,6 +149,12 @@ impl fmt::Display for ParamError {
             Self::RcvTimeout => f.write_str("receive timeout value is incorrect or not in range: "),
             Self::RcvTimeoutReceiverOnly => {
                 f.write_str("client receive timeout is valid only in receiving mode: ")
+            }
+            Self::TotalInterval => {
+                f.write_str("invalid time interval for calculating average data rate")
+            }
+            Self::IdleTimeout => {
+                f.write_str("idle timeout parameter is not positive or larger than allowed limit")
             }
             Self::Unit(e) => e.fmt(f),
             Self::Unsupported(long) => write!(f, "option --{long} is not supported yet"),

@@ -409,3 +409,65 @@ fn server_counts_are_checked() {
     let s = server(&["-s"]);
     assert_eq!((s.max_tests, s.queue), (1, 0));
 }
+
+#[test]
+fn server_operation_values_are_checked() {
+    assert_eq!(
+        err(&["-s", "--server-max-duration", "-1"]),
+        param("test duration valid values are 0 to 86400 seconds")
+    );
+    for bad in ["0", "-5", "abc", "86401"] {
+        assert_eq!(
+            err(&["-s", "--idle-timeout", bad]),
+            param("idle timeout parameter is not positive or larger than allowed limit"),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(
+        err(&["-s", "--server-bitrate-limit", "1M/100"]),
+        param("invalid time interval for calculating average data rate")
+    );
+    assert_eq!(
+        err(&["-s", "--server-bitrate-limit", "1X"]),
+        param("invalid unit value or suffix: '1X'")
+    );
+    for opt in [
+        "--server-max-duration",
+        "--idle-timeout",
+        "--server-bitrate-limit",
+    ] {
+        assert_eq!(
+            err(&["-c", "h", opt, "5"]),
+            param("some option you are trying to set is server only")
+        );
+    }
+    assert_eq!(
+        err(&["-c", "h", "-D"]),
+        param("some option you are trying to set is server only")
+    );
+}
+
+#[test]
+fn server_operation_values_reach_the_config() {
+    let s = server(&["-s", "--server-max-duration", "30", "--idle-timeout", "7"]);
+    assert_eq!(s.max_duration, Some(30));
+    assert_eq!(s.idle_timeout, Some(std::time::Duration::from_secs(7)));
+    // 0 means no limit, as in iperf3.
+    assert_eq!(
+        server(&["-s", "--server-max-duration", "0"]).max_duration,
+        None
+    );
+    let l = server(&["-s", "--server-bitrate-limit", "10M/2.5"])
+        .bitrate_limit
+        .unwrap();
+    assert_eq!(l.bits_per_second, 10_000_000);
+    assert_eq!(l.window, std::time::Duration::from_millis(2500));
+    let l = server(&["-s", "--server-bitrate-limit", "1G"])
+        .bitrate_limit
+        .unwrap();
+    assert_eq!(l.window, std::time::Duration::from_secs(5));
+    assert_eq!(
+        server(&["-s", "--server-bitrate-limit", "0"]).bitrate_limit,
+        None
+    );
+}

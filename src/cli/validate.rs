@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rperf3_app::config::{
-    ClientConfig, CommonConfig, Config, Direction, EndCondition, Family, OutputConfig, Protocol,
-    Role, ServerConfig,
+    ClientConfig, CommonConfig, Config, Direction, EndCondition, Family, OutputConfig,
+    ProcessConfig, Protocol, RateLimit, Role, ServerConfig, DEFAULT_RATE_WINDOW,
 };
 
 use super::error::{
@@ -44,6 +44,32 @@ fn bitrate(text: &str) -> Result<(u64, Option<u32>), ParamError> {
     };
     let bits = to_count(parse_rate(rate)?, rate)?;
     Ok((bits, burst))
+}
+
+/// `--server-bitrate-limit rate[/secs]`: a rate of 0 means no limit; the
+/// averaging window is 5 s unless given (0 also means the default).
+fn rate_limit(text: &str) -> Result<Option<RateLimit>, ParamError> {
+    let (rate, window) = match text.split_once('/') {
+        Some((rate, secs)) => {
+            // iperf3 checks the window before it reads the rate.
+            let w = atof(secs);
+            if w != 0.0 && !(MIN_INTERVAL..=MAX_INTERVAL).contains(&w) {
+                return Err(ParamError::TotalInterval);
+            }
+            (rate, w)
+        }
+        None => (text, 0.0),
+    };
+    let bits = to_count(parse_rate(rate)?, rate)?;
+    let window = if window == 0.0 {
+        DEFAULT_RATE_WINDOW
+    } else {
+        window
+    };
+    Ok((bits > 0).then(|| RateLimit {
+        bits_per_second: bits,
+        window: Duration::from_secs_f64(window),
+    }))
 }
 
 /// A size option whose value must be a non-negative whole count (`-n`, `-k`).
@@ -112,6 +138,9 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
         Opt::RcvTimeout if !(MIN_RCV_TIMEOUT_MS..=MAX_TIME * 1000).contains(&atoi(&v)) => {
             Err(ParamError::RcvTimeout)
         }
+        Opt::ServerMaxDuration if !(0..=MAX_TIME).contains(&atoi(&v)) => Err(ParamError::Duration),
+        Opt::IdleTimeout if !(1..=MAX_TIME).contains(&atoi(&v)) => Err(ParamError::IdleTimeout),
+        Opt::ServerBitrateLimit => rate_limit(&v).map(|_| ()),
         Opt::MaxTests => server_count(&v, "max-tests", 1).map(|_| ()),
         Opt::Queue => server_count(&v, "queue", 0).map(|_| ()),
         _ => Ok(()),
@@ -213,12 +242,28 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
             one_off: raw.has(Opt::OneOff),
             max_tests: count(Opt::MaxTests, "max-tests", 1, 1)?,
             queue: count(Opt::Queue, "queue", 0, 0)?,
+            max_duration: raw
+                .text(Opt::ServerMaxDuration)
+                .map(|t| atoi(&t).unsigned_abs())
+                .filter(|d| *d > 0),
+            bitrate_limit: raw
+                .text(Opt::ServerBitrateLimit)
+                .map(|t| rate_limit(&t))
+                .transpose()?
+                .flatten(),
+            idle_timeout: raw
+                .text(Opt::IdleTimeout)
+                .map(|t| Duration::from_secs(u64::from(atoi(&t).unsigned_abs()))),
         })
     };
     let config = Config {
         role,
         common: common(raw),
         output,
+        process: ProcessConfig {
+            pidfile: raw.text(Opt::Pidfile).map(PathBuf::from),
+            daemon: raw.has(Opt::Daemon),
+        },
     };
     Ok((config, warnings))
 }

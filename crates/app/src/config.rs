@@ -24,6 +24,8 @@ pub struct Config {
     pub common: CommonConfig,
     /// How results are shown.
     pub output: OutputConfig,
+    /// Daemon and pid file.
+    pub process: ProcessConfig,
 }
 
 /// Address family restriction (`-4`, `-6`).
@@ -85,6 +87,34 @@ pub struct ServerConfig {
     pub max_tests: usize,
     /// `--queue`: clients that may wait for a slot (iperf3: 0, refused as busy).
     pub queue: usize,
+    /// `--server-max-duration` seconds: longer tests (and `-t 0`) get error 37.
+    pub max_duration: Option<u32>,
+    /// `--server-bitrate-limit`: tests above it get error 27.
+    pub bitrate_limit: Option<RateLimit>,
+    /// `--idle-timeout`: a one-off server without a client for this long exits
+    /// (iperf3 3.21 restarts an idle server; rperf3's has nothing to reset).
+    pub idle_timeout: Option<Duration>,
+}
+
+/// `--server-bitrate-limit rate[/secs]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// The limit for all streams of a test together, both directions.
+    pub bits_per_second: u64,
+    /// The rate is averaged over this window (iperf3: 5 s).
+    pub window: Duration,
+}
+
+/// iperf3's default averaging window for `--server-bitrate-limit`.
+pub const DEFAULT_RATE_WINDOW: f64 = 5.0;
+
+/// What the process does around its work, whatever the role.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProcessConfig {
+    /// `-I file`: the process id, written at start and removed at exit.
+    pub pidfile: Option<PathBuf>,
+    /// `-D`: detach from the terminal and serve in the background.
+    pub daemon: bool,
 }
 
 impl Default for ServerConfig {
@@ -93,6 +123,9 @@ impl Default for ServerConfig {
             one_off: false,
             max_tests: 1,
             queue: 0,
+            max_duration: None,
+            bitrate_limit: None,
+            idle_timeout: None,
         }
     }
 }

@@ -13,7 +13,7 @@ use rperf3_proto::*;
 use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
 use rperf3_report::Reporter;
 
-use crate::config::CommonConfig;
+use crate::config::{CommonConfig, RateLimit};
 use crate::ctrl::Ctrl;
 use crate::driver::{Driver, Test, Wake};
 use crate::host::mail::{Inbox, Mailbox, ToHost, ToSession};
@@ -44,6 +44,8 @@ pub struct SessionSetup {
     pub host: Mailbox<ToHost>,
     /// Data streams the server may still open, over all its tests.
     pub budget: Arc<StreamBudget>,
+    /// `--server-bitrate-limit`, checked while the test runs.
+    pub rate_limit: Option<RateLimit>,
 }
 
 /// What the test is, once the parameters are accepted.
@@ -71,6 +73,7 @@ pub struct Session {
     inbox: Inbox<ToSession>,
     host: Mailbox<ToHost>,
     budget: Arc<StreamBudget>,
+    rate_limit: Option<RateLimit>,
     reserved: usize,
     peer: SocketAddr,
     cookie: [u8; COOKIE_LEN],
@@ -101,6 +104,7 @@ impl Session {
             inbox: s.inbox,
             host: s.host,
             budget: s.budget,
+            rate_limit: s.rate_limit,
             reserved: 0,
             peer: rperf3_sys::net::unmap(s.peer),
             cookie: s.cookie,
@@ -348,6 +352,9 @@ impl Session {
         let omit = Duration::from_secs(a.params.omit.max(0) as u64);
         let idle = crate::setup::idle_limits(&a.params, self.common.rcv_timeout);
         let mut run = TestRun::start(streams, self.common.interval, omit, None, idle);
+        if let Some(l) = self.rate_limit {
+            run.limit_rate(l);
+        }
         self.d.rep.start(&a.start, &a.info);
         let spec = crate::setup::send_spec(&a.params);
         let spawned = run.spawn_workers(a.params.len.max(1) as usize, &spec);

@@ -16,7 +16,9 @@ use rperf3_proto::{
 };
 use rperf3_report::input::{Cpu, FinalInput, IntervalInput, PeerStream, PeerSummary};
 
+use crate::config::RateLimit;
 use crate::cpu::CpuMeter;
+use crate::ratelimit::RateGuard;
 use crate::sampler::Sampler;
 use crate::streams::{LiveStream, SendSpec};
 use crate::ticker::{Due, Ticker};
@@ -42,6 +44,7 @@ pub struct TestRun {
     limits: IdleLimits,
     received: Progress,
     sent: Progress,
+    rate: Option<RateGuard>,
 }
 
 /// How long a test may go without progress in each direction before it is
@@ -108,7 +111,14 @@ impl TestRun {
                 bytes: 0,
                 since: now,
             },
+            rate: None,
         }
+    }
+
+    /// `--server-bitrate-limit`: the test fails (error 27) when its total
+    /// rate over the limit's window is above it.
+    pub fn limit_rate(&mut self, limit: RateLimit) {
+        self.rate = Some(RateGuard::new(limit, self.started));
     }
 
     /// The TEST_START instant.
@@ -136,7 +146,11 @@ impl TestRun {
         let send = self
             .has_senders()
             .then(|| self.sent.since + self.limits.send);
-        [self.ticker.next(), recv, send].into_iter().flatten().min()
+        let rate = self.rate.as_ref().map(RateGuard::next_check);
+        [self.ticker.next(), recv, send, rate]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Whether the test may go on at `now`: no worker has failed, and data
@@ -171,6 +185,9 @@ impl TestRun {
                     self.limits.send.as_secs_f64()
                 ),
             ));
+        }
+        if let Some(g) = &mut self.rate {
+            g.check(now, sent.bytes + recv.bytes)?;
         }
         Ok(())
     }

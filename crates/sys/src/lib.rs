@@ -13,6 +13,7 @@ pub mod clock;
 pub mod mmsg;
 pub mod net;
 pub mod poll;
+pub mod process;
 pub mod random;
 pub mod rusage;
 pub mod sockopt;

@@ -145,6 +145,7 @@ pub fn serve(
         next_id: 1,
         backoff_until: None,
         last_accept_warning: None,
+        idle_since: Some(Instant::now()),
         exiting: false,
     };
     host.rep.server_banner(common.port, host.next_id);
@@ -171,6 +172,9 @@ struct Host<'a, 'b> {
     next_id: u64,
     backoff_until: Option<Instant>,
     last_accept_warning: Option<Instant>,
+    /// Since when the host has had no client at all (none running, queued or
+    /// handshaking): `--idle-timeout` counts from there.
+    idle_since: Option<Instant>,
     /// `-1` served its test, or a signal: no new tests; exit once all ended.
     exiting: bool,
 }
@@ -200,6 +204,11 @@ impl Host<'_, '_> {
             let now = Instant::now();
             if self.backoff_until.is_some_and(|t| now >= t) {
                 self.backoff_until = None;
+            }
+            if self.idle_deadline().is_some_and(|t| now >= t) {
+                // iperf3 3.21 restarts an idle server (nothing to reset here:
+                // every phase has its own deadline), and a one-off one exits.
+                break;
             }
             let (ready, slots) = match self.poll(intr, now) {
                 Ok(r) => r,
@@ -246,6 +255,13 @@ impl Host<'_, '_> {
                 self.route(h.conn, h.peer, cookie);
             }
             self.start_waiting();
+            let idle =
+                self.sessions.is_empty() && self.pending.is_empty() && self.waiting.is_empty();
+            match (idle, self.idle_since) {
+                (false, _) => self.idle_since = None,
+                (true, None) => self.idle_since = Some(now),
+                (true, Some(_)) => {}
+            }
         }
         self.reap_closing(true);
         if idle_at_signal {
@@ -255,6 +271,12 @@ impl Host<'_, '_> {
             let _ = self.rep.finish();
         }
         Outcome { status: 0 }
+    }
+
+    /// When a one-off server with `--idle-timeout` gives up waiting for a client.
+    fn idle_deadline(&self) -> Option<Instant> {
+        let limit = self.sc.idle_timeout.filter(|_| self.sc.one_off)?;
+        Some(self.idle_since? + limit)
     }
 
     /// Waits for any of the host's sockets, up to the next deadline.
@@ -277,12 +299,16 @@ impl Host<'_, '_> {
             fds.push(fd);
             slots.push(Slot::Pending);
         }
-        let wake = [self.pending.next_deadline(), self.backoff_until]
-            .into_iter()
-            .flatten()
-            .min()
-            .map_or(IDLE_WAKE, |t| t.saturating_duration_since(now))
-            .min(IDLE_WAKE);
+        let wake = [
+            self.pending.next_deadline(),
+            self.backoff_until,
+            self.idle_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map_or(IDLE_WAKE, |t| t.saturating_duration_since(now))
+        .min(IDLE_WAKE);
         let ready = rperf3_sys::poll::wait_readable(&fds, wake)?;
         Ok((ready, slots))
     }
@@ -399,8 +425,14 @@ impl Host<'_, '_> {
                 inbox,
                 host,
                 budget: self.budget.clone(),
+                rate_limit: self.sc.bitrate_limit,
             };
-            let session = Session::new(setup, self.common.clone(), ServerLimits::default())?;
+            let limits = ServerLimits {
+                max_duration: self.sc.max_duration,
+                total_rate_limit: self.sc.bitrate_limit.map(|l| l.bits_per_second),
+                ..ServerLimits::default()
+            };
+            let session = Session::new(setup, self.common.clone(), limits)?;
             let thread = std::thread::Builder::new()
                 .name(format!("test-{id}"))
                 .spawn(move || session.run())?;
