@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use rperf3_app::config::{Config, Role};
 use rperf3_app::interrupt::Interrupt;
-use rperf3_proto::{IperfError, IE_DAEMON, IE_PID_FILE};
+use rperf3_proto::{IperfError, IE_AFFINITY, IE_DAEMON, IE_PID_FILE};
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -101,6 +101,11 @@ fn process_setup(cfg: &Config) -> anyhow::Result<Config> {
         }
         rperf3_sys::process::daemonize()
             .map_err(|e| anyhow::anyhow!(IperfError::from_io(IE_DAEMON, &e).text()))?;
+    }
+    if let Some(cpu) = cfg.process.affinity {
+        // Before any thread starts: they all inherit it.
+        rperf3_sys::process::pin_to_cpu(cpu as usize)
+            .map_err(|e| anyhow::anyhow!(IperfError::from_io(IE_AFFINITY, &e).text()))?;
     }
     Ok(cfg)
 }

@@ -53,6 +53,8 @@ pub(crate) enum ParamError {
     TotalInterval,
     /// 30: `--idle-timeout` out of 1..=86400.
     IdleTimeout,
+    /// 132: `-A` not a CPU number in 0..=1024.
+    Affinity,
     /// 38: a size or rate that does not parse.
     Unit(UnitError),
     /// An iperf3 option rperf3 does not implement yet (no iperf3 number): its long name.
@@ -74,6 +76,7 @@ pub(crate) const MAX_BURST: i32 = 1000;
 pub(crate) const MIN_UDP_BLOCKSIZE: i64 = 16;
 pub(crate) const MAX_UDP_BLOCKSIZE: i64 = 65507;
 pub(crate) const MIN_RCV_TIMEOUT_MS: i32 = 100;
+pub(crate) const MAX_AFFINITY_CPU: u32 = 1024;
 
 impl ParamError {
     /// iperf3's error number (`i_errno`), if iperf3 has this error.
@@ -99,6 +102,7 @@ impl ParamError {
             Self::RcvTimeoutReceiverOnly => 32,
             Self::TotalInterval => 28,
             Self::IdleTimeout => 30,
+            Self::Affinity => 132,
             Self::Unit(_) => 38,
             Self::Unsupported(_) | Self::BadCount(..) => return None,
         })
@@ -156,6 +160,8 @@ impl fmt::Display for ParamError {
             Self::IdleTimeout => {
                 f.write_str("idle timeout parameter is not positive or larger than allowed limit")
             }
+            // iperf3 appends strerror(errno), empty while parsing.
+            Self::Affinity => f.write_str("unable to set CPU affinity: "),
             Self::Unit(e) => e.fmt(f),
             Self::Unsupported(long) => write!(f, "option --{long} is not supported yet"),
             Self::BadCount(long, min) => {

@@ -181,7 +181,7 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "write the process id to a file"),
     row!(File, Some('F'), "file", NO, Required, Both, false, false, "name",
         "send (client) or store (server) a file instead of the buffer"),
-    row!(Affinity, Some('A'), "affinity", NO, Required, Both, false, false, "n[,m]",
+    row!(Affinity, Some('A'), "affinity", NO, Required, Both, false, true, "n[,m]",
         "pin to CPU n (client: m pins the server's test)"),
     row!(Bind, Some('B'), "bind", NO, Required, Both, false, true, "<host>[%<dev>]",
         "bind to the local address <host>\n(optional <dev>: also bind to that interface)"),
@@ -558,6 +558,7 @@ mod tests {
             "server-bitrate-limit",
             "server-max-duration",
             "idle-timeout",
+            "affinity",
         ]
         .into_iter()
         .collect();

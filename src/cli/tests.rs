@@ -84,6 +84,7 @@ fn client_defaults() {
             dont_fragment: false,
             window: None,
             gsro: false,
+            server_affinity: None,
         }
     );
 }

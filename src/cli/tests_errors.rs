@@ -1,7 +1,7 @@
 //! Command lines that fail: iperf3's messages, and which error wins.
 
 use super::table::{self, Opt, OPTIONS};
-use super::tests::{argv, err, param, server};
+use super::tests::{argv, client, config, err, param, server};
 use super::*;
 
 #[test]
@@ -470,4 +470,22 @@ fn server_operation_values_reach_the_config() {
         server(&["-s", "--server-bitrate-limit", "0"]).bitrate_limit,
         None
     );
+}
+
+#[test]
+fn affinity_values_are_checked() {
+    for bad in ["x", "-1", "1025", "", "0x", "1.5"] {
+        assert_eq!(
+            err(&["-c", "h", "-A", bad]),
+            param("unable to set CPU affinity: "),
+            "{bad:?}"
+        );
+    }
+    let c = client(&["-c", "h", "-A", "1,0x2"]);
+    assert_eq!(c.server_affinity, Some(2));
+    // A server CPU that does not parse is 0, as iperf3's strtol gives.
+    assert_eq!(client(&["-c", "h", "-A", "1,x"]).server_affinity, Some(0));
+    assert_eq!(client(&["-c", "h", "-A", "010"]).server_affinity, None);
+    assert_eq!(config(&["-c", "h", "-A", "010"]).process.affinity, Some(8));
+    assert_eq!(config(&["-s", "-A", "1"]).process.affinity, Some(1));
 }

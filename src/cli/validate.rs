@@ -14,8 +14,9 @@ use rperf3_app::config::{
 };
 
 use super::error::{
-    ParamError, MAX_BLOCKSIZE, MAX_BURST, MAX_INTERVAL, MAX_OMIT_TIME, MAX_STREAMS, MAX_TCP_BUFFER,
-    MAX_TIME, MAX_UDP_BLOCKSIZE, MIN_INTERVAL, MIN_RCV_TIMEOUT_MS, MIN_UDP_BLOCKSIZE,
+    ParamError, MAX_AFFINITY_CPU, MAX_BLOCKSIZE, MAX_BURST, MAX_INTERVAL, MAX_OMIT_TIME,
+    MAX_STREAMS, MAX_TCP_BUFFER, MAX_TIME, MAX_UDP_BLOCKSIZE, MIN_INTERVAL, MIN_RCV_TIMEOUT_MS,
+    MIN_UDP_BLOCKSIZE,
 };
 use super::getopt::Occurrence;
 use super::raw::RawArgs;
@@ -70,6 +71,29 @@ fn rate_limit(text: &str) -> Result<Option<RateLimit>, ParamError> {
         bits_per_second: bits,
         window: Duration::from_secs_f64(window),
     }))
+}
+
+/// `-A n[,m]`: this process's CPU and, from a client, the server's. Like
+/// iperf3's strtol: decimal, 0x hex or 0 octal, 0..=1024; a server CPU that
+/// does not parse reads as 0.
+fn affinity(text: &str) -> Result<(u32, Option<u32>), ParamError> {
+    let (own, server) = match text.split_once(',') {
+        Some((a, b)) => (a, Some(b)),
+        None => (text, None),
+    };
+    let cpu = |s: &str| -> Option<u32> {
+        let s = s.trim_start();
+        let n = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+            u32::from_str_radix(h, 16).ok()?
+        } else if s.len() > 1 && s.starts_with('0') {
+            u32::from_str_radix(&s[1..], 8).ok()?
+        } else {
+            s.parse().ok()?
+        };
+        (n <= MAX_AFFINITY_CPU).then_some(n)
+    };
+    let own = cpu(own).ok_or(ParamError::Affinity)?;
+    Ok((own, server.map(|s| cpu(s).unwrap_or(0))))
 }
 
 /// A size option whose value must be a non-negative whole count (`-n`, `-k`).
@@ -141,6 +165,7 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
         Opt::ServerMaxDuration if !(0..=MAX_TIME).contains(&atoi(&v)) => Err(ParamError::Duration),
         Opt::IdleTimeout if !(1..=MAX_TIME).contains(&atoi(&v)) => Err(ParamError::IdleTimeout),
         Opt::ServerBitrateLimit => rate_limit(&v).map(|_| ()),
+        Opt::Affinity => affinity(&v).map(|_| ()),
         Opt::MaxTests => server_count(&v, "max-tests", 1).map(|_| ()),
         Opt::Queue => server_count(&v, "queue", 0).map(|_| ()),
         _ => Ok(()),
@@ -263,6 +288,10 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
         process: ProcessConfig {
             pidfile: raw.text(Opt::Pidfile).map(PathBuf::from),
             daemon: raw.has(Opt::Daemon),
+            affinity: raw
+                .text(Opt::Affinity)
+                .and_then(|v| affinity(&v).ok())
+                .map(|a| a.0),
         },
     };
     Ok((config, warnings))
@@ -317,6 +346,7 @@ fn client(
         dont_fragment: raw.has(Opt::DontFragment),
         window,
         gsro: raw.has(Opt::Gsro),
+        server_affinity: raw.text(Opt::Affinity).and_then(|v| affinity(&v).ok()?.1),
     })
 }
 

@@ -115,6 +115,8 @@ pub struct ProcessConfig {
     pub pidfile: Option<PathBuf>,
     /// `-D`: detach from the terminal and serve in the background.
     pub daemon: bool,
+    /// `-A n`: the CPU this process runs on.
+    pub affinity: Option<u32>,
 }
 
 impl Default for ServerConfig {
@@ -202,4 +204,6 @@ pub struct ClientConfig {
     pub window: Option<u32>,
     /// `--gsro`
     pub gsro: bool,
+    /// `-A n,m`: the CPU the server runs this test on (`m`).
+    pub server_affinity: Option<u32>,
 }

@@ -231,6 +231,12 @@ impl Session {
         if p.protocol == Protocol::Sctp {
             return Err(IperfError::new(IE_NO_SCTP));
         }
+        if let Some(cpu) = p.server_affinity {
+            // This session's thread, and the workers it starts: only this
+            // test's threads move, not the other tests'.
+            rperf3_sys::process::pin_to_cpu(usize::try_from(cpu).unwrap_or(usize::MAX))
+                .map_err(|e| IperfError::from_io(IE_AFFINITY, &e))?;
+        }
         let roles = stream_roles(&p, Side::Server);
         if !self.budget.take(roles.len()) {
             // Every stream is a thread: the server as a whole has a bound.

@@ -29,6 +29,7 @@ pub fn default_udp_len(ctrl_mss: u32) -> u32 {
 pub fn client_params(cc: &ClientConfig) -> TestParams {
     let udp = cc.protocol == Protocol::Udp;
     let mut p = TestParams {
+        server_affinity: cc.server_affinity.map(|c| c as i32),
         protocol: if udp { WireProto::Udp } else { WireProto::Tcp },
         omit: cc.omit as i32,
         parallel: cc.parallel as i32,

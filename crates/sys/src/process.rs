@@ -1,4 +1,4 @@
-//! The process itself: detaching as a daemon, and the pid file.
+//! The process itself: detaching as a daemon, CPU affinity, and the pid file.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -8,6 +8,14 @@ use std::path::{Path, PathBuf};
 /// thread survives the fork, so call it before any thread starts.
 pub fn daemonize() -> io::Result<()> {
     nix::unistd::daemon(false, false).map_err(io::Error::from)
+}
+
+/// Pins the calling thread, and every thread it starts from now on, to one
+/// CPU. EINVAL for a CPU this machine does not have.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    let mut set = nix::sched::CpuSet::new();
+    set.set(cpu).map_err(io::Error::from)?;
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).map_err(io::Error::from)
 }
 
 /// A file that holds this process's id while it runs; removed when dropped.
@@ -73,6 +81,20 @@ mod tests {
         let e = PidFile::create(&path).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EEXIST));
         let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_cpu_the_machine_lacks_is_einval() {
+        let e = pin_to_cpu(100_000).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
+        // On a thread of its own, so the test runner's threads stay unpinned.
+        std::thread::spawn(|| {
+            pin_to_cpu(0).unwrap();
+            let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+            assert!(status.contains("Cpus_allowed_list:\t0\n"), "{status}");
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
