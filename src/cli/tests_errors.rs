@@ -474,13 +474,17 @@ fn server_operation_values_reach_the_config() {
 
 #[test]
 fn affinity_values_are_checked() {
-    for bad in ["x", "-1", "1025", "", "0x", "1.5"] {
+    for bad in ["x", "-1", "1025", "", "-0x5"] {
         assert_eq!(
             err(&["-c", "h", "-A", bad]),
             param("unable to set CPU affinity: "),
             "{bad:?}"
         );
     }
+    // strtol reads what it can: "2/2" is 2, "1.5" is 1, "0x" is 0.
+    assert_eq!(config(&["-c", "h", "-A", "2/2"]).process.affinity, Some(2));
+    assert_eq!(config(&["-c", "h", "-A", "1.5"]).process.affinity, Some(1));
+    assert_eq!(config(&["-c", "h", "-A", "0x"]).process.affinity, Some(0));
     let c = client(&["-c", "h", "-A", "1,0x2"]);
     assert_eq!(c.server_affinity, Some(2));
     // A server CPU that does not parse is 0, as iperf3's strtol gives.

@@ -73,27 +73,43 @@ fn rate_limit(text: &str) -> Result<Option<RateLimit>, ParamError> {
     }))
 }
 
-/// `-A n[,m]`: this process's CPU and, from a client, the server's. Like
-/// iperf3's strtol: decimal, 0x hex or 0 octal, 0..=1024; a server CPU that
+/// `-A n[,m]`: this process's CPU and, from a client, the server's. Read as
+/// iperf3 reads them (strtol, base 0: what follows the number is ignored, so
+/// the release checklist's `-A 2/2` is CPU 2), 0..=1024; a server CPU that
 /// does not parse reads as 0.
 fn affinity(text: &str) -> Result<(u32, Option<u32>), ParamError> {
     let (own, server) = match text.split_once(',') {
         Some((a, b)) => (a, Some(b)),
         None => (text, None),
     };
-    let cpu = |s: &str| -> Option<u32> {
-        let s = s.trim_start();
-        let n = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-            u32::from_str_radix(h, 16).ok()?
-        } else if s.len() > 1 && s.starts_with('0') {
-            u32::from_str_radix(&s[1..], 8).ok()?
-        } else {
-            s.parse().ok()?
-        };
-        (n <= MAX_AFFINITY_CPU).then_some(n)
+    let cpu = |s: &str| {
+        strtol0(s)
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| *n <= MAX_AFFINITY_CPU)
     };
     let own = cpu(own).ok_or(ParamError::Affinity)?;
     Ok((own, server.map(|s| cpu(s).unwrap_or(0))))
+}
+
+/// C's strtol with base 0 (decimal, 0x hex, 0 octal), `None` when no digit
+/// was read.
+fn strtol0(s: &str) -> Option<i64> {
+    let s = s.trim_start();
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let (radix, digits) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        // "0x" without hex digits is the number 0 followed by "x".
+        Some(h) if h.starts_with(|c: char| c.is_ascii_hexdigit()) => (16, h),
+        _ if s.starts_with('0') => (8, s),
+        _ => (10, s),
+    };
+    let end = digits
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(digits.len());
+    let n = i64::from_str_radix(digits.get(..end).filter(|d| !d.is_empty())?, radix).ok()?;
+    Some(if neg { -n } else { n })
 }
 
 /// A size option whose value must be a non-negative whole count (`-n`, `-k`).
