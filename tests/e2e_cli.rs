@@ -65,7 +65,7 @@ fn too_many_streams_is_a_parameter_error() {
 
 #[test]
 fn unsupported_option_says_so() {
-    let out = run_client(&["-c", "127.0.0.1", "--zerocopy"], CLIENT_TIMEOUT);
+    let out = run_client(&["-c", "127.0.0.1", "--username", "u"], CLIENT_TIMEOUT);
     assert_eq!(out.code(), Some(1), "{out}");
     assert!(out.stderr.contains("not supported yet"), "{out}");
 }

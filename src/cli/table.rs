@@ -293,9 +293,9 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "IP DSCP, 0-63 or a name such as af11 or ef"),
     row!(FlowLabel, Some('L'), "flowlabel", NO, Required, Client, true, false, "N",
         "IPv6 flow label (Linux)"),
-    row!(ZeroCopy, Some('Z'), "zerocopy", NO, None, Client, true, false, "",
+    row!(ZeroCopy, Some('Z'), "zerocopy", NO, None, Client, true, true, "",
         "send with a zero-copy method"),
-    row!(SkipRxCopy, None, "skip-rx-copy", NO, None, Client, true, false, "",
+    row!(SkipRxCopy, None, "skip-rx-copy", NO, None, Client, true, true, "",
         "discard received data without copying it (MSG_TRUNC)"),
     row!(Omit, Some('O'), "omit", NO, Required, Client, true, true, "N",
         "leave the first N seconds out of the results"),
@@ -559,6 +559,8 @@ mod tests {
             "server-max-duration",
             "idle-timeout",
             "affinity",
+            "zerocopy",
+            "skip-rx-copy",
         ]
         .into_iter()
         .collect();
@@ -581,7 +583,7 @@ mod tests {
     fn status_table_has_a_row_per_option() {
         let t = status_table_markdown();
         assert_eq!(t.lines().count(), OPTIONS.len() + 2);
-        assert!(t.contains("| `-Z`, `--zerocopy` |  | client | not yet |"));
+        assert!(t.contains("| `--sctp` |  | client | not yet |"));
         assert!(
             t.contains("| `-b`, `--bitrate`, `--bandwidth` | `#[KMG][/#]` | client | supported |")
         );

@@ -85,6 +85,8 @@ fn client_defaults() {
             window: None,
             gsro: false,
             server_affinity: None,
+            zerocopy: false,
+            skip_rx_copy: false,
         }
     );
 }
@@ -300,7 +302,7 @@ fn help_and_version_act_in_order() {
     assert!(parse("p", &argv(&["--foo", "-h"])).is_err());
     assert!(parse("p", &argv(&["-s", "-c", "h", "-v"])).is_err());
     assert_eq!(
-        parse("p", &argv(&["-s", "-Z", "-v"])).unwrap_err().code,
+        parse("p", &argv(&["-s", "--sctp", "-v"])).unwrap_err().code,
         None
     );
 }

@@ -302,8 +302,8 @@ fn every_unsupported_option_is_refused_by_name() {
         param("option --linux-congestion is not supported yet")
     );
     assert_eq!(
-        err(&["-c", "h", "--zero"]),
-        param("option --zerocopy is not supported yet")
+        err(&["-c", "h", "--user", "u"]),
+        param("option --username is not supported yet")
     );
 }
 

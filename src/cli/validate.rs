@@ -363,6 +363,8 @@ fn client(
         window,
         gsro: raw.has(Opt::Gsro),
         server_affinity: raw.text(Opt::Affinity).and_then(|v| affinity(&v).ok()?.1),
+        zerocopy: raw.has(Opt::ZeroCopy),
+        skip_rx_copy: raw.has(Opt::SkipRxCopy),
     })
 }
 

@@ -206,4 +206,9 @@ pub struct ClientConfig {
     pub gsro: bool,
     /// `-A n,m`: the CPU the server runs this test on (`m`).
     pub server_affinity: Option<u32>,
+    /// `-Z`: send without copying (rperf3's TCP senders always do; the flag
+    /// still goes to the server, as iperf3 sends it).
+    pub zerocopy: bool,
+    /// `--skip-rx-copy`: receivers on both ends discard data with MSG_TRUNC.
+    pub skip_rx_copy: bool,
 }

@@ -49,6 +49,8 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
         udp_counters_64bit: cc.udp_counters_64bit,
         repeating_payload: cc.repeating_payload,
         dont_fragment: cc.dont_fragment,
+        zerocopy: cc.zerocopy,
+        skip_rx_copy: cc.skip_rx_copy,
         ..TestParams::default()
     };
     match cc.end {
@@ -77,6 +79,7 @@ pub fn send_spec(p: &TestParams) -> crate::streams::SendSpec {
         repeating: p.repeating_payload,
         burst: p.burst.max(1) as u32,
         counters_64bit: p.udp_counters_64bit,
+        skip_rx_copy: p.skip_rx_copy,
     }
 }
 

@@ -61,6 +61,8 @@ pub struct SendSpec {
     pub burst: u32,
     /// UDP: 64-bit sequence numbers.
     pub counters_64bit: bool,
+    /// TCP receivers: discard data in the kernel (MSG_TRUNC), no copy.
+    pub skip_rx_copy: bool,
 }
 
 impl LiveStream {
@@ -160,8 +162,9 @@ impl LiveStream {
                         rperf3_engine::tcp::send_loop(&s, &buf, file.as_ref(), pacer, c, &counters)
                     })
                 } else {
+                    let discard = send.skip_rx_copy;
                     Worker::spawn(name, ctl.clone(), false, move |c| {
-                        rperf3_engine::tcp::recv_loop(&s, blksize, c, &counters)
+                        rperf3_engine::tcp::recv_loop(&s, blksize, discard, c, &counters)
                     })
                 }
             }

@@ -57,15 +57,23 @@ pub fn send_loop(
 }
 
 /// Reads and counts until the peer closes, the socket is shut down, or stopped.
+/// With `discard` (`--skip-rx-copy`) the kernel drops the bytes it counts
+/// instead of copying them out.
 pub fn recv_loop(
     mut sock: &TcpStream,
     blksize: usize,
+    discard: bool,
     ctl: &RunControl,
     counters: &StreamCounters,
 ) -> io::Result<()> {
     let mut buf = vec![0u8; blksize.max(1)];
     while !ctl.stopped() {
-        match sock.read(&mut buf) {
+        let r = if discard {
+            rperf3_sys::net::recv_discard(sock, &mut buf)
+        } else {
+            sock.read(&mut buf)
+        };
+        match r {
             Ok(0) => return Ok(()),
             Ok(n) => counters.add(n as u64),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -90,7 +98,7 @@ mod tests {
         let ctl_rx = Arc::new(RunControl::new(None));
         let rc = Arc::new(StreamCounters::default());
         let (c2, r2) = (ctl_rx.clone(), rc.clone());
-        let h = std::thread::spawn(move || recv_loop(&rx, 1000, &c2, &r2));
+        let h = std::thread::spawn(move || recv_loop(&rx, 1000, false, &c2, &r2));
         let ctl = RunControl::new(Some(Budget::new(BudgetUnit::Bytes, 123_456)));
         let sc = StreamCounters::default();
         send_loop(&tx, &[7u8; 10_000], None, None, &ctl, &sc).unwrap();

@@ -210,6 +210,14 @@ pub fn out_of_resources(e: &io::Error) -> bool {
     )
 }
 
+/// Receives up to `buf.len()` bytes of a TCP stream and throws them away in
+/// the kernel (MSG_TRUNC): nothing is copied into `buf`.
+pub fn recv_discard(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    nix::sys::socket::recv(s.as_raw_fd(), buf, nix::sys::socket::MsgFlags::MSG_TRUNC)
+        .map_err(io::Error::from)
+}
+
 /// Takes one datagram and returns its full length (even past the few bytes
 /// read: MSG_TRUNC) and its sender. The content is not needed by the caller.
 pub fn recv_len_from(s: &UdpSocket) -> io::Result<(usize, SocketAddr)> {

@@ -1,0 +1,154 @@
+//! `-Z` and `--skip-rx-copy`, seen in the system calls (strace) of the side
+//! that honours them, with stock iperf3 peers on the other side.
+
+mod common;
+
+use std::time::Duration;
+
+use common::interop::{Mode, Run};
+use common::{iperf3_321, require_tool, rperf3, run_program, scratch_file, Proc, Server};
+
+/// `prog args...` under strace, following threads, logging `calls` to a file.
+fn traced(prog: &std::path::Path, args: &[String], calls: &str) -> (Proc, std::path::PathBuf) {
+    let log = scratch_file("strace.txt");
+    let mut a = vec![
+        "-f".to_string(),
+        "-qq".to_string(),
+        "-e".to_string(),
+        format!("trace={calls}"),
+        "-o".to_string(),
+        log.to_str().unwrap().to_string(),
+        prog.to_str().unwrap().to_string(),
+    ];
+    a.extend(args.iter().cloned());
+    (Proc::spawn("strace", &a), log)
+}
+
+/// Lines of the strace log that call `call`.
+fn calls_of(log: &std::path::Path, call: &str) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(&format!("{call}(")))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The TCP bytes of a test reconcile between the two documents.
+fn reconciles(client: serde_json::Value, server: serde_json::Value, mode: Mode) {
+    let mut r = Run {
+        client,
+        server,
+        problems: Vec::new(),
+        transcript: String::new(),
+    };
+    r.check_tcp_delivery(mode, 1);
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+}
+
+#[test]
+fn the_server_discards_in_the_kernel_when_a_stock_client_asks() {
+    if !require_tool("strace") {
+        return;
+    }
+    let Some(newest) = iperf3_321() else {
+        return;
+    };
+    let port = common::free_port();
+    let server_args: Vec<String> = ["-s", "-1", "-J", "-p", &port.to_string()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (srv, log) = traced(&rperf3(), &server_args, "recvfrom");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !common::is_listening(port) {
+        assert!(std::time::Instant::now() < deadline, "not listening");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let p = port.to_string();
+    let out = run_program(
+        &newest,
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "--skip-rx-copy",
+            "-J",
+        ],
+        Duration::from_secs(30),
+    );
+    let server = srv.finish(Duration::from_secs(30));
+    let truncated = calls_of(&log, "recvfrom")
+        .into_iter()
+        .filter(|l| l.contains("MSG_TRUNC"))
+        .count();
+    assert!(truncated > 100, "{truncated} MSG_TRUNC reads");
+    reconciles(out.assert_ok().json(), server.json(), Mode::Normal);
+}
+
+#[test]
+fn the_client_discards_in_the_kernel_and_counts_right() {
+    if !require_tool("strace") || !require_tool("iperf3") {
+        return;
+    }
+    let srv = Server::start_iperf3(&["-J"]);
+    let (client, log) = traced(
+        &rperf3(),
+        &srv.args(&["-t", "1", "-R", "--skip-rx-copy", "-J"]),
+        "recvfrom",
+    );
+    let out = client.finish(Duration::from_secs(30));
+    let truncated = calls_of(&log, "recvfrom")
+        .into_iter()
+        .filter(|l| l.contains("MSG_TRUNC"))
+        .count();
+    assert!(truncated > 100, "{truncated} MSG_TRUNC reads");
+    let doc = out.assert_ok().json();
+    // What the stock server says it sent (results exchange) against what was
+    // counted here: all of it, less what was in flight at the end.
+    let sent = doc["end"]["sum_sent"]["bytes"].as_f64().unwrap();
+    let received = doc["end"]["sum_received"]["bytes"].as_f64().unwrap();
+    assert!(
+        received <= sent && received > 0.9 * sent,
+        "{sent} sent, {received} received"
+    );
+}
+
+#[test]
+fn zero_copy_sends_use_sendfile_both_ways() {
+    if !require_tool("strace") {
+        return;
+    }
+    let Some(newest) = iperf3_321() else {
+        return;
+    };
+    // rperf3 client -Z against iperf3 3.21: sendfile on the client.
+    let srv = Server::start_program(&newest, &[]);
+    let (client, log) = traced(&rperf3(), &srv.args(&["-t", "1", "-Z"]), "sendfile");
+    client.finish(Duration::from_secs(30)).assert_ok();
+    assert!(calls_of(&log, "sendfile").len() > 100, "no sendfile");
+    // iperf3 3.21 -Z -R against rperf3: sendfile on the server.
+    let port = common::free_port();
+    let server_args: Vec<String> = ["-s", "-1", "-p", &port.to_string()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (ours, log) = traced(&rperf3(), &server_args, "sendfile");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !common::is_listening(port) {
+        assert!(std::time::Instant::now() < deadline, "not listening");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let p = port.to_string();
+    run_program(
+        &newest,
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-Z", "-R"],
+        Duration::from_secs(30),
+    )
+    .assert_ok();
+    ours.finish(Duration::from_secs(30)).assert_ok();
+    assert!(calls_of(&log, "sendfile").len() > 100, "no sendfile");
+}
