@@ -31,6 +31,8 @@ pub(crate) enum ParamError {
     BufSize,
     /// 9: `-i` neither 0 nor within 0.1..=60.
     Interval,
+    /// 10: `-M` above the largest MSS.
+    Mss,
     /// 12: `-O` out of 0..=600.
     Omit,
     /// 15: `-b rate/burst` with burst out of 1..=1000.
@@ -39,6 +41,8 @@ pub(crate) enum ParamError {
     EndConditions,
     /// 20: UDP `-l` out of 16..=65507.
     UdpBlockSize,
+    /// 21: `-S` not a number within 0..=255.
+    Tos,
     /// 24: `-f` not one of kmgtKMGT.
     BadFormat,
     /// 25: `-R` with `--bidir`.
@@ -49,6 +53,8 @@ pub(crate) enum ParamError {
     RcvTimeout,
     /// 32: `--rcv-timeout` on a client that only sends.
     RcvTimeoutReceiverOnly,
+    /// 40: `--dscp` neither 0..=63 nor a known name.
+    Dscp,
     /// 38: a size or rate that does not parse.
     Unit(UnitError),
     /// An iperf3 option rperf3 does not implement yet (no iperf3 number): its long name.
@@ -67,6 +73,7 @@ pub(crate) const MIN_INTERVAL: f64 = 0.1;
 pub(crate) const MAX_INTERVAL: f64 = 60.0;
 pub(crate) const MAX_OMIT_TIME: i32 = 600;
 pub(crate) const MAX_BURST: i32 = 1000;
+pub(crate) const MAX_MSS: i32 = 32767;
 pub(crate) const MIN_UDP_BLOCKSIZE: i64 = 16;
 pub(crate) const MAX_UDP_BLOCKSIZE: i64 = 65507;
 pub(crate) const MIN_RCV_TIMEOUT_MS: i32 = 100;
@@ -84,16 +91,19 @@ impl ParamError {
             Self::BlockSize => 7,
             Self::BufSize => 8,
             Self::Interval => 9,
+            Self::Mss => 10,
             Self::Omit => 12,
             Self::Burst => 15,
             Self::EndConditions => 16,
             Self::UdpBlockSize => 20,
+            Self::Tos => 21,
             Self::BadFormat => 24,
             Self::ReverseBidir => 25,
             Self::BadPort => 26,
             Self::RcvTimeout => 31,
             Self::RcvTimeoutReceiverOnly => 32,
             Self::Unit(_) => 38,
+            Self::Dscp => 40,
             Self::Unsupported(_) | Self::BadCount(..) => return None,
         })
     }
@@ -123,6 +133,12 @@ impl fmt::Display for ParamError {
             Self::Omit => write!(
                 f,
                 "bogus value for --omit (maximum = {MAX_OMIT_TIME} seconds)"
+            ),
+            Self::Mss => write!(f, "TCP MSS too large (maximum = {MAX_MSS} bytes)"),
+            Self::Tos => f.write_str("bad TOS value (must be between 0 and 255 inclusive)"),
+            Self::Dscp => f.write_str(
+                "bad DSCP value (numeric: 0-63 inclusive, symbolic: one of [af11-13, af21-23, \
+                 af31-33, af41-43, cs1-7, ef, va, lowdelay, throughput, reliability])",
             ),
             Self::Burst => write!(f, "invalid burst count (maximum = {MAX_BURST})"),
             Self::EndConditions => {

@@ -278,18 +278,18 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
     row!(Window, Some('w'), "window", NO, Required, Client, true, true, "#[KMG]",
         "socket buffer size (sets the TCP window)"),
     row!(Congestion, Some('C'), "congestion", &["linux-congestion"], Required, Client, true,
-        false, "<algo>", "TCP congestion control algorithm"),
-    row!(SetMss, Some('M'), "set-mss", NO, Required, Client, true, false, "#",
+        true, "<algo>", "TCP congestion control algorithm"),
+    row!(SetMss, Some('M'), "set-mss", NO, Required, Client, true, true, "#",
         "TCP maximum segment size"),
-    row!(NoDelay, Some('N'), "no-delay", NO, None, Client, true, false, "",
+    row!(NoDelay, Some('N'), "no-delay", NO, None, Client, true, true, "",
         "turn Nagle's algorithm off"),
     row!(Version4, Some('4'), "version4", NO, None, Client, false, true, "",
         "IPv4 only"),
     row!(Version6, Some('6'), "version6", NO, None, Client, false, true, "",
         "IPv6 only"),
-    row!(Tos, Some('S'), "tos", NO, Required, Client, true, false, "N",
+    row!(Tos, Some('S'), "tos", NO, Required, Client, true, true, "N",
         "IP type of service, 0-255 (decimal, 0octal or 0xhex)"),
-    row!(Dscp, None, "dscp", NO, Required, Client, true, false, "N|name",
+    row!(Dscp, None, "dscp", NO, Required, Client, true, true, "N|name",
         "IP DSCP, 0-63 or a name such as af11 or ef"),
     row!(FlowLabel, Some('L'), "flowlabel", NO, Required, Client, true, false, "N",
         "IPv6 flow label (Linux)"),
@@ -551,6 +551,11 @@ mod tests {
             "repeating-payload",
             "dont-fragment",
             "gsro",
+            "congestion",
+            "set-mss",
+            "no-delay",
+            "tos",
+            "dscp",
             "max-tests",
             "queue",
         ]
@@ -579,7 +584,7 @@ mod tests {
         assert!(
             t.contains("| `-b`, `--bitrate`, `--bandwidth` | `#[KMG][/#]` | client | supported |")
         );
-        assert!(t.contains(r"| `--dscp` | `N\|name` | client | not yet |"));
+        assert!(t.contains(r"| `--dscp` | `N\|name` | client | supported |"));
     }
 
     #[test]

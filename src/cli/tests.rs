@@ -84,7 +84,37 @@ fn client_defaults() {
             dont_fragment: false,
             window: None,
             gsro: false,
+            congestion: None,
+            mss: None,
+            nodelay: false,
+            tos: None,
         }
+    );
+}
+
+#[test]
+fn socket_options() {
+    let c = client(&["-c", "h", "-C", "reno", "-M", "1200", "-N", "-S", "0x20"]);
+    assert_eq!(c.congestion.as_deref(), Some("reno"));
+    assert_eq!(c.mss, Some(1200));
+    assert!(c.nodelay);
+    assert_eq!(c.tos, Some(0x20));
+    // -S and --dscp set one byte: the last wins.
+    assert_eq!(
+        client(&["-c", "h", "-S", "8", "--dscp", "ef"]).tos,
+        Some(184)
+    );
+    assert_eq!(
+        client(&["-c", "h", "--dscp", "ef", "-S", "010"]).tos,
+        Some(8)
+    );
+    assert_eq!(client(&["-c", "h", "--dscp", "10"]).tos, Some(40));
+    assert_eq!(client(&["-c", "h", "-S", "0"]).tos, None);
+    assert_eq!(
+        client(&["-c", "h", "--linux-congestion", "cubic"])
+            .congestion
+            .as_deref(),
+        Some("cubic")
     );
 }
 

@@ -14,10 +14,12 @@ use rperf3_app::config::{
 };
 
 use super::error::{
-    ParamError, MAX_BLOCKSIZE, MAX_BURST, MAX_INTERVAL, MAX_OMIT_TIME, MAX_STREAMS, MAX_TCP_BUFFER,
-    MAX_TIME, MAX_UDP_BLOCKSIZE, MIN_INTERVAL, MIN_RCV_TIMEOUT_MS, MIN_UDP_BLOCKSIZE,
+    ParamError, MAX_BLOCKSIZE, MAX_BURST, MAX_INTERVAL, MAX_MSS, MAX_OMIT_TIME, MAX_STREAMS,
+    MAX_TCP_BUFFER, MAX_TIME, MAX_UDP_BLOCKSIZE, MIN_INTERVAL, MIN_RCV_TIMEOUT_MS,
+    MIN_UDP_BLOCKSIZE,
 };
 use super::getopt::Occurrence;
+use super::qos;
 use super::raw::RawArgs;
 use super::table::{Opt, Side};
 use super::units::{atof, atoi, parse_rate, parse_size, to_count, UnitError};
@@ -112,6 +114,9 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
         Opt::RcvTimeout if !(MIN_RCV_TIMEOUT_MS..=MAX_TIME * 1000).contains(&atoi(&v)) => {
             Err(ParamError::RcvTimeout)
         }
+        Opt::SetMss if atoi(&v) > MAX_MSS => Err(ParamError::Mss),
+        Opt::Tos if qos::tos(&v).is_none() => Err(ParamError::Tos),
+        Opt::Dscp if qos::dscp(&v).is_none() => Err(ParamError::Dscp),
         Opt::MaxTests => server_count(&v, "max-tests", 1).map(|_| ()),
         Opt::Queue => server_count(&v, "queue", 0).map(|_| ()),
         _ => Ok(()),
@@ -251,6 +256,12 @@ fn client(
         Some(t) => Some(parse_size(&t)? as u32).filter(|w| *w > 0),
         None => None,
     };
+    // -S and --dscp both set the TOS byte; the last one on the line wins.
+    let tos = raw.occurrences.iter().rev().find_map(|o| match o.spec.id {
+        Opt::Tos => qos::tos(&value(o)),
+        Opt::Dscp => qos::dscp(&value(o)),
+        _ => None,
+    });
     Ok(ClientConfig {
         host: raw.text(Opt::Client).unwrap_or_default(),
         protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
@@ -272,6 +283,10 @@ fn client(
         dont_fragment: raw.has(Opt::DontFragment),
         window,
         gsro: raw.has(Opt::Gsro),
+        congestion: raw.text(Opt::Congestion),
+        mss: raw.text(Opt::SetMss).map(|m| atoi(&m)).filter(|m| *m != 0),
+        nodelay: raw.has(Opt::NoDelay),
+        tos: tos.filter(|t| *t != 0),
     })
 }
 

@@ -339,6 +339,7 @@ impl Client<'_> {
                     };
                     IperfError::from_io(code, &e)
                 })?;
+                crate::sockopts::apply_tos(&s, self.server.is_ipv6(), &self.params)?;
                 if self.cc.dont_fragment && self.server.is_ipv4() {
                     rperf3_sys::sockopt::set_dont_fragment(&s)
                         .map_err(|e| IperfError::from_io(IE_SET_DONT_FRAGMENT, &e))?;
@@ -349,10 +350,10 @@ impl Client<'_> {
                     self.server,
                     self.common.bind.as_deref(),
                     dev,
+                    &self.params,
                     &self.cookie,
                     left.min(STREAM_CONNECT_TIMEOUT),
-                )
-                .map_err(|e| IperfError::from_io(IE_STREAM_CONNECT, &e))?;
+                )?;
                 if let Some(w) = self.cc.window {
                     rperf3_sys::net::set_buffer_sizes(&s, w as usize)
                         .map_err(|e| IperfError::from_io(IE_SET_BUF, &e))?;

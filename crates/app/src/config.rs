@@ -169,4 +169,12 @@ pub struct ClientConfig {
     pub window: Option<u32>,
     /// `--gsro`
     pub gsro: bool,
+    /// `-C`: TCP congestion control algorithm for the data streams.
+    pub congestion: Option<String>,
+    /// `-M`: TCP_MAXSEG for the data streams (iperf3 passes any nonzero value on).
+    pub mss: Option<i32>,
+    /// `-N`: TCP_NODELAY on the data streams.
+    pub nodelay: bool,
+    /// `-S` / `--dscp`: the IP TOS byte of the data streams, `None` if unset or 0.
+    pub tos: Option<u8>,
 }

@@ -15,6 +15,7 @@ pub mod interrupt;
 pub mod sampler;
 pub mod session;
 pub mod setup;
+pub mod sockopts;
 pub mod streams;
 pub mod testrun;
 pub mod ticker;

@@ -6,6 +6,7 @@
 //! failure ends only this session: it is reported and the host goes on.
 
 use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -291,8 +292,12 @@ impl Session {
         if a.params.window > 0 {
             let _ = rperf3_sys::net::set_buffer_sizes(&conn, a.params.window as usize);
         }
-        if a.params.nodelay {
-            let _ = conn.set_nodelay(true);
+        let v6 = conn.local_addr().is_ok_and(|l| l.is_ipv6());
+        let applied = crate::sockopts::apply_tcp(conn.as_fd(), v6, &a.params, true)?;
+        if applied.congestion_missing {
+            self.d
+                .rep
+                .warning("TCP congestion control algorithm not supported");
         }
         let i = streams.len();
         let s = LiveStream::tcp(conn, i, a.roles[i])
@@ -314,6 +319,8 @@ impl Session {
         let window = (p.window > 0).then_some(p.window as u32);
         crate::udp_setup::size_buffers(&sock, p.len.max(1) as usize, window)
             .map_err(|e| IperfError::from_io(IE_STREAM_ACCEPT, &e))?;
+        let v6 = sock.local_addr().is_ok_and(|l| l.is_ipv6());
+        crate::sockopts::apply_tos(&sock, v6, p)?;
         if p.dont_fragment && self.peer.is_ipv4() {
             let _ = rperf3_sys::sockopt::set_dont_fragment(&sock);
         }

@@ -48,6 +48,10 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
         udp_counters_64bit: cc.udp_counters_64bit,
         repeating_payload: cc.repeating_payload,
         dont_fragment: cc.dont_fragment,
+        congestion: cc.congestion.clone(),
+        mss: cc.mss.unwrap_or(0),
+        nodelay: cc.nodelay,
+        tos: cc.tos.map_or(0, i32::from),
         ..TestParams::default()
     };
     match cc.end {

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,9 +11,11 @@ use rperf3_engine::counters::{CounterSnapshot, StreamCounters};
 use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
 use rperf3_engine::worker::Worker;
-use rperf3_proto::UdpRecvStats;
+use rperf3_proto::{IperfError, TestParams, UdpRecvStats, IE_STREAM_CONNECT};
 use rperf3_report::input::StreamInfo;
-use rperf3_sys::net::unmap;
+
+use crate::sockopts::apply_tcp;
+use rperf3_sys::net::{connect_tcp_prepared, unmap, Prepared};
 use rperf3_sys::tcp_info::{tcp_info, TcpInfo};
 
 /// The protocol stream id of the `index`-th stream (0-based): 1, 3, 4, 5, ...
@@ -219,18 +221,30 @@ fn stream_info(
     }
 }
 
-/// Opens one client TCP data stream: connect, then the 37-byte cookie.
+/// Opens one client TCP data stream: the test's socket options, connect, then
+/// the 37-byte cookie.
 pub fn connect_tcp_stream(
     server: SocketAddr,
     bind: Option<&str>,
     device: Option<&str>,
+    params: &TestParams,
     cookie: &[u8],
     timeout: Duration,
-) -> io::Result<TcpStream> {
-    let mut s = rperf3_sys::net::connect_tcp(&[server], bind, 0, device, Some(timeout))?;
-    s.set_write_timeout(Some(timeout))?;
-    s.write_all(cookie)?;
-    s.set_write_timeout(None)?;
+) -> Result<TcpStream, IperfError> {
+    let prepare = |fd: BorrowedFd<'_>, v6: bool| apply_tcp(fd, v6, params, false).map(drop);
+    let mut s =
+        connect_tcp_prepared(&[server], bind, 0, device, Some(timeout), &prepare).map_err(|e| {
+            match e {
+                Prepared::Options(e) => e,
+                Prepared::Connect(e) => IperfError::from_io(IE_STREAM_CONNECT, &e),
+            }
+        })?;
+    let mut cookie_write = || -> io::Result<()> {
+        s.set_write_timeout(Some(timeout))?;
+        s.write_all(cookie)?;
+        s.set_write_timeout(None)
+    };
+    cookie_write().map_err(|e| IperfError::from_io(IE_STREAM_CONNECT, &e))?;
     Ok(s)
 }
 

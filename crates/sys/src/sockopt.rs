@@ -1,7 +1,9 @@
-//! Socket options that socket2 does not wrap.
+//! Socket options of data streams, and the ones socket2 does not wrap.
 
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
+
+use socket2::SockRef;
 
 fn set_int(fd: &impl AsRawFd, level: i32, name: i32, value: i32) -> io::Result<()> {
     // SAFETY: passes a pointer to a live i32 and its exact size; the kernel only reads it.
@@ -31,11 +33,61 @@ pub fn set_dont_fragment(fd: &impl AsRawFd) -> io::Result<()> {
     )
 }
 
+/// Sets TCP_NODELAY (`-N`).
+pub fn set_nodelay(fd: &impl AsFd) -> io::Result<()> {
+    SockRef::from(fd).set_tcp_nodelay(true)
+}
+
+/// Sets TCP_MAXSEG (`-M`). A negative value is passed on as iperf3 does, so the
+/// kernel refuses it with its own error.
+pub fn set_mss(fd: &impl AsRawFd, mss: i32) -> io::Result<()> {
+    set_int(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, mss)
+}
+
+/// Sets TCP_CONGESTION (`-C`). ENOENT means this host lacks the algorithm.
+pub fn set_congestion(fd: &impl AsFd, algo: &str) -> io::Result<()> {
+    SockRef::from(fd).set_tcp_congestion(algo.as_bytes())
+}
+
+/// Whether a [`set_congestion`] error means the host lacks that algorithm.
+pub fn lacks_algorithm(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOENT)
+}
+
+/// Sets the TOS byte (`-S`, `--dscp`): IPV6_TCLASS on IPv6 sockets, IP_TOS else.
+/// An IPv6 socket that may carry IPv4 (mapped addresses) gets both.
+pub fn set_tos(fd: &impl AsFd, v6: bool, tos: u8) -> io::Result<()> {
+    let r = SockRef::from(fd);
+    if v6 {
+        r.set_tclass_v6(u32::from(tos))?;
+        // A dual-stack socket talking IPv4 reads IP_TOS; failing here is harmless.
+        let _ = r.set_tos_v4(u32::from(tos));
+        Ok(())
+    } else {
+        r.set_tos_v4(u32::from(tos))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn dont_fragment_on_udp_v4() {
         let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         super::set_dont_fragment(&u).unwrap();
+    }
+
+    #[test]
+    fn tcp_options_take_effect() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        super::set_nodelay(&s).unwrap();
+        assert!(s.nodelay().unwrap());
+        super::set_congestion(&s, "reno").unwrap();
+        assert_eq!(crate::net::tcp_congestion(&s).as_deref(), Some("reno"));
+        let e = super::set_congestion(&s, "no-such-algo").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+        super::set_tos(&s, false, 0x20).unwrap();
+        assert_eq!(socket2::SockRef::from(&s).tos_v4().unwrap(), 0x20);
+        assert!(super::set_mss(&s, -5).is_err());
     }
 }
