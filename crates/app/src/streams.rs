@@ -28,6 +28,9 @@ pub fn stream_id(index: usize) -> u32 {
     }
 }
 
+/// The smallest TCP block sent with sendfile.
+const MIN_ZEROCOPY_BLOCK: usize = 16 * 1024;
+
 /// A data socket.
 #[derive(Debug, Clone)]
 pub enum DataSock {
@@ -59,7 +62,7 @@ pub struct SendSpec {
     pub pacer: Option<Pacer>,
     /// `--repeating-payload`.
     pub repeating: bool,
-    /// UDP: datagrams per burst (`-b rate/N`).
+    /// Blocks (TCP) or datagrams (UDP) per burst (`-b rate/N`).
     pub burst: u32,
     /// UDP: 64-bit sequence numbers.
     pub counters_64bit: bool,
@@ -155,11 +158,23 @@ impl LiveStream {
                 let s = s.clone();
                 if self.info.sender {
                     let buf = rperf3_engine::payload::make(send.blksize, send.repeating);
-                    // Zero-copy sends when the OS allows; plain writes otherwise.
-                    let file = rperf3_sys::zerocopy::PayloadFile::new(&buf).ok();
-                    let pacer = send.pacer;
+                    // Zero-copy sends when the OS allows, for large blocks only:
+                    // small sendfile calls leave as small segments, where small
+                    // writes coalesce as iperf3's do (`-l 100 -b R/N`).
+                    let file = (send.blksize >= MIN_ZEROCOPY_BLOCK)
+                        .then(|| rperf3_sys::zerocopy::PayloadFile::new(&buf).ok())
+                        .flatten();
+                    let (pacer, burst) = (send.pacer, send.burst);
                     Worker::spawn(name, ctl.clone(), true, move |c| {
-                        rperf3_engine::tcp::send_loop(&s, &buf, file.as_ref(), pacer, c, &counters)
+                        rperf3_engine::tcp::send_loop(
+                            &s,
+                            &buf,
+                            file.as_ref(),
+                            pacer,
+                            burst,
+                            c,
+                            &counters,
+                        )
                     })
                 } else {
                     Worker::spawn(name, ctl.clone(), false, move |c| {
