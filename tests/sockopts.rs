@@ -89,7 +89,7 @@ fn parse_segment(line: &str) -> Option<Segment> {
 }
 
 /// Payload bytes sent from `port` (server side) or to it (client side).
-fn payload<'a>(segs: &'a [Segment], from_server: bool, port: u16) -> Vec<&'a Segment> {
+fn payload(segs: &[Segment], from_server: bool, port: u16) -> Vec<&Segment> {
     segs.iter()
         .filter(|s| {
             s.len > 0
