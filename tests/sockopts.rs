@@ -345,3 +345,35 @@ fn tcp_burst_writes_blocks_back_to_back() {
     let mean = mean_len(&payload(&segs, true, server.port));
     assert!(mean > 800.0, "server: mean segment {mean}");
 }
+
+/// The remote ports a `-J` server saw its data streams come from.
+fn remote_ports(server_doc: &serde_json::Value) -> Vec<u64> {
+    let mut v: Vec<u64> = server_doc["start"]["connected"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|c| c["remote_port"].as_u64()).collect())
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn cport_gives_consecutive_local_ports() {
+    if !common::require_tool("iperf3") {
+        return;
+    }
+    for peer in peers() {
+        for udp in [false, true] {
+            let server = Server::start_program(&peer, &["-1", "-J"]);
+            let base = common::free_port();
+            let (b, mut args) = (base.to_string(), vec!["-t", "1", "-P", "2", "--bidir"]);
+            args.extend(["--cport", &b]);
+            if udp {
+                args.extend(["-u", "-b", "1M"]);
+            }
+            server.client(&args).assert_ok();
+            let out = server.wait_exit(CLIENT_TIMEOUT);
+            let want: Vec<u64> = (0..4).map(|i| u64::from(base) + i).collect();
+            assert_eq!(remote_ports(&out.json()), want, "udp {udp}: {out}");
+        }
+    }
+}

@@ -267,7 +267,7 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "blocks (packets) to send (instead of -t or -n)"),
     row!(Length, Some('l'), "length", NO, Required, Client, true, true, "#[KMG]",
         "bytes per read or write\n(default 128 KB for TCP, path MSS or 1460 for UDP)"),
-    row!(ClientPort, None, "cport", NO, Required, Client, false, false, "<port>",
+    row!(ClientPort, None, "cport", NO, Required, Client, false, true, "<port>",
         "local port of the data streams"),
     row!(Parallel, Some('P'), "parallel", NO, Required, Client, true, true, "#",
         "number of parallel streams (default 1)"),
@@ -556,6 +556,7 @@ mod tests {
             "no-delay",
             "tos",
             "dscp",
+            "cport",
             "max-tests",
             "queue",
         ]

@@ -88,6 +88,7 @@ fn client_defaults() {
             mss: None,
             nodelay: false,
             tos: None,
+            cport: None,
         }
     );
 }
@@ -110,6 +111,7 @@ fn socket_options() {
     );
     assert_eq!(client(&["-c", "h", "--dscp", "10"]).tos, Some(40));
     assert_eq!(client(&["-c", "h", "-S", "0"]).tos, None);
+    assert_eq!(client(&["-c", "h", "--cport", "6300"]).cport, Some(6300));
     assert_eq!(
         client(&["-c", "h", "--linux-congestion", "cubic"])
             .congestion

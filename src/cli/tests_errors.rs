@@ -72,6 +72,14 @@ fn value_errors_with_iperf3_texts() {
             "TCP MSS too large (maximum = 32767 bytes)",
         ),
         (
+            &["-c", "h", "--cport", "0"],
+            "port number must be between 1 and 65535 inclusive",
+        ),
+        (
+            &["-c", "h", "--cport", "70000"],
+            "port number must be between 1 and 65535 inclusive",
+        ),
+        (
             &["-c", "h", "-S", "256"],
             "bad TOS value (must be between 0 and 255 inclusive)",
         ),

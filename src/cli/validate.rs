@@ -79,7 +79,7 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
     }
     let v = value(occ);
     match spec.id {
-        Opt::Port if !(1..=65535).contains(&atoi(&v)) => Err(ParamError::BadPort),
+        Opt::Port | Opt::ClientPort if !(1..=65535).contains(&atoi(&v)) => Err(ParamError::BadPort),
         Opt::Format if !v.starts_with(['k', 'm', 'g', 't', 'K', 'M', 'G', 'T']) => {
             Err(ParamError::BadFormat)
         }
@@ -287,6 +287,9 @@ fn client(
         mss: raw.text(Opt::SetMss).map(|m| atoi(&m)).filter(|m| *m != 0),
         nodelay: raw.has(Opt::NoDelay),
         tos: tos.filter(|t| *t != 0),
+        cport: raw
+            .text(Opt::ClientPort)
+            .and_then(|p| u16::try_from(atoi(&p)).ok()),
     })
 }
 

@@ -312,6 +312,12 @@ impl Client<'_> {
         let deadline = self.d.machine.poll_timeout();
         let dev = device(self.cc, self.common);
         for (i, sender) in roles.into_iter().enumerate() {
+            // --cport P: stream i binds P+i (a port past 65535 falls back to any).
+            let local_port = self
+                .cc
+                .cport
+                .and_then(|p| u16::try_from(usize::from(p) + i).ok())
+                .unwrap_or(0);
             if intr.triggered() {
                 return Err(self.interrupted());
             }
@@ -326,6 +332,7 @@ impl Client<'_> {
                 let s = crate::udp_setup::connect_stream(
                     self.server,
                     self.common.bind.as_deref(),
+                    local_port,
                     dev,
                     len,
                     self.cc.window,
@@ -349,6 +356,7 @@ impl Client<'_> {
                 let s = connect_tcp_stream(
                     self.server,
                     self.common.bind.as_deref(),
+                    local_port,
                     dev,
                     &self.params,
                     &self.cookie,

@@ -177,4 +177,6 @@ pub struct ClientConfig {
     pub nodelay: bool,
     /// `-S` / `--dscp`: the IP TOS byte of the data streams, `None` if unset or 0.
     pub tos: Option<u8>,
+    /// `--cport`: local port of the first data stream; the others follow it.
+    pub cport: Option<u16>,
 }

@@ -241,18 +241,17 @@ fn stream_info(
 pub fn connect_tcp_stream(
     server: SocketAddr,
     bind: Option<&str>,
+    local_port: u16,
     device: Option<&str>,
     params: &TestParams,
     cookie: &[u8],
     timeout: Duration,
 ) -> Result<TcpStream, IperfError> {
     let prepare = |fd: BorrowedFd<'_>, v6: bool| apply_tcp(fd, v6, params, false).map(drop);
-    let mut s =
-        connect_tcp_prepared(&[server], bind, 0, device, Some(timeout), &prepare).map_err(|e| {
-            match e {
-                Prepared::Options(e) => e,
-                Prepared::Connect(e) => IperfError::from_io(IE_STREAM_CONNECT, &e),
-            }
+    let mut s = connect_tcp_prepared(&[server], bind, local_port, device, Some(timeout), &prepare)
+        .map_err(|e| match e {
+            Prepared::Options(e) => e,
+            Prepared::Connect(e) => IperfError::from_io(IE_STREAM_CONNECT, &e),
         })?;
     let mut cookie_write = || -> io::Result<()> {
         s.set_write_timeout(Some(timeout))?;
