@@ -147,8 +147,10 @@ mod tests {
         let listen = SocketAddr::from(([127, 0, 0, 1], port));
         let mut acc = UdpAcceptor::bind(listen, None).unwrap();
         let client = std::thread::spawn(move || {
-            let a = connect_stream(listen, None, None, 100, None, Duration::from_secs(5)).unwrap();
-            let b = connect_stream(listen, None, None, 100, None, Duration::from_secs(5)).unwrap();
+            let a =
+                connect_stream(listen, None, 0, None, 100, None, Duration::from_secs(5)).unwrap();
+            let b =
+                connect_stream(listen, None, 0, None, 100, None, Duration::from_secs(5)).unwrap();
             (a.local_addr().unwrap(), b.local_addr().unwrap())
         });
         let s1 = acc
