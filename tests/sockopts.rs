@@ -377,3 +377,71 @@ fn cport_gives_consecutive_local_ports() {
         }
     }
 }
+
+/// Received bits/s in a client's `-J` document (the receiver's own figure).
+fn received_bps(doc: &serde_json::Value) -> f64 {
+    doc["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn fq_rate_paces_the_sender_in_both_roles() {
+    if !common::require_tool("iperf3") {
+        return;
+    }
+    let near = |bps: f64| (30e6..=50e6).contains(&bps);
+    let server = Server::start_program(Path::new("iperf3"), &["-1"]);
+    let out = server.client(&["-t", "2", "-J", "--fq-rate", "40M"]);
+    out.assert_ok();
+    assert!(near(received_bps(&out.json())), "{out}");
+
+    for peer in peers() {
+        let server = Server::start(&["-1"]);
+        let out = stock_client(&peer, &server, &["-t", "2", "-J", "-R", "--fq-rate", "40M"]);
+        out.assert_ok();
+        assert!(near(received_bps(&out.json())), "{out}");
+    }
+}
+
+/// `ss -tno` lines of connections with `port` at the chosen end, once a
+/// keepalive timer shows (or after 8 s).
+fn ss_keepalive(port: u16, local: bool) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(8);
+    loop {
+        let seen = ss_lines(port, local);
+        if seen.contains("keepalive") || std::time::Instant::now() > deadline {
+            return seen;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn ss_lines(port: u16, local: bool) -> String {
+    let side = if local { "sport" } else { "dport" };
+    let filter = format!("( {side} = :{port} )");
+    let out = std::process::Command::new("ss")
+        .args(["-tno", "state", "established", &filter])
+        .output()
+        .expect("ss");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn cntl_ka_keeps_the_control_connection_alive_in_both_roles() {
+    if !(common::require_tool("iperf3") && common::require_tool("ss")) {
+        return;
+    }
+    // The client's control connection is the only one with a keepalive timer.
+    let server = Server::start_program(Path::new("iperf3"), &["-1"]);
+    let client = server.spawn_client(&["-t", "3", "--cntl-ka=30/5/3"]);
+    let seen = ss_keepalive(server.port, false);
+    assert_eq!(seen.matches("timer:(keepalive").count(), 1, "{seen}");
+    client.finish(CLIENT_TIMEOUT).assert_ok();
+
+    let server = Server::start(&["-1", "--cntl-ka=30/5/3"]);
+    let client = Proc::spawn("iperf3", &server.args(&["-t", "3"]));
+    let seen = ss_keepalive(server.port, true);
+    assert_eq!(seen.matches("timer:(keepalive").count(), 1, "{seen}");
+    client.finish(CLIENT_TIMEOUT).assert_ok();
+}

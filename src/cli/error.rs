@@ -55,6 +55,13 @@ pub(crate) enum ParamError {
     RcvTimeoutReceiverOnly,
     /// 40: `--dscp` neither 0..=63 nor a known name.
     Dscp,
+    /// 33: `--snd-timeout` out of 0..=86400000 ms.
+    SndTimeout,
+    /// 36: `--cntl-ka` idle time not above interval × count.
+    CntlKa,
+    /// A negative `--pacing-timer`: iperf3 refuses it without setting an error
+    /// number, so its message is the one for no error.
+    PacingTimer,
     /// 38: a size or rate that does not parse.
     Unit(UnitError),
     /// An iperf3 option rperf3 does not implement yet (no iperf3 number): its long name.
@@ -102,6 +109,9 @@ impl ParamError {
             Self::BadPort => 26,
             Self::RcvTimeout => 31,
             Self::RcvTimeoutReceiverOnly => 32,
+            Self::SndTimeout => 33,
+            Self::CntlKa => 36,
+            Self::PacingTimer => 0,
             Self::Unit(_) => 38,
             Self::Dscp => 40,
             Self::Unsupported(_) | Self::BadCount(..) => return None,
@@ -160,6 +170,12 @@ impl fmt::Display for ParamError {
             Self::RcvTimeoutReceiverOnly => {
                 f.write_str("client receive timeout is valid only in receiving mode: ")
             }
+            Self::SndTimeout => f.write_str("send timeout value is incorrect or not in range: "),
+            Self::CntlKa => f.write_str(
+                "control connection Keepalive period should be larger than the full retry \
+                 period (interval * count): ",
+            ),
+            Self::PacingTimer => f.write_str("no error"),
             Self::Unit(e) => e.fmt(f),
             Self::Unsupported(long) => write!(f, "option --{long} is not supported yet"),
             Self::BadCount(long, min) => {

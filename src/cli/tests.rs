@@ -88,6 +88,8 @@ fn client_defaults() {
             mss: None,
             nodelay: false,
             tos: None,
+            fq_rate: 0,
+            pacing_timer: None,
             cport: None,
         }
     );
@@ -112,6 +114,16 @@ fn socket_options() {
     assert_eq!(client(&["-c", "h", "--dscp", "10"]).tos, Some(40));
     assert_eq!(client(&["-c", "h", "-S", "0"]).tos, None);
     assert_eq!(client(&["-c", "h", "--cport", "6300"]).cport, Some(6300));
+    let c = client(&["-c", "h", "--fq-rate", "40M", "--pacing-timer", "2K"]);
+    assert_eq!((c.fq_rate, c.pacing_timer), (40_000_000, Some(2048)));
+    assert_eq!(
+        client(&["-c", "h", "--fq-rate", "40M", "--no-fq-socket-pacing"]).fq_rate,
+        0
+    );
+    assert_eq!(
+        client(&["-c", "h", "--no-fq-socket-pacing", "--fq-rate", "1M"]).fq_rate,
+        1_000_000
+    );
     assert_eq!(
         client(&["-c", "h", "--linux-congestion", "cubic"])
             .congestion

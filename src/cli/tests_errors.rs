@@ -72,6 +72,24 @@ fn value_errors_with_iperf3_texts() {
             "TCP MSS too large (maximum = 32767 bytes)",
         ),
         (
+            &["-c", "h", "--snd-timeout", "-1"],
+            "send timeout value is incorrect or not in range: ",
+        ),
+        (
+            &["-c", "h", "--snd-timeout", "86400001"],
+            "send timeout value is incorrect or not in range: ",
+        ),
+        (
+            &["-c", "h", "--cntl-ka=1/2/3"],
+            "control connection Keepalive period should be larger than the full retry \
+             period (interval * count): ",
+        ),
+        (&["-c", "h", "--pacing-timer", "-5"], "no error"),
+        (
+            &["-c", "h", "--fq-rate", "abc"],
+            "invalid unit value or suffix: 'abc'",
+        ),
+        (
             &["-c", "h", "--cport", "0"],
             "port number must be between 1 and 65535 inclusive",
         ),

@@ -69,6 +69,21 @@ fn server_count(v: &str, long: &'static str, min: i64) -> Result<usize, ParamErr
     }
 }
 
+/// `--cntl-ka[=idle/intvl/cnt]`: the three parts (0 = the system's value).
+fn cntl_ka(v: Option<&str>) -> Result<[u32; 3], ParamError> {
+    let mut parts = [0u32; 3];
+    if let Some(v) = v {
+        for (slot, text) in parts.iter_mut().zip(v.split('/')) {
+            *slot = atoi(text).max(0).unsigned_abs();
+        }
+    }
+    let [idle, intvl, cnt] = parts;
+    if idle > 0 && u64::from(intvl) * u64::from(cnt) >= u64::from(idle) {
+        return Err(ParamError::CntlKa);
+    }
+    Ok(parts)
+}
+
 /// The checks iperf3 makes as it meets each option. `raw` holds the options met
 /// before this one.
 pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), ParamError> {
@@ -117,6 +132,14 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
         Opt::SetMss if atoi(&v) > MAX_MSS => Err(ParamError::Mss),
         Opt::Tos if qos::tos(&v).is_none() => Err(ParamError::Tos),
         Opt::Dscp if qos::dscp(&v).is_none() => Err(ParamError::Dscp),
+        Opt::FqRate => to_count(parse_rate(&v)?, &v)
+            .map(|_| ())
+            .map_err(Into::into),
+        Opt::PacingTimer if parse_size(&v)? < 0.0 => Err(ParamError::PacingTimer),
+        Opt::SndTimeout if !(0..=MAX_TIME * 1000).contains(&atoi(&v)) => {
+            Err(ParamError::SndTimeout)
+        }
+        Opt::CntlKa => cntl_ka(occ.value.as_ref().map(|_| v.as_str())).map(|_| ()),
         Opt::MaxTests => server_count(&v, "max-tests", 1).map(|_| ()),
         Opt::Queue => server_count(&v, "queue", 0).map(|_| ()),
         _ => Ok(()),
@@ -185,6 +208,9 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
 
     let output = output(raw);
     let mut warnings = Vec::new();
+    if raw.has(Opt::NoFqSocketPacing) {
+        warnings.push("Warning:  --no-fq-socket-pacing is deprecated".into());
+    }
     if output.json {
         if output.format.is_some() {
             warnings.push("warning: Report format (-f) flag ignored with JSON output (-J)".into());
@@ -222,7 +248,7 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
     };
     let config = Config {
         role,
-        common: common(raw),
+        common: common(raw)?,
         output,
     };
     Ok((config, warnings))
@@ -287,13 +313,27 @@ fn client(
         mss: raw.text(Opt::SetMss).map(|m| atoi(&m)).filter(|m| *m != 0),
         nodelay: raw.has(Opt::NoDelay),
         tos: tos.filter(|t| *t != 0),
+        // --no-fq-socket-pacing is --fq-rate 0; the last of the two wins.
+        fq_rate: match raw
+            .occurrences
+            .iter()
+            .rev()
+            .find(|o| matches!(o.spec.id, Opt::FqRate | Opt::NoFqSocketPacing))
+        {
+            Some(o) if o.spec.id == Opt::FqRate => to_count(parse_rate(&value(o))?, &value(o))?,
+            _ => 0,
+        },
+        pacing_timer: raw
+            .text(Opt::PacingTimer)
+            .map(|t| parse_size(&t).map(|v| v as i32))
+            .transpose()?,
         cport: raw
             .text(Opt::ClientPort)
             .and_then(|p| u16::try_from(atoi(&p)).ok()),
     })
 }
 
-fn common(raw: &RawArgs) -> CommonConfig {
+fn common(raw: &RawArgs) -> Result<CommonConfig, ParamError> {
     let family = raw
         .occurrences
         .iter()
@@ -323,7 +363,16 @@ fn common(raw: &RawArgs) -> CommonConfig {
             },
         },
     };
-    CommonConfig {
+    Ok(CommonConfig {
+        snd_timeout_ms: raw
+            .text(Opt::SndTimeout)
+            .map_or(0, |t| atoi(&t).unsigned_abs()),
+        cntl_ka: match raw.last(Opt::CntlKa) {
+            Some(o) => Some(cntl_ka(
+                o.value.as_ref().map(|v| v.to_string_lossy()).as_deref(),
+            )?),
+            None => None,
+        },
         port: raw
             .text(Opt::Port)
             .and_then(|p| u16::try_from(atoi(&p)).ok())
@@ -333,7 +382,7 @@ fn common(raw: &RawArgs) -> CommonConfig {
         interval,
         rcv_timeout,
         debug,
-    }
+    })
 }
 
 fn output(raw: &RawArgs) -> OutputConfig {

@@ -96,6 +96,7 @@ fn connect(
         cc.connect_timeout,
     )
     .map_err(|e| IperfError::from_io(IE_CONNECT, &e))?;
+    crate::sockopts::apply_keepalive(&sock, common.cntl_ka);
     let server = sock
         .peer_addr()
         .map_err(|e| IperfError::from_io(IE_CONNECT, &e))?;
@@ -347,6 +348,7 @@ impl Client<'_> {
                     IperfError::from_io(code, &e)
                 })?;
                 crate::sockopts::apply_tos(&s, self.server.is_ipv6(), &self.params)?;
+                crate::sockopts::apply_pacing(&s, &self.params);
                 if self.cc.dont_fragment && self.server.is_ipv4() {
                     rperf3_sys::sockopt::set_dont_fragment(&s)
                         .map_err(|e| IperfError::from_io(IE_SET_DONT_FRAGMENT, &e))?;
@@ -362,6 +364,7 @@ impl Client<'_> {
                     &self.cookie,
                     left.min(STREAM_CONNECT_TIMEOUT),
                 )?;
+                crate::sockopts::apply_snd_timeout(&s, self.common.snd_timeout_ms);
                 if let Some(w) = self.cc.window {
                     rperf3_sys::net::set_buffer_sizes(&s, w as usize)
                         .map_err(|e| IperfError::from_io(IE_SET_BUF, &e))?;

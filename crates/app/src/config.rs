@@ -53,6 +53,11 @@ pub struct CommonConfig {
     pub rcv_timeout: Duration,
     /// `-d[=level]`: debug output level, 0 = off.
     pub debug: u8,
+    /// `--snd-timeout` ms: TCP_USER_TIMEOUT on data streams, 0 = the system's.
+    pub snd_timeout_ms: u32,
+    /// `--cntl-ka[=idle/intvl/cnt]`: keepalive on the control connection (0 = the
+    /// system's value for that part).
+    pub cntl_ka: Option<[u32; 3]>,
 }
 
 /// Output options.
@@ -177,6 +182,10 @@ pub struct ClientConfig {
     pub nodelay: bool,
     /// `-S` / `--dscp`: the IP TOS byte of the data streams, `None` if unset or 0.
     pub tos: Option<u8>,
+    /// `--fq-rate` bits/s (0: none): SO_MAX_PACING_RATE on the data streams.
+    pub fq_rate: u64,
+    /// `--pacing-timer` µs (sent; iperf3 3.21 servers no longer use it).
+    pub pacing_timer: Option<i32>,
     /// `--cport`: local port of the first data stream; the others follow it.
     pub cport: Option<u16>,
 }

@@ -94,6 +94,7 @@ impl Session {
         limits: ServerLimits,
     ) -> std::io::Result<Self> {
         let now = Instant::now();
+        crate::sockopts::apply_keepalive(&s.conn, common.cntl_ka);
         let ctrl = Ctrl::new(s.conn)?;
         let machine = ServerMachine::new(limits, PhaseLimits::default(), now);
         Ok(Self {
@@ -294,6 +295,7 @@ impl Session {
         }
         let v6 = conn.local_addr().is_ok_and(|l| l.is_ipv6());
         let applied = crate::sockopts::apply_tcp(conn.as_fd(), v6, &a.params, true)?;
+        crate::sockopts::apply_snd_timeout(&conn, self.common.snd_timeout_ms);
         if applied.congestion_missing {
             self.d
                 .rep
@@ -321,6 +323,7 @@ impl Session {
             .map_err(|e| IperfError::from_io(IE_STREAM_ACCEPT, &e))?;
         let v6 = sock.local_addr().is_ok_and(|l| l.is_ipv6());
         crate::sockopts::apply_tos(&sock, v6, p)?;
+        crate::sockopts::apply_pacing(&sock, p);
         if p.dont_fragment && self.peer.is_ipv4() {
             let _ = rperf3_sys::sockopt::set_dont_fragment(&sock);
         }

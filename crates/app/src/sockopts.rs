@@ -44,7 +44,30 @@ pub fn apply_tcp(
         }
     }
     apply_tos(fd, v6, p)?;
+    apply_pacing(fd, p);
     Ok(out)
+}
+
+/// `fqrate`: SO_MAX_PACING_RATE in bytes/s. iperf3 only warns when the kernel
+/// refuses it (in debug mode), so a failure here is not an error either.
+pub fn apply_pacing(fd: impl AsFd, p: &TestParams) {
+    if p.fqrate / 8 > 0 {
+        let _ = sockopt::set_max_pacing_rate(&fd.as_fd(), p.fqrate / 8);
+    }
+}
+
+/// `--snd-timeout`: TCP_USER_TIMEOUT on a data stream (0: the system's).
+pub fn apply_snd_timeout(fd: impl AsFd, ms: u32) {
+    if ms > 0 {
+        let _ = sockopt::set_user_timeout(&fd, ms);
+    }
+}
+
+/// `--cntl-ka`: keepalive on the control connection.
+pub fn apply_keepalive(fd: impl AsFd, ka: Option<[u32; 3]>) {
+    if let Some([idle, intvl, cnt]) = ka {
+        let _ = sockopt::set_keepalive(&fd, idle, intvl, cnt);
+    }
 }
 
 /// The TOS byte (`TOS`), on TCP and UDP streams alike.

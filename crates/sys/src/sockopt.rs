@@ -49,6 +49,40 @@ pub fn set_congestion(fd: &impl AsFd, algo: &str) -> io::Result<()> {
     SockRef::from(fd).set_tcp_congestion(algo.as_bytes())
 }
 
+/// Sets SO_MAX_PACING_RATE in bytes/s (`--fq-rate`); like iperf3, an unsigned
+/// 32-bit value, so rates above 4 GB/s saturate.
+pub fn set_max_pacing_rate(fd: &impl AsRawFd, bytes_per_sec: u64) -> io::Result<()> {
+    let v = u32::try_from(bytes_per_sec).unwrap_or(u32::MAX);
+    // The kernel reads the 4 bytes as an unsigned value; the cast keeps the bits.
+    set_int(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, v as i32)
+}
+
+/// Sets TCP_USER_TIMEOUT (`--snd-timeout`): how long sent data may stay
+/// unacknowledged before the connection is dropped.
+pub fn set_user_timeout(fd: &impl AsFd, ms: u32) -> io::Result<()> {
+    let t = std::time::Duration::from_millis(u64::from(ms));
+    SockRef::from(fd).set_tcp_user_timeout(Some(t))
+}
+
+/// Turns SO_KEEPALIVE on (`--cntl-ka`), with TCP_KEEPIDLE, TCP_KEEPINTVL and
+/// TCP_KEEPCNT where nonzero (zero keeps the system's value).
+pub fn set_keepalive(fd: &impl AsFd, idle_s: u32, intvl_s: u32, count: u32) -> io::Result<()> {
+    let r = SockRef::from(fd);
+    r.set_keepalive(true)?;
+    let secs = |s: u32| std::time::Duration::from_secs(u64::from(s));
+    let mut ka = socket2::TcpKeepalive::new();
+    if idle_s > 0 {
+        ka = ka.with_time(secs(idle_s));
+    }
+    if intvl_s > 0 {
+        ka = ka.with_interval(secs(intvl_s));
+    }
+    if count > 0 {
+        ka = ka.with_retries(count);
+    }
+    r.set_tcp_keepalive(&ka)
+}
+
 /// Whether a [`set_congestion`] error means the host lacks that algorithm.
 pub fn lacks_algorithm(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ENOENT)
@@ -89,5 +123,9 @@ mod tests {
         super::set_tos(&s, false, 0x20).unwrap();
         assert_eq!(socket2::SockRef::from(&s).tos_v4().unwrap(), 0x20);
         assert!(super::set_mss(&s, -5).is_err());
+        super::set_max_pacing_rate(&s, 1_000_000).unwrap();
+        super::set_user_timeout(&s, 5000).unwrap();
+        super::set_keepalive(&s, 30, 5, 3).unwrap();
+        assert!(socket2::SockRef::from(&s).keepalive().unwrap());
     }
 }
