@@ -445,3 +445,51 @@ fn cntl_ka_keeps_the_control_connection_alive_in_both_roles() {
     assert_eq!(seen.matches("timer:(keepalive").count(), 1, "{seen}");
     client.finish(CLIENT_TIMEOUT).assert_ok();
 }
+
+#[test]
+fn bind_dev_binds_every_socket_to_the_device() {
+    if !(common::require_tool("iperf3") && common::require_tool("ss")) {
+        return;
+    }
+    // ss writes a socket bound to a device as ADDR%DEV.
+    let server = Server::start(&["-1", "--bind-dev", "lo"]);
+    let filter = format!("( sport = :{} )", server.port);
+    let ss = |args: &[&str]| {
+        let out = std::process::Command::new("ss")
+            .args(args)
+            .output()
+            .expect("ss");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let listening = ss(&["-tln", &filter]);
+    assert!(listening.contains("%lo:"), "{listening}");
+    let client = server.spawn_client(&["-t", "3", "--bind-dev", "lo"]);
+    let filter = format!("( dport = :{} )", server.port);
+    let deadline = std::time::Instant::now() + Duration::from_secs(8);
+    let mut seen = String::new();
+    while std::time::Instant::now() < deadline {
+        seen = ss(&["-tn", "state", "established", &filter]);
+        if seen.matches("127.0.0.1%lo:").count() >= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        seen.matches("127.0.0.1%lo:").count(),
+        2,
+        "control and data: {seen}"
+    );
+    client.finish(CLIENT_TIMEOUT).assert_ok();
+
+    let out = server_less_client(&["--bind-dev", "no-such-dev"]);
+    assert_eq!(out.code(), Some(1), "{out}");
+    assert!(out.stderr.contains("No such device"), "{out}");
+}
+
+/// A client run against a port nobody listens on.
+fn server_less_client(extra: &[&str]) -> Output {
+    let port = common::free_port().to_string();
+    let mut args = vec!["-c", "127.0.0.1", "-p", &port, "-t", "1"];
+    args.extend_from_slice(extra);
+    common::run_client(&args, CLIENT_TIMEOUT)
+}

@@ -185,7 +185,7 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "pin to CPU n (client: m pins the server's test)"),
     row!(Bind, Some('B'), "bind", NO, Required, Both, false, true, "<host>[%<dev>]",
         "bind to the local address <host>\n(optional <dev>: also bind to that interface)"),
-    row!(BindDev, None, "bind-dev", NO, Required, Both, false, false, "<dev>",
+    row!(BindDev, None, "bind-dev", NO, Required, Both, false, true, "<dev>",
         "bind to a network interface (SO_BINDTODEVICE)"),
     row!(Verbose, Some('V'), "verbose", NO, None, Both, false, true, "",
         "more detailed output"),
@@ -562,6 +562,7 @@ mod tests {
             "no-fq-socket-pacing",
             "snd-timeout",
             "cntl-ka",
+            "bind-dev",
             "max-tests",
             "queue",
         ]

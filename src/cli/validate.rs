@@ -364,6 +364,7 @@ fn common(raw: &RawArgs) -> Result<CommonConfig, ParamError> {
         },
     };
     Ok(CommonConfig {
+        bind_dev: raw.text(Opt::BindDev),
         snd_timeout_ms: raw
             .text(Opt::SndTimeout)
             .map_or(0, |t| atoi(&t).unsigned_abs()),

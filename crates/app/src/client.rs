@@ -123,12 +123,15 @@ fn connect(
 
 /// `-c host%dev` or `-B addr%dev`: SO_BINDTODEVICE on every socket.
 fn device<'a>(cc: &'a ClientConfig, common: &'a CommonConfig) -> Option<&'a str> {
-    rperf3_sys::net::device_part(&cc.host).or_else(|| {
-        common
-            .bind
-            .as_deref()
-            .and_then(rperf3_sys::net::device_part)
-    })
+    let typed = common.bind_dev.as_deref();
+    typed
+        .or_else(|| rperf3_sys::net::device_part(&cc.host))
+        .or_else(|| {
+            common
+                .bind
+                .as_deref()
+                .and_then(rperf3_sys::net::device_part)
+        })
 }
 
 struct Client<'a> {

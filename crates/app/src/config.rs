@@ -58,6 +58,8 @@ pub struct CommonConfig {
     /// `--cntl-ka[=idle/intvl/cnt]`: keepalive on the control connection (0 = the
     /// system's value for that part).
     pub cntl_ka: Option<[u32; 3]>,
+    /// `--bind-dev`: SO_BINDTODEVICE for every socket (before any `%dev`).
+    pub bind_dev: Option<String>,
 }
 
 /// Output options.

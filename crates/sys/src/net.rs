@@ -175,11 +175,17 @@ fn try_connect<E>(
 
 /// Opens the server's TCP listener: `[::]:port` accepting IPv4 too, unless `-4`,
 /// `-6` or `-B` narrow it. SO_REUSEADDR so a restarted server can bind at once.
-pub fn listen_tcp(bind: Option<&str>, port: u16, family: Family) -> io::Result<TcpListener> {
+/// `device` (`--bind-dev`) takes precedence over a `%dev` in `bind`.
+pub fn listen_tcp(
+    bind: Option<&str>,
+    device: Option<&str>,
+    port: u16,
+    family: Family,
+) -> io::Result<TcpListener> {
     let addr = listen_addr(bind, port, family)?;
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     sock.set_reuse_address(true)?;
-    bind_device(&sock, bind.and_then(device_part))?;
+    bind_device(&sock, device.or_else(|| bind.and_then(device_part)))?;
     if addr.is_ipv6() && bind.is_none() {
         sock.set_only_v6(family == Family::V6)?;
     }
@@ -305,7 +311,7 @@ mod tests {
 
     #[test]
     fn binding_to_loopback_device_still_connects() {
-        let l = listen_tcp(Some("127.0.0.1%lo"), 0, Family::V4).unwrap();
+        let l = listen_tcp(Some("127.0.0.1%lo"), None, 0, Family::V4).unwrap();
         let port = l.local_addr().unwrap().port();
         let addrs = resolve("127.0.0.1", port, Family::V4).unwrap();
         connect_tcp(&addrs, None, 0, Some("lo"), Some(Duration::from_secs(2))).unwrap();
@@ -332,7 +338,7 @@ mod tests {
 
     #[test]
     fn listener_accepts_v4_on_dual_stack() {
-        let l = listen_tcp(None, 0, Family::Any).unwrap();
+        let l = listen_tcp(None, Some("lo"), 0, Family::Any).unwrap();
         let port = l.local_addr().unwrap().port();
         let addrs = resolve("127.0.0.1", port, Family::Any).unwrap();
         let c = connect_tcp(&addrs, None, 0, None, Some(Duration::from_secs(2))).unwrap();
