@@ -207,7 +207,7 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "give up on unacknowledged TCP data after # ms"),
     row!(CntlKa, None, "cntl-ka", NO, Optional, Both, false, true, "[=#/#/#]",
         "TCP keepalive on the control connection\n(idle seconds/interval seconds/count)"),
-    row!(Mptcp, Some('m'), "mptcp", NO, None, Client, true, false, "",
+    row!(Mptcp, Some('m'), "mptcp", NO, None, Client, true, true, "",
         "use MPTCP instead of TCP"),
     row!(Debug, Some('d'), "debug", NO, Optional, Both, false, true, "[=#]",
         "debug output (optional \"=\" and level 1-4, default 4)"),
@@ -563,6 +563,7 @@ mod tests {
             "snd-timeout",
             "cntl-ka",
             "bind-dev",
+            "mptcp",
             "max-tests",
             "queue",
         ]

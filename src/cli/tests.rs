@@ -90,6 +90,7 @@ fn client_defaults() {
             tos: None,
             fq_rate: 0,
             pacing_timer: None,
+            mptcp: false,
             cport: None,
         }
     );

@@ -327,6 +327,7 @@ fn client(
             .text(Opt::PacingTimer)
             .map(|t| parse_size(&t).map(|v| v as i32))
             .transpose()?,
+        mptcp: raw.has(Opt::Mptcp),
         cport: raw
             .text(Opt::ClientPort)
             .and_then(|p| u16::try_from(atoi(&p)).ok()),

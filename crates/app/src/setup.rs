@@ -56,6 +56,7 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
         nodelay: cc.nodelay,
         tos: cc.tos.map_or(0, i32::from),
         fqrate: cc.fq_rate,
+        mptcp: cc.mptcp && !udp,
         pacing_timer: cc.pacing_timer.unwrap_or(DEFAULT_PACING_TIMER as i32),
         ..TestParams::default()
     };

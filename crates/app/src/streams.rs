@@ -15,7 +15,7 @@ use rperf3_proto::{IperfError, TestParams, UdpRecvStats, IE_STREAM_CONNECT};
 use rperf3_report::input::StreamInfo;
 
 use crate::sockopts::apply_tcp;
-use rperf3_sys::net::{connect_tcp_prepared, unmap, Prepared};
+use rperf3_sys::net::{connect_tcp_prepared, unmap, Prepared, Transport};
 use rperf3_sys::tcp_info::{tcp_info, TcpInfo};
 
 /// The protocol stream id of the `index`-th stream (0-based): 1, 3, 4, 5, ...
@@ -248,11 +248,24 @@ pub fn connect_tcp_stream(
     timeout: Duration,
 ) -> Result<TcpStream, IperfError> {
     let prepare = |fd: BorrowedFd<'_>, v6: bool| apply_tcp(fd, v6, params, false).map(drop);
-    let mut s = connect_tcp_prepared(&[server], bind, local_port, device, Some(timeout), &prepare)
-        .map_err(|e| match e {
-            Prepared::Options(e) => e,
-            Prepared::Connect(e) => IperfError::from_io(IE_STREAM_CONNECT, &e),
-        })?;
+    let transport = if params.mptcp {
+        Transport::Mptcp
+    } else {
+        Transport::Tcp
+    };
+    let mut s = connect_tcp_prepared(
+        &[server],
+        bind,
+        local_port,
+        device,
+        Some(timeout),
+        transport,
+        &prepare,
+    )
+    .map_err(|e| match e {
+        Prepared::Options(e) => e,
+        Prepared::Connect(e) => IperfError::from_io(IE_STREAM_CONNECT, &e),
+    })?;
     let mut cookie_write = || -> io::Result<()> {
         s.set_write_timeout(Some(timeout))?;
         s.write_all(cookie)?;

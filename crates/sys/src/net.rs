@@ -107,9 +107,20 @@ pub fn connect_tcp(
     timeout: Option<Duration>,
 ) -> io::Result<TcpStream> {
     let none = |_: BorrowedFd<'_>, _: bool| Ok::<(), io::Error>(());
-    connect_tcp_prepared(addrs, bind, bind_port, device, timeout, &none).map_err(|e| match e {
-        Prepared::Options(e) | Prepared::Connect(e) => e,
-    })
+    let plain = Transport::Tcp;
+    connect_tcp_prepared(addrs, bind, bind_port, device, timeout, plain, &none)
+        .map_err(|e| match e {
+            Prepared::Options(e) | Prepared::Connect(e) => e,
+        })
+}
+
+/// The stream protocol of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Plain TCP.
+    Tcp,
+    /// Multipath TCP (`-m`); the kernel falls back to TCP if the peer lacks it.
+    Mptcp,
 }
 
 /// Why [`connect_tcp_prepared`] failed.
@@ -130,11 +141,12 @@ pub fn connect_tcp_prepared<E>(
     bind_port: u16,
     device: Option<&str>,
     timeout: Option<Duration>,
+    transport: Transport,
     prepare: &dyn Fn(BorrowedFd<'_>, bool) -> Result<(), E>,
 ) -> Result<TcpStream, Prepared<E>> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
     for addr in addrs {
-        match try_connect(addr, bind, bind_port, device, timeout, prepare) {
+        match try_connect(addr, bind, (bind_port, device), timeout, transport, prepare) {
             Ok(s) => return Ok(s),
             Err(Prepared::Connect(e)) => last = e,
             Err(e) => return Err(e),
@@ -146,13 +158,17 @@ pub fn connect_tcp_prepared<E>(
 fn try_connect<E>(
     addr: &SocketAddr,
     bind: Option<&str>,
-    bind_port: u16,
-    device: Option<&str>,
+    (bind_port, device): (u16, Option<&str>),
     timeout: Option<Duration>,
+    transport: Transport,
     prepare: &dyn Fn(BorrowedFd<'_>, bool) -> Result<(), E>,
 ) -> Result<TcpStream, Prepared<E>> {
     let io = Prepared::Connect;
-    let sock = Socket::new(Domain::for_address(*addr), Type::STREAM, None).map_err(io)?;
+    let proto = match transport {
+        Transport::Tcp => None,
+        Transport::Mptcp => Some(socket2::Protocol::MPTCP),
+    };
+    let sock = Socket::new(Domain::for_address(*addr), Type::STREAM, proto).map_err(io)?;
     bind_device(&sock, device.or_else(|| bind.and_then(device_part))).map_err(io)?;
     let local = local_for(bind, addr).map_err(io)?;
     if local.is_some() || bind_port != 0 {
