@@ -527,3 +527,60 @@ fn mptcp_data_streams_against_a_mptcp_server() {
     assert_eq!(seen.matches("tcp-ulp-mptcp").count(), 1, "{seen}");
     client.finish(CLIENT_TIMEOUT).assert_ok();
 }
+
+#[test]
+fn flowlabel_is_on_the_data_streams_packets() {
+    if !tools() {
+        return;
+    }
+    let server = Server::start_program(Path::new("iperf3"), &["-1"]);
+    let filter = format!("tcp dst port {}", server.port);
+    let args = [
+        "-i",
+        "lo",
+        "-l",
+        "-f",
+        &filter,
+        "-T",
+        "fields",
+        "-e",
+        "ipv6.flow",
+        "-e",
+        "tcp.len",
+    ];
+    let p = Proc::spawn("tshark", &args);
+    assert!(p.wait_stderr("Capturing on", Duration::from_secs(20)));
+    std::thread::sleep(Duration::from_secs(1));
+    let port = server.port.to_string();
+    let out = common::run_client(
+        &["-c", "::1", "-p", &port, "-t", "1", "-L", "0x12345"],
+        CLIENT_TIMEOUT,
+    );
+    out.assert_ok();
+    std::thread::sleep(Duration::from_millis(500));
+    p.signal(Signal::SIGINT);
+    let cap = p.finish(Duration::from_secs(20));
+    let (mut labelled, mut all) = (0u64, 0u64);
+    for l in cap.stdout.lines() {
+        let mut f = l.split('\t');
+        let (flow, len) = (f.next().unwrap_or(""), f.next().unwrap_or("0"));
+        let len: u64 = len.parse().unwrap_or(0);
+        all += len;
+        if flow == "0x012345" {
+            labelled += len;
+        }
+    }
+    assert!(
+        all > 0 && labelled * 100 >= all * 95,
+        "{labelled} of {all} bytes"
+    );
+
+    // IPv4 has no flow label: iperf3's error.
+    let server = Server::start_program(Path::new("iperf3"), &["-1"]);
+    let out = server.client(&["-t", "1", "-L", "5"]);
+    assert_eq!(out.code(), Some(1), "{out}");
+    assert!(
+        out.stderr.contains("unable to set IPv6 flow label"),
+        "{out}"
+    );
+}

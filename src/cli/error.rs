@@ -62,6 +62,8 @@ pub(crate) enum ParamError {
     /// A negative `--pacing-timer`: iperf3 refuses it without setting an error
     /// number, so its message is the one for no error.
     PacingTimer,
+    /// 127: `-L` not within 1..=0xFFFFF.
+    FlowLabel,
     /// 38: a size or rate that does not parse.
     Unit(UnitError),
     /// An iperf3 option rperf3 does not implement yet (no iperf3 number): its long name.
@@ -112,6 +114,7 @@ impl ParamError {
             Self::SndTimeout => 33,
             Self::CntlKa => 36,
             Self::PacingTimer => 0,
+            Self::FlowLabel => 127,
             Self::Unit(_) => 38,
             Self::Dscp => 40,
             Self::Unsupported(_) | Self::BadCount(..) => return None,
@@ -176,6 +179,7 @@ impl fmt::Display for ParamError {
                  period (interval * count): ",
             ),
             Self::PacingTimer => f.write_str("no error"),
+            Self::FlowLabel => f.write_str("unable to set IPv6 flow label"),
             Self::Unit(e) => e.fmt(f),
             Self::Unsupported(long) => write!(f, "option --{long} is not supported yet"),
             Self::BadCount(long, min) => {

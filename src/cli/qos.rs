@@ -32,6 +32,13 @@ pub(crate) fn tos(s: &str) -> Option<u8> {
     strtol0(s).and_then(|(v, _)| u8::try_from(v).ok())
 }
 
+/// `-L N`: an IPv6 flow label, 1..=0xFFFFF (C number syntax, trailing text ignored).
+pub(crate) fn flowlabel(s: &str) -> Option<u32> {
+    strtol0(s)
+        .and_then(|(v, _)| u32::try_from(v).ok())
+        .filter(|v| (1..=0xF_FFFF).contains(v))
+}
+
 /// `--dscp N|name`: the TOS byte (a DSCP number shifted into place, or a name's
 /// byte). The names are the ones iperf3 accepts.
 pub(crate) fn dscp(s: &str) -> Option<u8> {
@@ -91,6 +98,15 @@ mod tests {
         assert_eq!(tos("-1"), None);
         assert_eq!(tos(""), None);
         assert_eq!(tos("abc"), None);
+    }
+
+    #[test]
+    fn flow_labels() {
+        assert_eq!(flowlabel("0x12345"), Some(0x12345));
+        assert_eq!(flowlabel("5x"), Some(5));
+        assert_eq!(flowlabel("0"), None);
+        assert_eq!(flowlabel("0x100000"), None);
+        assert_eq!(flowlabel("abc"), None);
     }
 
     #[test]

@@ -291,7 +291,7 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "IP type of service, 0-255 (decimal, 0octal or 0xhex)"),
     row!(Dscp, None, "dscp", NO, Required, Client, true, true, "N|name",
         "IP DSCP, 0-63 or a name such as af11 or ef"),
-    row!(FlowLabel, Some('L'), "flowlabel", NO, Required, Client, true, false, "N",
+    row!(FlowLabel, Some('L'), "flowlabel", NO, Required, Client, true, true, "N",
         "IPv6 flow label (Linux)"),
     row!(ZeroCopy, Some('Z'), "zerocopy", NO, None, Client, true, false, "",
         "send with a zero-copy method"),
@@ -564,6 +564,7 @@ mod tests {
             "cntl-ka",
             "bind-dev",
             "mptcp",
+            "flowlabel",
             "max-tests",
             "queue",
         ]

@@ -91,6 +91,7 @@ fn client_defaults() {
             fq_rate: 0,
             pacing_timer: None,
             mptcp: false,
+            flowlabel: None,
             cport: None,
         }
     );
@@ -115,6 +116,10 @@ fn socket_options() {
     assert_eq!(client(&["-c", "h", "--dscp", "10"]).tos, Some(40));
     assert_eq!(client(&["-c", "h", "-S", "0"]).tos, None);
     assert_eq!(client(&["-c", "h", "--cport", "6300"]).cport, Some(6300));
+    assert_eq!(
+        client(&["-c", "h", "-L", "0x12345"]).flowlabel,
+        Some(0x12345)
+    );
     let c = client(&["-c", "h", "--fq-rate", "40M", "--pacing-timer", "2K"]);
     assert_eq!((c.fq_rate, c.pacing_timer), (40_000_000, Some(2048)));
     assert_eq!(

@@ -85,6 +85,11 @@ fn value_errors_with_iperf3_texts() {
              period (interval * count): ",
         ),
         (&["-c", "h", "--pacing-timer", "-5"], "no error"),
+        (&["-c", "h", "-L", "0"], "unable to set IPv6 flow label"),
+        (
+            &["-c", "h", "-L", "0x100000"],
+            "unable to set IPv6 flow label",
+        ),
         (
             &["-c", "h", "--fq-rate", "abc"],
             "invalid unit value or suffix: 'abc'",

@@ -132,6 +132,7 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
         Opt::SetMss if atoi(&v) > MAX_MSS => Err(ParamError::Mss),
         Opt::Tos if qos::tos(&v).is_none() => Err(ParamError::Tos),
         Opt::Dscp if qos::dscp(&v).is_none() => Err(ParamError::Dscp),
+        Opt::FlowLabel if qos::flowlabel(&v).is_none() => Err(ParamError::FlowLabel),
         Opt::FqRate => to_count(parse_rate(&v)?, &v)
             .map(|_| ())
             .map_err(Into::into),
@@ -328,6 +329,7 @@ fn client(
             .map(|t| parse_size(&t).map(|v| v as i32))
             .transpose()?,
         mptcp: raw.has(Opt::Mptcp),
+        flowlabel: raw.text(Opt::FlowLabel).and_then(|v| qos::flowlabel(&v)),
         cport: raw
             .text(Opt::ClientPort)
             .and_then(|p| u16::try_from(atoi(&p)).ok()),

@@ -188,6 +188,8 @@ pub struct ClientConfig {
     pub fq_rate: u64,
     /// `--pacing-timer` µs (sent; iperf3 3.21 servers no longer use it).
     pub pacing_timer: Option<i32>,
+    /// `-L`: IPv6 flow label of the TCP data streams.
+    pub flowlabel: Option<u32>,
     /// `-m`: MPTCP data streams.
     pub mptcp: bool,
     /// `--cport`: local port of the first data stream; the others follow it.

@@ -57,6 +57,7 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
         tos: cc.tos.map_or(0, i32::from),
         fqrate: cc.fq_rate,
         mptcp: cc.mptcp && !udp,
+        flowlabel: cc.flowlabel.map_or(0, |l| l as i32),
         pacing_timer: cc.pacing_timer.unwrap_or(DEFAULT_PACING_TIMER as i32),
         ..TestParams::default()
     };

@@ -4,10 +4,11 @@
 //! TOS; the server sets what the client asked for on each accepted stream. Both
 //! read them from the parameters document, so the two ends cannot disagree.
 
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use rperf3_proto::{
-    IperfError, TestParams, IE_SET_CONGESTION, IE_SET_MSS, IE_SET_NODELAY, IE_SET_TOS,
+    IperfError, TestParams, IE_SET_CONGESTION, IE_SET_FLOW, IE_SET_MSS, IE_SET_NODELAY, IE_SET_TOS,
 };
 use rperf3_sys::sockopt;
 
@@ -46,6 +47,23 @@ pub fn apply_tcp(
     apply_tos(fd, v6, p)?;
     apply_pacing(fd, p);
     Ok(out)
+}
+
+/// `flowlabel` (client TCP streams, before connect): IPv6 only, as in iperf3.
+pub fn apply_flowlabel(
+    fd: BorrowedFd<'_>,
+    server: SocketAddr,
+    p: &TestParams,
+) -> Result<(), IperfError> {
+    let Ok(label @ 1..) = u32::try_from(p.flowlabel) else {
+        return Ok(());
+    };
+    match server {
+        SocketAddr::V6(a) => {
+            sockopt::set_flowlabel(&fd, *a.ip(), label).map_err(|_| IperfError::new(IE_SET_FLOW))
+        }
+        SocketAddr::V4(_) => Err(IperfError::new(IE_SET_FLOW)),
+    }
 }
 
 /// `fqrate`: SO_MAX_PACING_RATE in bytes/s. iperf3 only warns when the kernel

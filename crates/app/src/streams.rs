@@ -14,7 +14,7 @@ use rperf3_engine::worker::Worker;
 use rperf3_proto::{IperfError, TestParams, UdpRecvStats, IE_STREAM_CONNECT};
 use rperf3_report::input::StreamInfo;
 
-use crate::sockopts::apply_tcp;
+use crate::sockopts::{apply_flowlabel, apply_tcp};
 use rperf3_sys::net::{connect_tcp_prepared, unmap, Prepared, Transport};
 use rperf3_sys::tcp_info::{tcp_info, TcpInfo};
 
@@ -247,7 +247,15 @@ pub fn connect_tcp_stream(
     cookie: &[u8],
     timeout: Duration,
 ) -> Result<TcpStream, IperfError> {
-    let prepare = |fd: BorrowedFd<'_>, v6: bool| apply_tcp(fd, v6, params, false).map(drop);
+    let prepare = |fd: BorrowedFd<'_>, v6: bool| {
+        apply_tcp(fd, v6, params, false)?;
+        apply_flowlabel(fd, server, params)
+    };
+    // The label goes out with the flow information of the connect() address.
+    let mut server = server;
+    if let (SocketAddr::V6(a), Ok(label @ 1..)) = (&mut server, u32::try_from(params.flowlabel)) {
+        a.set_flowinfo(label.to_be());
+    }
     let transport = if params.mptcp {
         Transport::Mptcp
     } else {

@@ -83,6 +83,53 @@ pub fn set_keepalive(fd: &impl AsFd, idle_s: u32, intvl_s: u32, count: u32) -> i
     r.set_tcp_keepalive(&ka)
 }
 
+/// Linux's `struct in6_flowlabel_req` (linux/in6.h), which libc does not define.
+#[repr(C)]
+struct FlowLabelReq {
+    dst: [u8; 16],
+    label: u32,
+    action: u8,
+    share: u8,
+    flags: u16,
+    expires: u16,
+    linger: u16,
+    pad: u32,
+}
+
+const IPV6_FL_A_GET: u8 = 0;
+const IPV6_FL_S_ANY: u8 = 255;
+const IPV6_FL_F_CREATE: u16 = 1;
+
+/// Reserves IPv6 flow label `label` towards `dst` (IPV6_FLOWLABEL_MGR) and turns
+/// on sending the flow information given to connect() (IPV6_FLOWINFO_SEND).
+pub fn set_flowlabel(fd: &impl AsRawFd, dst: std::net::Ipv6Addr, label: u32) -> io::Result<()> {
+    let req = FlowLabelReq {
+        dst: dst.octets(),
+        label: (label & 0x000f_ffff).to_be(),
+        action: IPV6_FL_A_GET,
+        share: IPV6_FL_S_ANY,
+        flags: IPV6_FL_F_CREATE,
+        expires: 0,
+        linger: 0,
+        pad: 0,
+    };
+    // SAFETY: passes a pointer to a live, fully initialised repr(C) struct laid out
+    // as the kernel's in6_flowlabel_req, with its exact size; the kernel only reads it.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_FLOWLABEL_MGR,
+            (&req as *const FlowLabelReq).cast(),
+            size_of::<FlowLabelReq>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_FLOWINFO_SEND, 1)
+}
+
 /// Whether a [`set_congestion`] error means the host lacks that algorithm.
 pub fn lacks_algorithm(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ENOENT)
