@@ -356,6 +356,20 @@ fn remote_ports(server_doc: &serde_json::Value) -> Vec<u64> {
     v
 }
 
+/// The first of four consecutive free ports, below the range `free_port` hands
+/// out to other tests' servers (so none of them can take one meanwhile).
+fn four_free_ports() -> u16 {
+    let free = |p: u16| {
+        std::net::TcpListener::bind(("0.0.0.0", p)).is_ok()
+            && std::net::UdpSocket::bind(("0.0.0.0", p)).is_ok()
+    };
+    let start = 15_000 + (std::process::id() % 400) as u16 * 10;
+    (0..400u16)
+        .map(|i| 15_000 + (start - 15_000 + i * 10) % 4_000)
+        .find(|b| (0..4).all(|i| free(b + i)))
+        .expect("four free ports")
+}
+
 #[test]
 fn cport_gives_consecutive_local_ports() {
     if !common::require_tool("iperf3") {
@@ -364,7 +378,7 @@ fn cport_gives_consecutive_local_ports() {
     for peer in peers() {
         for udp in [false, true] {
             let server = Server::start_program(&peer, &["-1", "-J"]);
-            let base = common::free_port();
+            let base = four_free_ports();
             let (b, mut args) = (base.to_string(), vec!["-t", "1", "-P", "2", "--bidir"]);
             args.extend(["--cport", &b]);
             if udp {
