@@ -31,6 +31,8 @@ pub(crate) enum ParamError {
     BufSize,
     /// 9: `-i` neither 0 nor within 0.1..=60.
     Interval,
+    /// 10: `-M` above the largest MSS.
+    Mss,
     /// 12: `-O` out of 0..=600.
     Omit,
     /// 15: `-b rate/burst` with burst out of 1..=1000.
@@ -39,6 +41,8 @@ pub(crate) enum ParamError {
     EndConditions,
     /// 20: UDP `-l` out of 16..=65507.
     UdpBlockSize,
+    /// 21: `-S` not a number within 0..=255.
+    Tos,
     /// 24: `-f` not one of kmgtKMGT.
     BadFormat,
     /// 25: `-R` with `--bidir`.
@@ -55,6 +59,17 @@ pub(crate) enum ParamError {
     IdleTimeout,
     /// 132: `-A` not a CPU number in 0..=1024.
     Affinity,
+    /// 40: `--dscp` neither 0..=63 nor a known name.
+    Dscp,
+    /// 33: `--snd-timeout` out of 0..=86400000 ms.
+    SndTimeout,
+    /// 36: `--cntl-ka` idle time not above interval × count.
+    CntlKa,
+    /// A negative `--pacing-timer`: iperf3 refuses it without setting an error
+    /// number, so its message is the one for no error.
+    PacingTimer,
+    /// 127: `-L` not within 1..=0xFFFFF.
+    FlowLabel,
     /// 38: a size or rate that does not parse.
     Unit(UnitError),
     /// An iperf3 option rperf3 does not implement yet (no iperf3 number): its long name.
@@ -73,6 +88,7 @@ pub(crate) const MIN_INTERVAL: f64 = 0.1;
 pub(crate) const MAX_INTERVAL: f64 = 60.0;
 pub(crate) const MAX_OMIT_TIME: i32 = 600;
 pub(crate) const MAX_BURST: i32 = 1000;
+pub(crate) const MAX_MSS: i32 = 32767;
 pub(crate) const MIN_UDP_BLOCKSIZE: i64 = 16;
 pub(crate) const MAX_UDP_BLOCKSIZE: i64 = 65507;
 pub(crate) const MIN_RCV_TIMEOUT_MS: i32 = 100;
@@ -91,10 +107,12 @@ impl ParamError {
             Self::BlockSize => 7,
             Self::BufSize => 8,
             Self::Interval => 9,
+            Self::Mss => 10,
             Self::Omit => 12,
             Self::Burst => 15,
             Self::EndConditions => 16,
             Self::UdpBlockSize => 20,
+            Self::Tos => 21,
             Self::BadFormat => 24,
             Self::ReverseBidir => 25,
             Self::BadPort => 26,
@@ -103,7 +121,12 @@ impl ParamError {
             Self::TotalInterval => 28,
             Self::IdleTimeout => 30,
             Self::Affinity => 132,
+            Self::SndTimeout => 33,
+            Self::CntlKa => 36,
+            Self::PacingTimer => 0,
+            Self::FlowLabel => 127,
             Self::Unit(_) => 38,
+            Self::Dscp => 40,
             Self::Unsupported(_) | Self::BadCount(..) => return None,
         })
     }
@@ -134,6 +157,12 @@ impl fmt::Display for ParamError {
                 f,
                 "bogus value for --omit (maximum = {MAX_OMIT_TIME} seconds)"
             ),
+            Self::Mss => write!(f, "TCP MSS too large (maximum = {MAX_MSS} bytes)"),
+            Self::Tos => f.write_str("bad TOS value (must be between 0 and 255 inclusive)"),
+            Self::Dscp => f.write_str(
+                "bad DSCP value (numeric: 0-63 inclusive, symbolic: one of [af11-13, af21-23, \
+                 af31-33, af41-43, cs1-7, ef, va, lowdelay, throughput, reliability])",
+            ),
             Self::Burst => write!(f, "invalid burst count (maximum = {MAX_BURST})"),
             Self::EndConditions => {
                 f.write_str("only one test end condition (-t, -n, -k) may be specified")
@@ -162,6 +191,13 @@ impl fmt::Display for ParamError {
             }
             // iperf3 appends strerror(errno), empty while parsing.
             Self::Affinity => f.write_str("unable to set CPU affinity: "),
+            Self::SndTimeout => f.write_str("send timeout value is incorrect or not in range: "),
+            Self::CntlKa => f.write_str(
+                "control connection Keepalive period should be larger than the full retry \
+                 period (interval * count): ",
+            ),
+            Self::PacingTimer => f.write_str("no error"),
+            Self::FlowLabel => f.write_str("unable to set IPv6 flow label"),
             Self::Unit(e) => e.fmt(f),
             Self::Unsupported(long) => write!(f, "option --{long} is not supported yet"),
             Self::BadCount(long, min) => {

@@ -11,6 +11,7 @@
 mod error;
 mod getopt;
 mod help;
+mod qos;
 mod raw;
 mod table;
 mod units;

@@ -87,7 +87,57 @@ fn client_defaults() {
             server_affinity: None,
             zerocopy: false,
             skip_rx_copy: false,
+            congestion: None,
+            mss: None,
+            nodelay: false,
+            tos: None,
+            fq_rate: 0,
+            pacing_timer: None,
+            mptcp: false,
+            flowlabel: None,
+            cport: None,
         }
+    );
+}
+
+#[test]
+fn socket_options() {
+    let c = client(&["-c", "h", "-C", "reno", "-M", "1200", "-N", "-S", "0x20"]);
+    assert_eq!(c.congestion.as_deref(), Some("reno"));
+    assert_eq!(c.mss, Some(1200));
+    assert!(c.nodelay);
+    assert_eq!(c.tos, Some(0x20));
+    // -S and --dscp set one byte: the last wins.
+    assert_eq!(
+        client(&["-c", "h", "-S", "8", "--dscp", "ef"]).tos,
+        Some(184)
+    );
+    assert_eq!(
+        client(&["-c", "h", "--dscp", "ef", "-S", "010"]).tos,
+        Some(8)
+    );
+    assert_eq!(client(&["-c", "h", "--dscp", "10"]).tos, Some(40));
+    assert_eq!(client(&["-c", "h", "-S", "0"]).tos, None);
+    assert_eq!(client(&["-c", "h", "--cport", "6300"]).cport, Some(6300));
+    assert_eq!(
+        client(&["-c", "h", "-L", "0x12345"]).flowlabel,
+        Some(0x12345)
+    );
+    let c = client(&["-c", "h", "--fq-rate", "40M", "--pacing-timer", "2K"]);
+    assert_eq!((c.fq_rate, c.pacing_timer), (40_000_000, Some(2048)));
+    assert_eq!(
+        client(&["-c", "h", "--fq-rate", "40M", "--no-fq-socket-pacing"]).fq_rate,
+        0
+    );
+    assert_eq!(
+        client(&["-c", "h", "--no-fq-socket-pacing", "--fq-rate", "1M"]).fq_rate,
+        1_000_000
+    );
+    assert_eq!(
+        client(&["-c", "h", "--linux-congestion", "cubic"])
+            .congestion
+            .as_deref(),
+        Some("cubic")
     );
 }
 

@@ -14,11 +14,12 @@ use rperf3_app::config::{
 };
 
 use super::error::{
-    ParamError, MAX_AFFINITY_CPU, MAX_BLOCKSIZE, MAX_BURST, MAX_INTERVAL, MAX_OMIT_TIME,
+    ParamError, MAX_AFFINITY_CPU, MAX_BLOCKSIZE, MAX_BURST, MAX_INTERVAL, MAX_MSS, MAX_OMIT_TIME,
     MAX_STREAMS, MAX_TCP_BUFFER, MAX_TIME, MAX_UDP_BLOCKSIZE, MIN_INTERVAL, MIN_RCV_TIMEOUT_MS,
     MIN_UDP_BLOCKSIZE,
 };
 use super::getopt::Occurrence;
+use super::qos;
 use super::raw::RawArgs;
 use super::table::{Opt, Side};
 use super::units::{atof, atoi, parse_rate, parse_size, to_count, UnitError};
@@ -133,6 +134,21 @@ fn server_count(v: &str, long: &'static str, min: i64) -> Result<usize, ParamErr
     }
 }
 
+/// `--cntl-ka[=idle/intvl/cnt]`: the three parts (0 = the system's value).
+fn cntl_ka(v: Option<&str>) -> Result<[u32; 3], ParamError> {
+    let mut parts = [0u32; 3];
+    if let Some(v) = v {
+        for (slot, text) in parts.iter_mut().zip(v.split('/')) {
+            *slot = atoi(text).max(0).unsigned_abs();
+        }
+    }
+    let [idle, intvl, cnt] = parts;
+    if idle > 0 && u64::from(intvl) * u64::from(cnt) >= u64::from(idle) {
+        return Err(ParamError::CntlKa);
+    }
+    Ok(parts)
+}
+
 /// The checks iperf3 makes as it meets each option. `raw` holds the options met
 /// before this one.
 pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), ParamError> {
@@ -143,7 +159,7 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
     }
     let v = value(occ);
     match spec.id {
-        Opt::Port if !(1..=65535).contains(&atoi(&v)) => Err(ParamError::BadPort),
+        Opt::Port | Opt::ClientPort if !(1..=65535).contains(&atoi(&v)) => Err(ParamError::BadPort),
         Opt::Format if !v.starts_with(['k', 'm', 'g', 't', 'K', 'M', 'G', 'T']) => {
             Err(ParamError::BadFormat)
         }
@@ -182,6 +198,18 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
         Opt::IdleTimeout if !(1..=MAX_TIME).contains(&atoi(&v)) => Err(ParamError::IdleTimeout),
         Opt::ServerBitrateLimit => rate_limit(&v).map(|_| ()),
         Opt::Affinity => affinity(&v).map(|_| ()),
+        Opt::SetMss if atoi(&v) > MAX_MSS => Err(ParamError::Mss),
+        Opt::Tos if qos::tos(&v).is_none() => Err(ParamError::Tos),
+        Opt::Dscp if qos::dscp(&v).is_none() => Err(ParamError::Dscp),
+        Opt::FlowLabel if qos::flowlabel(&v).is_none() => Err(ParamError::FlowLabel),
+        Opt::FqRate => to_count(parse_rate(&v)?, &v)
+            .map(|_| ())
+            .map_err(Into::into),
+        Opt::PacingTimer if parse_size(&v)? < 0.0 => Err(ParamError::PacingTimer),
+        Opt::SndTimeout if !(0..=MAX_TIME * 1000).contains(&atoi(&v)) => {
+            Err(ParamError::SndTimeout)
+        }
+        Opt::CntlKa => cntl_ka(occ.value.as_ref().map(|_| v.as_str())).map(|_| ()),
         Opt::MaxTests => server_count(&v, "max-tests", 1).map(|_| ()),
         Opt::Queue => server_count(&v, "queue", 0).map(|_| ()),
         _ => Ok(()),
@@ -250,6 +278,9 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
 
     let output = output(raw);
     let mut warnings = Vec::new();
+    if raw.has(Opt::NoFqSocketPacing) {
+        warnings.push("Warning:  --no-fq-socket-pacing is deprecated".into());
+    }
     if output.json {
         if output.format.is_some() {
             warnings.push("warning: Report format (-f) flag ignored with JSON output (-J)".into());
@@ -299,7 +330,7 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
     };
     let config = Config {
         role,
-        common: common(raw),
+        common: common(raw)?,
         output,
         process: ProcessConfig {
             pidfile: raw.text(Opt::Pidfile).map(PathBuf::from),
@@ -341,6 +372,12 @@ fn client(
         Some(t) => Some(parse_size(&t)? as u32).filter(|w| *w > 0),
         None => None,
     };
+    // -S and --dscp both set the TOS byte; the last one on the line wins.
+    let tos = raw.occurrences.iter().rev().find_map(|o| match o.spec.id {
+        Opt::Tos => qos::tos(&value(o)),
+        Opt::Dscp => qos::dscp(&value(o)),
+        _ => None,
+    });
     Ok(ClientConfig {
         host: raw.text(Opt::Client).unwrap_or_default(),
         protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
@@ -365,10 +402,33 @@ fn client(
         server_affinity: raw.text(Opt::Affinity).and_then(|v| affinity(&v).ok()?.1),
         zerocopy: raw.has(Opt::ZeroCopy),
         skip_rx_copy: raw.has(Opt::SkipRxCopy),
+        congestion: raw.text(Opt::Congestion),
+        mss: raw.text(Opt::SetMss).map(|m| atoi(&m)).filter(|m| *m != 0),
+        nodelay: raw.has(Opt::NoDelay),
+        tos: tos.filter(|t| *t != 0),
+        // --no-fq-socket-pacing is --fq-rate 0; the last of the two wins.
+        fq_rate: match raw
+            .occurrences
+            .iter()
+            .rev()
+            .find(|o| matches!(o.spec.id, Opt::FqRate | Opt::NoFqSocketPacing))
+        {
+            Some(o) if o.spec.id == Opt::FqRate => to_count(parse_rate(&value(o))?, &value(o))?,
+            _ => 0,
+        },
+        pacing_timer: raw
+            .text(Opt::PacingTimer)
+            .map(|t| parse_size(&t).map(|v| v as i32))
+            .transpose()?,
+        mptcp: raw.has(Opt::Mptcp),
+        flowlabel: raw.text(Opt::FlowLabel).and_then(|v| qos::flowlabel(&v)),
+        cport: raw
+            .text(Opt::ClientPort)
+            .and_then(|p| u16::try_from(atoi(&p)).ok()),
     })
 }
 
-fn common(raw: &RawArgs) -> CommonConfig {
+fn common(raw: &RawArgs) -> Result<CommonConfig, ParamError> {
     let family = raw
         .occurrences
         .iter()
@@ -398,7 +458,17 @@ fn common(raw: &RawArgs) -> CommonConfig {
             },
         },
     };
-    CommonConfig {
+    Ok(CommonConfig {
+        bind_dev: raw.text(Opt::BindDev),
+        snd_timeout_ms: raw
+            .text(Opt::SndTimeout)
+            .map_or(0, |t| atoi(&t).unsigned_abs()),
+        cntl_ka: match raw.last(Opt::CntlKa) {
+            Some(o) => Some(cntl_ka(
+                o.value.as_ref().map(|v| v.to_string_lossy()).as_deref(),
+            )?),
+            None => None,
+        },
         port: raw
             .text(Opt::Port)
             .and_then(|p| u16::try_from(atoi(&p)).ok())
@@ -408,7 +478,7 @@ fn common(raw: &RawArgs) -> CommonConfig {
         interval,
         rcv_timeout,
         debug,
-    }
+    })
 }
 
 fn output(raw: &RawArgs) -> OutputConfig {

@@ -96,6 +96,7 @@ fn connect(
         cc.connect_timeout,
     )
     .map_err(|e| IperfError::from_io(IE_CONNECT, &e))?;
+    crate::sockopts::apply_keepalive(&sock, common.cntl_ka);
     let server = sock
         .peer_addr()
         .map_err(|e| IperfError::from_io(IE_CONNECT, &e))?;
@@ -122,12 +123,15 @@ fn connect(
 
 /// `-c host%dev` or `-B addr%dev`: SO_BINDTODEVICE on every socket.
 fn device<'a>(cc: &'a ClientConfig, common: &'a CommonConfig) -> Option<&'a str> {
-    rperf3_sys::net::device_part(&cc.host).or_else(|| {
-        common
-            .bind
-            .as_deref()
-            .and_then(rperf3_sys::net::device_part)
-    })
+    let typed = common.bind_dev.as_deref();
+    typed
+        .or_else(|| rperf3_sys::net::device_part(&cc.host))
+        .or_else(|| {
+            common
+                .bind
+                .as_deref()
+                .and_then(rperf3_sys::net::device_part)
+        })
 }
 
 struct Client<'a> {
@@ -312,6 +316,12 @@ impl Client<'_> {
         let deadline = self.d.machine.poll_timeout();
         let dev = device(self.cc, self.common);
         for (i, sender) in roles.into_iter().enumerate() {
+            // --cport P: stream i binds P+i (a port past 65535 falls back to any).
+            let local_port = self
+                .cc
+                .cport
+                .and_then(|p| u16::try_from(usize::from(p) + i).ok())
+                .unwrap_or(0);
             if intr.triggered() {
                 return Err(self.interrupted());
             }
@@ -326,6 +336,7 @@ impl Client<'_> {
                 let s = crate::udp_setup::connect_stream(
                     self.server,
                     self.common.bind.as_deref(),
+                    local_port,
                     dev,
                     len,
                     self.cc.window,
@@ -339,6 +350,8 @@ impl Client<'_> {
                     };
                     IperfError::from_io(code, &e)
                 })?;
+                crate::sockopts::apply_tos(&s, self.server.is_ipv6(), &self.params)?;
+                crate::sockopts::apply_pacing(&s, &self.params);
                 if self.cc.dont_fragment && self.server.is_ipv4() {
                     rperf3_sys::sockopt::set_dont_fragment(&s)
                         .map_err(|e| IperfError::from_io(IE_SET_DONT_FRAGMENT, &e))?;
@@ -348,11 +361,13 @@ impl Client<'_> {
                 let s = connect_tcp_stream(
                     self.server,
                     self.common.bind.as_deref(),
+                    local_port,
                     dev,
+                    &self.params,
                     &self.cookie,
                     left.min(STREAM_CONNECT_TIMEOUT),
-                )
-                .map_err(|e| IperfError::from_io(IE_STREAM_CONNECT, &e))?;
+                )?;
+                crate::sockopts::apply_snd_timeout(&s, self.common.snd_timeout_ms);
                 if let Some(w) = self.cc.window {
                     rperf3_sys::net::set_buffer_sizes(&s, w as usize)
                         .map_err(|e| IperfError::from_io(IE_SET_BUF, &e))?;

@@ -55,6 +55,13 @@ pub struct CommonConfig {
     pub rcv_timeout: Duration,
     /// `-d[=level]`: debug output level, 0 = off.
     pub debug: u8,
+    /// `--snd-timeout` ms: TCP_USER_TIMEOUT on data streams, 0 = the system's.
+    pub snd_timeout_ms: u32,
+    /// `--cntl-ka[=idle/intvl/cnt]`: keepalive on the control connection (0 = the
+    /// system's value for that part).
+    pub cntl_ka: Option<[u32; 3]>,
+    /// `--bind-dev`: SO_BINDTODEVICE for every socket (before any `%dev`).
+    pub bind_dev: Option<String>,
 }
 
 /// Output options.
@@ -211,4 +218,22 @@ pub struct ClientConfig {
     pub zerocopy: bool,
     /// `--skip-rx-copy`: receivers on both ends discard data with MSG_TRUNC.
     pub skip_rx_copy: bool,
+    /// `-C`: TCP congestion control algorithm for the data streams.
+    pub congestion: Option<String>,
+    /// `-M`: TCP_MAXSEG for the data streams (iperf3 passes any nonzero value on).
+    pub mss: Option<i32>,
+    /// `-N`: TCP_NODELAY on the data streams.
+    pub nodelay: bool,
+    /// `-S` / `--dscp`: the IP TOS byte of the data streams, `None` if unset or 0.
+    pub tos: Option<u8>,
+    /// `--fq-rate` bits/s (0: none): SO_MAX_PACING_RATE on the data streams.
+    pub fq_rate: u64,
+    /// `--pacing-timer` µs (sent; iperf3 3.21 servers no longer use it).
+    pub pacing_timer: Option<i32>,
+    /// `-L`: IPv6 flow label of the TCP data streams.
+    pub flowlabel: Option<u32>,
+    /// `-m`: MPTCP data streams.
+    pub mptcp: bool,
+    /// `--cport`: local port of the first data stream; the others follow it.
+    pub cport: Option<u16>,
 }

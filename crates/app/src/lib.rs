@@ -16,6 +16,7 @@ pub mod ratelimit;
 pub mod sampler;
 pub mod session;
 pub mod setup;
+pub mod sockopts;
 pub mod streams;
 pub mod testrun;
 pub mod ticker;

@@ -6,6 +6,7 @@
 //! failure ends only this session: it is reported and the host goes on.
 
 use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -96,6 +97,7 @@ impl Session {
         limits: ServerLimits,
     ) -> std::io::Result<Self> {
         let now = Instant::now();
+        crate::sockopts::apply_keepalive(&s.conn, common.cntl_ka);
         let ctrl = Ctrl::new(s.conn)?;
         let machine = ServerMachine::new(limits, PhaseLimits::default(), now);
         Ok(Self {
@@ -301,8 +303,13 @@ impl Session {
         if a.params.window > 0 {
             let _ = rperf3_sys::net::set_buffer_sizes(&conn, a.params.window as usize);
         }
-        if a.params.nodelay {
-            let _ = conn.set_nodelay(true);
+        let v6 = conn.local_addr().is_ok_and(|l| l.is_ipv6());
+        let applied = crate::sockopts::apply_tcp(conn.as_fd(), v6, &a.params, true)?;
+        crate::sockopts::apply_snd_timeout(&conn, self.common.snd_timeout_ms);
+        if applied.congestion_missing {
+            self.d
+                .rep
+                .warning("TCP congestion control algorithm not supported");
         }
         let i = streams.len();
         let s = LiveStream::tcp(conn, i, a.roles[i])
@@ -324,6 +331,9 @@ impl Session {
         let window = (p.window > 0).then_some(p.window as u32);
         crate::udp_setup::size_buffers(&sock, p.len.max(1) as usize, window)
             .map_err(|e| IperfError::from_io(IE_STREAM_ACCEPT, &e))?;
+        let v6 = sock.local_addr().is_ok_and(|l| l.is_ipv6());
+        crate::sockopts::apply_tos(&sock, v6, p)?;
+        crate::sockopts::apply_pacing(&sock, p);
         if p.dont_fragment && self.peer.is_ipv4() {
             let _ = rperf3_sys::sockopt::set_dont_fragment(&sock);
         }

@@ -1,7 +1,10 @@
 //! From configuration to protocol parameters and report facts, both directions.
 
 use rperf3_proto::{Protocol as WireProto, TestParams};
-use rperf3_proto::{DEFAULT_TCP_BLKSIZE, DEFAULT_UDP_BLKSIZE, DEFAULT_UDP_RATE, MAX_UDP_BLOCKSIZE};
+use rperf3_proto::{
+    DEFAULT_PACING_TIMER, DEFAULT_TCP_BLKSIZE, DEFAULT_UDP_BLKSIZE, DEFAULT_UDP_RATE,
+    MAX_UDP_BLOCKSIZE,
+};
 use rperf3_report::input::{Proto, Side, TestInfo};
 use std::time::Duration;
 
@@ -51,6 +54,14 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
         dont_fragment: cc.dont_fragment,
         zerocopy: cc.zerocopy,
         skip_rx_copy: cc.skip_rx_copy,
+        congestion: cc.congestion.clone(),
+        mss: cc.mss.unwrap_or(0),
+        nodelay: cc.nodelay,
+        tos: cc.tos.map_or(0, i32::from),
+        fqrate: cc.fq_rate,
+        mptcp: cc.mptcp && !udp,
+        flowlabel: cc.flowlabel.map_or(0, |l| l as i32),
+        pacing_timer: cc.pacing_timer.unwrap_or(DEFAULT_PACING_TIMER as i32),
         ..TestParams::default()
     };
     match cc.end {

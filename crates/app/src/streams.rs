@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,9 +11,11 @@ use rperf3_engine::counters::{CounterSnapshot, StreamCounters};
 use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
 use rperf3_engine::worker::Worker;
-use rperf3_proto::UdpRecvStats;
+use rperf3_proto::{IperfError, TestParams, UdpRecvStats, IE_STREAM_CONNECT};
 use rperf3_report::input::StreamInfo;
-use rperf3_sys::net::unmap;
+
+use crate::sockopts::{apply_flowlabel, apply_tcp};
+use rperf3_sys::net::{connect_tcp_prepared, unmap, Prepared, Transport};
 use rperf3_sys::tcp_info::{tcp_info, TcpInfo};
 
 /// The protocol stream id of the `index`-th stream (0-based): 1, 3, 4, 5, ...
@@ -25,6 +27,9 @@ pub fn stream_id(index: usize) -> u32 {
         index as u32 + 2
     }
 }
+
+/// The smallest TCP block sent with sendfile.
+const MIN_ZEROCOPY_BLOCK: usize = 16 * 1024;
 
 /// A data socket.
 #[derive(Debug, Clone)]
@@ -57,7 +62,7 @@ pub struct SendSpec {
     pub pacer: Option<Pacer>,
     /// `--repeating-payload`.
     pub repeating: bool,
-    /// UDP: datagrams per burst (`-b rate/N`).
+    /// Blocks (TCP) or datagrams (UDP) per burst (`-b rate/N`).
     pub burst: u32,
     /// UDP: 64-bit sequence numbers.
     pub counters_64bit: bool,
@@ -155,11 +160,23 @@ impl LiveStream {
                 let s = s.clone();
                 if self.info.sender {
                     let buf = rperf3_engine::payload::make(send.blksize, send.repeating);
-                    // Zero-copy sends when the OS allows; plain writes otherwise.
-                    let file = rperf3_sys::zerocopy::PayloadFile::new(&buf).ok();
-                    let pacer = send.pacer;
+                    // Zero-copy sends when the OS allows, for large blocks only:
+                    // small sendfile calls leave as small segments, where small
+                    // writes coalesce as iperf3's do (`-l 100 -b R/N`).
+                    let file = (send.blksize >= MIN_ZEROCOPY_BLOCK)
+                        .then(|| rperf3_sys::zerocopy::PayloadFile::new(&buf).ok())
+                        .flatten();
+                    let (pacer, burst) = (send.pacer, send.burst);
                     Worker::spawn(name, ctl.clone(), true, move |c| {
-                        rperf3_engine::tcp::send_loop(&s, &buf, file.as_ref(), pacer, c, &counters)
+                        rperf3_engine::tcp::send_loop(
+                            &s,
+                            &buf,
+                            file.as_ref(),
+                            pacer,
+                            burst,
+                            c,
+                            &counters,
+                        )
                     })
                 } else {
                     let discard = send.skip_rx_copy;
@@ -222,18 +239,50 @@ fn stream_info(
     }
 }
 
-/// Opens one client TCP data stream: connect, then the 37-byte cookie.
+/// Opens one client TCP data stream: the test's socket options, connect, then
+/// the 37-byte cookie.
 pub fn connect_tcp_stream(
     server: SocketAddr,
     bind: Option<&str>,
+    local_port: u16,
     device: Option<&str>,
+    params: &TestParams,
     cookie: &[u8],
     timeout: Duration,
-) -> io::Result<TcpStream> {
-    let mut s = rperf3_sys::net::connect_tcp(&[server], bind, 0, device, Some(timeout))?;
-    s.set_write_timeout(Some(timeout))?;
-    s.write_all(cookie)?;
-    s.set_write_timeout(None)?;
+) -> Result<TcpStream, IperfError> {
+    let prepare = |fd: BorrowedFd<'_>, v6: bool| {
+        apply_tcp(fd, v6, params, false)?;
+        apply_flowlabel(fd, server, params)
+    };
+    // The label goes out with the flow information of the connect() address.
+    let mut server = server;
+    if let (SocketAddr::V6(a), Ok(label @ 1..)) = (&mut server, u32::try_from(params.flowlabel)) {
+        a.set_flowinfo(label.to_be());
+    }
+    let transport = if params.mptcp {
+        Transport::Mptcp
+    } else {
+        Transport::Tcp
+    };
+    let mut s = connect_tcp_prepared(
+        &[server],
+        bind,
+        local_port,
+        device,
+        Some(timeout),
+        transport,
+        &prepare,
+    )
+    .map_err(|e| match e {
+        Prepared::Options(e) => e,
+        Prepared::Connect(e) => IperfError::from_io(IE_STREAM_CONNECT, &e),
+    })?;
+    let mut cookie_write = || -> io::Result<()> {
+        s.set_write_timeout(Some(timeout))?;
+        s.write_all(cookie)?;
+        s.set_write_timeout(None)
+    };
+    cookie_write().map_err(|e| IperfError::from_io(IE_STREAM_CONNECT, &e))?;
     Ok(s)
 }
 

@@ -34,6 +34,7 @@ pub fn size_buffers(s: &UdpSocket, len: usize, window: Option<u32>) -> io::Resul
 pub fn connect_stream(
     server: SocketAddr,
     bind: Option<&str>,
+    local_port: u16,
     device: Option<&str>,
     len: usize,
     window: Option<u32>,
@@ -53,6 +54,8 @@ pub fn connect_stream(
         None if server.is_ipv4() => SocketAddr::from(([0, 0, 0, 0], 0)),
         None => SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0)),
     };
+    let mut local = local;
+    local.set_port(local_port);
     let sock = rperf3_sys::net::udp_bind(local, false, device)?;
     sock.connect(server)?;
     size_buffers(&sock, len, window)?;
@@ -144,8 +147,10 @@ mod tests {
         let listen = SocketAddr::from(([127, 0, 0, 1], port));
         let mut acc = UdpAcceptor::bind(listen, None).unwrap();
         let client = std::thread::spawn(move || {
-            let a = connect_stream(listen, None, None, 100, None, Duration::from_secs(5)).unwrap();
-            let b = connect_stream(listen, None, None, 100, None, Duration::from_secs(5)).unwrap();
+            let a =
+                connect_stream(listen, None, 0, None, 100, None, Duration::from_secs(5)).unwrap();
+            let b =
+                connect_stream(listen, None, 0, None, 100, None, Duration::from_secs(5)).unwrap();
             (a.local_addr().unwrap(), b.local_addr().unwrap())
         });
         let s1 = acc

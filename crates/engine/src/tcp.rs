@@ -11,25 +11,31 @@ use rperf3_sys::zerocopy::PayloadFile;
 
 /// Sends `buf`-sized blocks until stopped or the budget is used up. With `file`
 /// (the same payload in a memfd), blocks go out with sendfile: the kernel takes
-/// page references instead of copying the buffer each time.
+/// page references instead of copying the buffer each time. With a pacer, the
+/// rate is checked once per `burst` blocks (`-b rate/N`): iperf3 writes the N
+/// blocks back to back, so the kernel can coalesce small ones.
 pub fn send_loop(
     mut sock: &TcpStream,
     buf: &[u8],
     file: Option<&PayloadFile>,
     pacer: Option<Pacer>,
+    burst: u32,
     ctl: &RunControl,
     counters: &StreamCounters,
 ) -> io::Result<()> {
     let start = Instant::now();
     let mut sent: u64 = 0;
+    let mut burst_left = 0u32;
     while !ctl.stopped() {
-        if let Some(p) = pacer {
+        if let (Some(p), 0) = (pacer, burst_left) {
             if let Some(w) = p.wait(sent, start.elapsed()) {
                 // Short naps keep the stop flag responsive at low rates.
                 std::thread::sleep(w.min(std::time::Duration::from_millis(5)));
                 continue;
             }
+            burst_left = burst.max(1);
         }
+        burst_left = burst_left.saturating_sub(1);
         let n = match ctl.budget() {
             Some(b) => b.claim(buf.len()),
             None => buf.len(),
@@ -101,7 +107,7 @@ mod tests {
         let h = std::thread::spawn(move || recv_loop(&rx, 1000, false, &c2, &r2));
         let ctl = RunControl::new(Some(Budget::new(BudgetUnit::Bytes, 123_456)));
         let sc = StreamCounters::default();
-        send_loop(&tx, &[7u8; 10_000], None, None, &ctl, &sc).unwrap();
+        send_loop(&tx, &[7u8; 10_000], None, None, 1, &ctl, &sc).unwrap();
         tx.shutdown(Shutdown::Write).unwrap();
         h.join().unwrap().unwrap();
         assert_eq!(sc.snapshot().bytes, 123_456);
@@ -117,7 +123,7 @@ mod tests {
         let f = PayloadFile::new(&payload).unwrap();
         let ctl = RunControl::new(Some(Budget::new(BudgetUnit::Bytes, 10_000)));
         let sc = StreamCounters::default();
-        send_loop(&tx, &payload, Some(&f), None, &ctl, &sc).unwrap();
+        send_loop(&tx, &payload, Some(&f), None, 1, &ctl, &sc).unwrap();
         tx.shutdown(Shutdown::Write).unwrap();
         let mut got = Vec::new();
         rx.read_to_end(&mut got).unwrap();
@@ -141,6 +147,7 @@ mod tests {
                 &[0u8; 1000],
                 None,
                 Some(Pacer::new(8_000_000)),
+                1,
                 &c2,
                 &s2,
             )
@@ -156,5 +163,36 @@ mod tests {
         drop(sink);
         let sent = sc.snapshot().bytes;
         assert!((150_000..=260_000).contains(&sent), "sent {sent}");
+    }
+
+    #[test]
+    fn burst_sends_n_blocks_before_checking_the_rate() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let tx = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (_rx, _) = l.accept().unwrap();
+        let sent_after = |burst: u32| {
+            let ctl = Arc::new(RunControl::new(None));
+            let sc = Arc::new(StreamCounters::default());
+            let (c2, s2) = (ctl.clone(), sc.clone());
+            let tx = tx.try_clone().unwrap();
+            // 100 bytes/s: the first pass may send, the next is due a second later.
+            let h = std::thread::spawn(move || {
+                send_loop(
+                    &tx,
+                    &[0u8; 100],
+                    None,
+                    Some(Pacer::new(800)),
+                    burst,
+                    &c2,
+                    &s2,
+                )
+            });
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            ctl.stop();
+            h.join().unwrap().unwrap();
+            sc.snapshot().bytes
+        };
+        assert_eq!(sent_after(1), 100);
+        assert_eq!(sent_after(5), 500);
     }
 }

@@ -3,7 +3,9 @@
 //! This is the only crate allowed `unsafe`. The blocks, each marked `// SAFETY:`:
 //! - `tcp_info.rs`: `getsockopt(TCP_INFO)` into a plain-old-data struct.
 //! - `time.rs`: `localtime_r` + `strftime` for `--timestamps`.
-//! - `sockopt.rs`: `setsockopt` for options socket2 does not wrap (IP_MTU_DISCOVER).
+//! - `sockopt.rs`: `setsockopt` for options socket2 does not wrap (IP_MTU_DISCOVER,
+//!   TCP_MAXSEG with a signed value, SO_MAX_PACING_RATE, IPV6_FLOWINFO_SEND) and
+//!   IPV6_FLOWLABEL_MGR with its request struct.
 //! - `mmsg.rs`: `sendmmsg` / `recvmmsg` over arrays of headers pointing at live buffers.
 //!
 //! Everything else goes through `socket2`, `nix` or `std`.

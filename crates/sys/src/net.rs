@@ -3,6 +3,7 @@
 
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
 use socket2::{Domain, SockRef, Socket, Type};
@@ -105,26 +106,71 @@ pub fn connect_tcp(
     device: Option<&str>,
     timeout: Option<Duration>,
 ) -> io::Result<TcpStream> {
-    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
-    for addr in addrs {
-        match try_connect(addr, bind, bind_port, device, timeout) {
-            Ok(s) => return Ok(s),
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
+    let none = |_: BorrowedFd<'_>, _: bool| Ok::<(), io::Error>(());
+    let plain = Transport::Tcp;
+    connect_tcp_prepared(addrs, bind, bind_port, device, timeout, plain, &none)
+        .map_err(|e| match e {
+            Prepared::Options(e) | Prepared::Connect(e) => e,
+        })
 }
 
-fn try_connect(
-    addr: &SocketAddr,
+/// The stream protocol of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Plain TCP.
+    Tcp,
+    /// Multipath TCP (`-m`); the kernel falls back to TCP if the peer lacks it.
+    Mptcp,
+}
+
+/// Why [`connect_tcp_prepared`] failed.
+#[derive(Debug)]
+pub enum Prepared<E> {
+    /// The `prepare` callback refused the socket.
+    Options(E),
+    /// Creating, binding or connecting failed.
+    Connect(io::Error),
+}
+
+/// [`connect_tcp`], calling `prepare(socket, is_ipv6)` on each socket before it
+/// connects (options that must be in the SYN, such as TCP_MAXSEG). A `prepare`
+/// failure ends the attempt at once.
+pub fn connect_tcp_prepared<E>(
+    addrs: &[SocketAddr],
     bind: Option<&str>,
     bind_port: u16,
     device: Option<&str>,
     timeout: Option<Duration>,
-) -> io::Result<TcpStream> {
-    let sock = Socket::new(Domain::for_address(*addr), Type::STREAM, None)?;
-    bind_device(&sock, device.or_else(|| bind.and_then(device_part)))?;
-    let local = local_for(bind, addr)?;
+    transport: Transport,
+    prepare: &dyn Fn(BorrowedFd<'_>, bool) -> Result<(), E>,
+) -> Result<TcpStream, Prepared<E>> {
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
+    for addr in addrs {
+        match try_connect(addr, bind, (bind_port, device), timeout, transport, prepare) {
+            Ok(s) => return Ok(s),
+            Err(Prepared::Connect(e)) => last = e,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Prepared::Connect(last))
+}
+
+fn try_connect<E>(
+    addr: &SocketAddr,
+    bind: Option<&str>,
+    (bind_port, device): (u16, Option<&str>),
+    timeout: Option<Duration>,
+    transport: Transport,
+    prepare: &dyn Fn(BorrowedFd<'_>, bool) -> Result<(), E>,
+) -> Result<TcpStream, Prepared<E>> {
+    let io = Prepared::Connect;
+    let proto = match transport {
+        Transport::Tcp => None,
+        Transport::Mptcp => Some(socket2::Protocol::MPTCP),
+    };
+    let sock = Socket::new(Domain::for_address(*addr), Type::STREAM, proto).map_err(io)?;
+    bind_device(&sock, device.or_else(|| bind.and_then(device_part))).map_err(io)?;
+    let local = local_for(bind, addr).map_err(io)?;
     if local.is_some() || bind_port != 0 {
         let mut l = local.unwrap_or_else(|| match addr {
             SocketAddr::V4(_) => SocketAddr::from(([0, 0, 0, 0], 0)),
@@ -132,23 +178,30 @@ fn try_connect(
         });
         l.set_port(bind_port);
         // Only a fixed local port (--cport) needs reuse; see `udp_bind`.
-        sock.set_reuse_address(bind_port != 0)?;
-        sock.bind(&l.into())?;
+        sock.set_reuse_address(bind_port != 0).map_err(io)?;
+        sock.bind(&l.into()).map_err(io)?;
     }
+    prepare(sock.as_fd(), addr.is_ipv6()).map_err(Prepared::Options)?;
     match timeout {
-        Some(t) => sock.connect_timeout(&(*addr).into(), t)?,
-        None => sock.connect(&(*addr).into())?,
+        Some(t) => sock.connect_timeout(&(*addr).into(), t).map_err(io)?,
+        None => sock.connect(&(*addr).into()).map_err(io)?,
     }
     Ok(sock.into())
 }
 
 /// Opens the server's TCP listener: `[::]:port` accepting IPv4 too, unless `-4`,
 /// `-6` or `-B` narrow it. SO_REUSEADDR so a restarted server can bind at once.
-pub fn listen_tcp(bind: Option<&str>, port: u16, family: Family) -> io::Result<TcpListener> {
+/// `device` (`--bind-dev`) takes precedence over a `%dev` in `bind`.
+pub fn listen_tcp(
+    bind: Option<&str>,
+    device: Option<&str>,
+    port: u16,
+    family: Family,
+) -> io::Result<TcpListener> {
     let addr = listen_addr(bind, port, family)?;
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     sock.set_reuse_address(true)?;
-    bind_device(&sock, bind.and_then(device_part))?;
+    bind_device(&sock, device.or_else(|| bind.and_then(device_part)))?;
     if addr.is_ipv6() && bind.is_none() {
         sock.set_only_v6(family == Family::V6)?;
     }
@@ -242,7 +295,7 @@ pub fn tcp_congestion(s: &TcpStream) -> Option<String> {
 }
 
 /// (SO_SNDBUF, SO_RCVBUF) as the kernel reports them.
-pub fn buffer_sizes(s: &impl std::os::fd::AsFd) -> (u64, u64) {
+pub fn buffer_sizes(s: &impl AsFd) -> (u64, u64) {
     let r = SockRef::from(s);
     (
         r.send_buffer_size().unwrap_or(0) as u64,
@@ -251,7 +304,7 @@ pub fn buffer_sizes(s: &impl std::os::fd::AsFd) -> (u64, u64) {
 }
 
 /// Sets SO_SNDBUF and SO_RCVBUF (`-w`).
-pub fn set_buffer_sizes(s: &impl std::os::fd::AsFd, size: usize) -> io::Result<()> {
+pub fn set_buffer_sizes(s: &impl AsFd, size: usize) -> io::Result<()> {
     let r = SockRef::from(s);
     r.set_send_buffer_size(size)?;
     r.set_recv_buffer_size(size)
@@ -282,7 +335,7 @@ mod tests {
 
     #[test]
     fn binding_to_loopback_device_still_connects() {
-        let l = listen_tcp(Some("127.0.0.1%lo"), 0, Family::V4).unwrap();
+        let l = listen_tcp(Some("127.0.0.1%lo"), None, 0, Family::V4).unwrap();
         let port = l.local_addr().unwrap().port();
         let addrs = resolve("127.0.0.1", port, Family::V4).unwrap();
         connect_tcp(&addrs, None, 0, Some("lo"), Some(Duration::from_secs(2))).unwrap();
@@ -309,7 +362,7 @@ mod tests {
 
     #[test]
     fn listener_accepts_v4_on_dual_stack() {
-        let l = listen_tcp(None, 0, Family::Any).unwrap();
+        let l = listen_tcp(None, Some("lo"), 0, Family::Any).unwrap();
         let port = l.local_addr().unwrap().port();
         let addrs = resolve("127.0.0.1", port, Family::Any).unwrap();
         let c = connect_tcp(&addrs, None, 0, None, Some(Duration::from_secs(2))).unwrap();

@@ -102,6 +102,7 @@ pub fn serve(
     let mut rep = make_reporter(None);
     let listener = match rperf3_sys::net::listen_tcp(
         common.bind.as_deref(),
+        common.bind_dev.as_deref(),
         common.port,
         common.family.into(),
     )
@@ -122,11 +123,13 @@ pub fn serve(
         Ok(p) => p,
         Err(e) => return Outcome::finish(&mut rep, Some(IperfError::from_io(IE_LISTEN, &e))),
     };
-    let device = common
-        .bind
-        .as_deref()
-        .and_then(rperf3_sys::net::device_part)
-        .map(str::to_string);
+    let device = common.bind_dev.clone().or_else(|| {
+        common
+            .bind
+            .as_deref()
+            .and_then(rperf3_sys::net::device_part)
+            .map(str::to_string)
+    });
     let mut host = Host {
         sc,
         common,

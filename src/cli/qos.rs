@@ -1,0 +1,125 @@
+//! `-S` and `--dscp` values: C's `strtol(…, 0)` numbers and iperf3's DSCP names.
+
+/// C's `strtol` with base 0 (`0x` hex, leading `0` octal, else decimal): the value
+/// and whether the whole text was used; `None` when no digit was read.
+fn strtol0(s: &str) -> Option<(i64, bool)> {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let hex = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X"));
+    let (radix, digits) = match hex {
+        Some(h) if h.starts_with(|c: char| c.is_ascii_hexdigit()) => (16, h),
+        _ if t.starts_with('0') => (8, t),
+        _ => (10, t),
+    };
+    let n = digits.chars().take_while(|c| c.is_digit(radix)).count();
+    if n == 0 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for c in digits[..n].chars() {
+        let d = i64::from(c.to_digit(radix).unwrap_or(0));
+        v = v.saturating_mul(i64::from(radix)).saturating_add(d);
+    }
+    Some((if neg { -v } else { v }, n == digits.len()))
+}
+
+/// `-S N`: a TOS byte; like iperf3, trailing text after the number is ignored.
+pub(crate) fn tos(s: &str) -> Option<u8> {
+    strtol0(s).and_then(|(v, _)| u8::try_from(v).ok())
+}
+
+/// `-L N`: an IPv6 flow label, 1..=0xFFFFF (C number syntax, trailing text ignored).
+pub(crate) fn flowlabel(s: &str) -> Option<u32> {
+    strtol0(s)
+        .and_then(|(v, _)| u32::try_from(v).ok())
+        .filter(|v| (1..=0xF_FFFF).contains(v))
+}
+
+/// `--dscp N|name`: the TOS byte (a DSCP number shifted into place, or a name's
+/// byte). The names are the ones iperf3 accepts.
+pub(crate) fn dscp(s: &str) -> Option<u8> {
+    if let Some((v, true)) = strtol0(s) {
+        return u8::try_from(v).ok().filter(|v| *v <= 63).map(|v| v << 2);
+    }
+    const CODEPOINTS: [(&str, u8); 22] = [
+        ("af11", 10),
+        ("af12", 12),
+        ("af13", 14),
+        ("af21", 18),
+        ("af22", 20),
+        ("af23", 22),
+        ("af31", 26),
+        ("af32", 28),
+        ("af33", 30),
+        ("af41", 34),
+        ("af42", 36),
+        ("af43", 38),
+        ("cs0", 0),
+        ("cs1", 8),
+        ("cs2", 16),
+        ("cs3", 24),
+        ("cs4", 32),
+        ("cs5", 40),
+        ("cs6", 48),
+        ("cs7", 56),
+        ("ef", 46),
+        ("va", 44),
+    ];
+    // The old RFC 1349 names are TOS bytes already.
+    const TOS_NAMES: [(&str, u8); 3] = [
+        ("lowdelay", 0x10),
+        ("throughput", 0x08),
+        ("reliability", 0x04),
+    ];
+    let name = |(n, _): &&(&str, u8)| n.eq_ignore_ascii_case(s);
+    CODEPOINTS
+        .iter()
+        .find(name)
+        .map(|(_, v)| v << 2)
+        .or_else(|| TOS_NAMES.iter().find(name).map(|(_, v)| *v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tos_reads_c_numbers() {
+        assert_eq!(tos("52"), Some(52));
+        assert_eq!(tos("064"), Some(52));
+        assert_eq!(tos("0x34"), Some(52));
+        assert_eq!(tos("5x"), Some(5));
+        assert_eq!(tos("255"), Some(255));
+        assert_eq!(tos("256"), None);
+        assert_eq!(tos("-1"), None);
+        assert_eq!(tos(""), None);
+        assert_eq!(tos("abc"), None);
+    }
+
+    #[test]
+    fn flow_labels() {
+        assert_eq!(flowlabel("0x12345"), Some(0x12345));
+        assert_eq!(flowlabel("5x"), Some(5));
+        assert_eq!(flowlabel("0"), None);
+        assert_eq!(flowlabel("0x100000"), None);
+        assert_eq!(flowlabel("abc"), None);
+    }
+
+    #[test]
+    fn dscp_numbers_and_names() {
+        assert_eq!(dscp("46"), Some(184));
+        assert_eq!(dscp("0x3f"), Some(252));
+        assert_eq!(dscp("EF"), Some(184));
+        assert_eq!(dscp("af11"), Some(40));
+        assert_eq!(dscp("cs0"), Some(0));
+        assert_eq!(dscp("va"), Some(176));
+        assert_eq!(dscp("lowdelay"), Some(0x10));
+        assert_eq!(dscp("64"), None);
+        assert_eq!(dscp("5x"), None);
+        assert_eq!(dscp("le"), None);
+    }
+}
