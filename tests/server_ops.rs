@@ -74,37 +74,54 @@ fn a_pid_file_that_cannot_be_written_is_an_error() {
     }
 }
 
+/// Starts `rperf3 -s -D` and waits until the daemon listens; returns its pid
+/// and port. A port another program took meanwhile (the daemon logs "Address
+/// already in use" and exits) is tried again with another one.
+fn start_daemon(pidfile: &Path, log: &Path) -> (nix::unistd::Pid, String) {
+    for _ in 0..5 {
+        let port = common::free_port().to_string();
+        let parent = run_program(
+            rperf3(),
+            &[
+                "-s",
+                "-D",
+                "-p",
+                &port,
+                "-I",
+                pidfile.to_str().unwrap(),
+                "--logfile",
+                log.to_str().unwrap(),
+            ],
+            Duration::from_secs(10),
+        );
+        assert_eq!(parent.code(), Some(0), "{parent}");
+        assert_eq!((parent.stdout.as_str(), parent.stderr.as_str()), ("", ""));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if common::is_listening(port.parse().unwrap()) {
+                return (nix::unistd::Pid::from_raw(pid_in(pidfile)), port);
+            }
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            if text.contains("Address already in use") {
+                let _ = std::fs::remove_file(log);
+                break;
+            }
+            assert!(Instant::now() < deadline, "daemon not listening: {text}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    panic!("no free port for the daemon");
+}
+
 #[test]
 fn a_daemon_serves_after_its_parent_has_gone() {
     let pidfile = scratch_file("daemon.pid");
     let log = scratch_file("daemon.log");
-    let port = common::free_port().to_string();
-    let parent = run_program(
-        rperf3(),
-        &[
-            "-s",
-            "-D",
-            "-p",
-            &port,
-            "-I",
-            pidfile.to_str().unwrap(),
-            "--logfile",
-            log.to_str().unwrap(),
-        ],
-        Duration::from_secs(10),
-    );
-    assert_eq!(parent.code(), Some(0), "{parent}");
-    assert_eq!((parent.stdout.as_str(), parent.stderr.as_str()), ("", ""));
-    let pid = nix::unistd::Pid::from_raw(pid_in(&pidfile));
+    let (pid, port) = start_daemon(&pidfile, &log);
     // Detached: its own session, adopted by init (or a subreaper).
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
     assert_eq!(fields[3], pid.to_string(), "not a session leader: {stat}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !common::is_listening(port.parse().unwrap()) {
-        assert!(Instant::now() < deadline, "daemon not listening");
-        std::thread::sleep(Duration::from_millis(10));
-    }
     let out = common::run_client(
         &["-c", "127.0.0.1", "-p", &port, "-n", "10M", "-J"],
         Duration::from_secs(30),
@@ -156,7 +173,7 @@ fn a_test_faster_than_the_server_allows_is_refused_or_stopped() {
     assert_eq!(out.code(), Some(1), "{out}");
     assert!(out.stderr.contains(over), "{out}");
     assert!(
-        (Duration::from_millis(1900)..Duration::from_millis(3500)).contains(&took),
+        (Duration::from_millis(1900)..Duration::from_millis(5000)).contains(&took),
         "stopped after {took:?}"
     );
     // Within the limit: served. Two 50M streams each way add up to 200M:
@@ -190,7 +207,9 @@ fn a_stock_client_sees_the_rate_limit_error() {
             "total required bandwidth is larger than server limit",
             "{out}"
         );
-        assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+        // Stopped at the 2 s window (plus a check interval and a loaded
+        // machine's slack), far from the 10 s asked for.
+        assert!(t.elapsed() < Duration::from_secs(6), "{:?}", t.elapsed());
     }
 }
 

@@ -21,37 +21,28 @@ struct Segment {
     mss: Option<u32>,
 }
 
-/// A tshark capture of `tcp port P` on loopback, running while it lives.
-struct Capture(Proc);
+/// tshark on loopback printing the `fields` of packets that match `filter`,
+/// one line each (comma-separated), while it lives.
+struct Tshark(Proc);
 
-impl Capture {
+impl Tshark {
     /// Starts capturing and waits until tshark says it is (and a little more:
     /// it says so a moment before the first packets reach it).
-    fn start(port: u16) -> Self {
-        let filter = format!("tcp port {port}");
-        let args = [
+    fn start(filter: &str, fields: &[&str]) -> Self {
+        let mut args = vec![
             "-i",
             "lo",
             "-l",
             "-f",
-            &filter,
+            filter,
             "-T",
             "fields",
             "-E",
             "separator=,",
-            "-e",
-            "ip.dsfield",
-            "-e",
-            "tcp.srcport",
-            "-e",
-            "tcp.dstport",
-            "-e",
-            "tcp.len",
-            "-e",
-            "tcp.flags.syn",
-            "-e",
-            "tcp.options.mss_val",
         ];
+        for f in fields {
+            args.extend(["-e", f]);
+        }
         let p = Proc::spawn("tshark", &args);
         assert!(
             p.wait_stderr("Capturing on", Duration::from_secs(20)),
@@ -62,13 +53,34 @@ impl Capture {
         Self(p)
     }
 
-    /// Stops tshark and parses what it saw.
-    fn stop(self) -> Vec<Segment> {
+    /// Stops tshark; the lines it printed.
+    fn stop(self) -> String {
         // The last packets may still be on their way to tshark.
         std::thread::sleep(Duration::from_millis(500));
         self.0.signal(Signal::SIGINT);
-        let out = self.0.finish(Duration::from_secs(20));
-        out.stdout.lines().filter_map(parse_segment).collect()
+        self.0.finish(Duration::from_secs(20)).stdout
+    }
+}
+
+/// A capture of `tcp port P`: the fields a [`Segment`] holds.
+struct Capture(Tshark);
+
+impl Capture {
+    fn start(port: u16) -> Self {
+        let fields = [
+            "ip.dsfield",
+            "tcp.srcport",
+            "tcp.dstport",
+            "tcp.len",
+            "tcp.flags.syn",
+            "tcp.options.mss_val",
+        ];
+        Self(Tshark::start(&format!("tcp port {port}"), &fields))
+    }
+
+    /// Stops tshark and parses what it saw.
+    fn stop(self) -> Vec<Segment> {
+        self.0.stop().lines().filter_map(parse_segment).collect()
     }
 }
 
@@ -255,34 +267,17 @@ fn udp_tos_marks_both_senders() {
     let server = Server::start(&["-1"]);
     // UDP data is not in a `tcp port` capture: look at the datagrams instead.
     let filter = format!("udp port {}", server.port);
-    let args = [
-        "-i",
-        "lo",
-        "-l",
-        "-f",
-        &filter,
-        "-T",
-        "fields",
-        "-e",
-        "ip.dsfield",
-        "-e",
-        "udp.srcport",
-    ];
-    let p = Proc::spawn("tshark", &args);
-    assert!(p.wait_stderr("Capturing on", Duration::from_secs(20)));
-    std::thread::sleep(Duration::from_secs(1));
+    let cap = Tshark::start(&filter, &["ip.dsfield", "udp.srcport"]);
     server
         .client(&[
             "-u", "-t", "1", "--bidir", "-b", "1M", "-l", "1000", "-S", "0x28",
         ])
         .assert_ok();
-    std::thread::sleep(Duration::from_millis(500));
-    p.signal(Signal::SIGINT);
-    let out = p.finish(Duration::from_secs(20));
+    let out = cap.stop();
     let port = server.port.to_string();
     let (mut from_server, mut to_server) = (0, 0);
-    for l in out.stdout.lines() {
-        let Some((tos, src)) = l.split_once('\t') else {
+    for l in out.lines() {
+        let Some((tos, src)) = l.split_once(',') else {
             continue;
         };
         if tos != "0x28" {
@@ -549,34 +544,16 @@ fn flowlabel_is_on_the_data_streams_packets() {
     }
     let server = Server::start_program(Path::new("iperf3"), &["-1"]);
     let filter = format!("tcp dst port {}", server.port);
-    let args = [
-        "-i",
-        "lo",
-        "-l",
-        "-f",
-        &filter,
-        "-T",
-        "fields",
-        "-e",
-        "ipv6.flow",
-        "-e",
-        "tcp.len",
-    ];
-    let p = Proc::spawn("tshark", &args);
-    assert!(p.wait_stderr("Capturing on", Duration::from_secs(20)));
-    std::thread::sleep(Duration::from_secs(1));
+    let cap = Tshark::start(&filter, &["ipv6.flow", "tcp.len"]);
     let port = server.port.to_string();
     let out = common::run_client(
         &["-c", "::1", "-p", &port, "-t", "1", "-L", "0x12345"],
         CLIENT_TIMEOUT,
     );
     out.assert_ok();
-    std::thread::sleep(Duration::from_millis(500));
-    p.signal(Signal::SIGINT);
-    let cap = p.finish(Duration::from_secs(20));
     let (mut labelled, mut all) = (0u64, 0u64);
-    for l in cap.stdout.lines() {
-        let mut f = l.split('\t');
+    for l in cap.stop().lines() {
+        let mut f = l.split(',');
         let (flow, len) = (f.next().unwrap_or(""), f.next().unwrap_or("0"));
         let len: u64 = len.parse().unwrap_or(0);
         all += len;
