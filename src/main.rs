@@ -38,6 +38,9 @@ fn main() -> ExitCode {
             return ExitCode::from(e.status.clamp(0, 255) as u8);
         }
     };
+    for n in &inv.notices {
+        println!("{n}");
+    }
     for w in &inv.warnings {
         eprintln!("{w}");
     }

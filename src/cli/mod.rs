@@ -41,6 +41,9 @@ pub(crate) struct Invocation {
     /// Complete lines for stderr, e.g. `warning: Report format (-f) flag ignored
     /// with JSON output (-J)`.
     pub(crate) warnings: Vec<String>,
+    /// Complete lines for stdout: iperf3 prints its `--no-fq-socket-pacing`
+    /// deprecation there.
+    pub(crate) notices: Vec<String>,
     /// The arguments as typed, for settings `Config` has no field for.
     pub(crate) raw: RawArgs,
 }
@@ -114,9 +117,15 @@ pub(crate) fn parse(prog: &str, args: &[OsString]) -> Result<Command, CliError> 
         }
     }
     let (config, warnings) = validate::finish(&raw).map_err(|e| CliError::param(prog, &e))?;
+    let notices = if raw.has(Opt::NoFqSocketPacing) {
+        vec!["Warning:  --no-fq-socket-pacing is deprecated".to_string()]
+    } else {
+        Vec::new()
+    };
     Ok(Command::Run(Box::new(Invocation {
         config,
         warnings,
+        notices,
         raw,
     })))
 }

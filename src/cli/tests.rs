@@ -370,6 +370,13 @@ fn json_warnings() {
     );
     assert!(run(&["-c", "h", "-f", "m", "-V"]).warnings.is_empty());
     assert_eq!(run(&["-s", "--json-stream", "-f", "k"]).warnings.len(), 1);
+    // iperf3 prints this one on stdout.
+    let inv = run(&["-c", "h", "--no-fq-socket-pacing"]);
+    assert!(inv.warnings.is_empty());
+    assert_eq!(
+        inv.notices,
+        ["Warning:  --no-fq-socket-pacing is deprecated"]
+    );
 }
 
 mod properties {

@@ -278,9 +278,6 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
 
     let output = output(raw);
     let mut warnings = Vec::new();
-    if raw.has(Opt::NoFqSocketPacing) {
-        warnings.push("Warning:  --no-fq-socket-pacing is deprecated".into());
-    }
     if output.json {
         if output.format.is_some() {
             warnings.push("warning: Report format (-f) flag ignored with JSON output (-J)".into());
