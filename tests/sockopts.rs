@@ -225,6 +225,38 @@ fn set_mss_is_in_the_data_streams_syn() {
 }
 
 #[test]
+fn set_mss_asked_by_stock_clients_is_in_the_servers_syn_ack() {
+    if !tools() {
+        return;
+    }
+    for peer in peers() {
+        // One test slot (the default): the listener carries the client's MSS
+        // while its streams connect, as iperf3's reopened listener does.
+        let server = Server::start(&[]);
+        let segs = captured(server.port, || {
+            stock_client(&peer, &server, &["-t", "1", "-M", "1000", "-R"])
+        });
+        let syn_ack_mss: Vec<u32> = segs
+            .iter()
+            .filter(|s| s.syn && s.src == server.port)
+            .filter_map(|s| s.mss)
+            .collect();
+        assert!(
+            syn_ack_mss.contains(&1000),
+            "SYN-ACK MSS values {syn_ack_mss:?}"
+        );
+        // The next test without -M gets the kernel's own MSS again.
+        let segs = captured(server.port, || stock_client(&peer, &server, &["-t", "1"]));
+        assert!(
+            segs.iter()
+                .filter(|s| s.syn && s.src == server.port)
+                .all(|s| s.mss != Some(1000)),
+            "the MSS stayed on the listener"
+        );
+    }
+}
+
+#[test]
 fn tos_marks_the_data_of_the_client() {
     if !tools() {
         return;

@@ -5,7 +5,7 @@
 //! streams arrive from the host through the inbox), the test, the results. A
 //! failure ends only this session: it is reported and the host goes on.
 
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,6 +47,10 @@ pub struct SessionSetup {
     pub budget: Arc<StreamBudget>,
     /// `--server-bitrate-limit`, checked while the test runs.
     pub rate_limit: Option<RateLimit>,
+    /// The host's listener, when this is the only test that can be setting up
+    /// streams (one slot): a client's `-M` then goes on it, so the SYN-ACKs of
+    /// the data streams advertise that MSS as iperf3's do.
+    pub listener: Option<Arc<TcpListener>>,
 }
 
 /// What the test is, once the parameters are accepted.
@@ -75,6 +79,9 @@ pub struct Session {
     host: Mailbox<ToHost>,
     budget: Arc<StreamBudget>,
     rate_limit: Option<RateLimit>,
+    listener: Option<Arc<TcpListener>>,
+    /// The listener carries this test's MSS until the session ends.
+    listener_mss: bool,
     reserved: usize,
     peer: SocketAddr,
     cookie: [u8; COOKIE_LEN],
@@ -107,6 +114,8 @@ impl Session {
             host: s.host,
             budget: s.budget,
             rate_limit: s.rate_limit,
+            listener: s.listener,
+            listener_mss: false,
             reserved: 0,
             peer: rperf3_sys::net::unmap(s.peer),
             cookie: s.cookie,
@@ -154,6 +163,10 @@ impl Session {
             None => {}
         }
         let _ = self.d.rep.finish();
+        if let (true, Some(l)) = (self.listener_mss, &self.listener) {
+            // 0: the kernel's own choice again.
+            let _ = rperf3_sys::sockopt::set_mss(&**l, 0);
+        }
         let Self { d, host, id, .. } = self;
         let Driver { ctrl, test, .. } = d;
         drop(test);
@@ -238,6 +251,12 @@ impl Session {
             // test's threads move, not the other tests'.
             rperf3_sys::process::pin_to_cpu(usize::try_from(cpu).unwrap_or(usize::MAX))
                 .map_err(|e| IperfError::from_io(IE_AFFINITY, &e))?;
+        }
+        if let (Some(l), true) = (&self.listener, p.mss > 0 && p.protocol == Protocol::Tcp) {
+            // Before CREATE_STREAMS goes out: the client's SYNs may follow at once.
+            if rperf3_sys::sockopt::set_mss(&**l, p.mss).is_ok() {
+                self.listener_mss = true;
+            }
         }
         let roles = stream_roles(&p, Side::Server);
         if !self.budget.take(roles.len()) {

@@ -135,7 +135,7 @@ pub fn serve(
         common,
         make_reporter,
         rep,
-        listener,
+        listener: Arc::new(listener),
         pending: Pending::new(rperf3_proto::PhaseLimits::default().cookie),
         admission: Admission::new(sc.max_tests, sc.queue),
         waiting: HashMap::new(),
@@ -161,7 +161,7 @@ struct Host<'a, 'b> {
     make_reporter: &'a mut MakeReporter<'b>,
     /// Banners and the host's own messages.
     rep: Reporter,
-    listener: TcpListener,
+    listener: Arc<TcpListener>,
     pending: Pending,
     admission: Admission,
     waiting: HashMap<Ticket, Waiting>,
@@ -429,6 +429,7 @@ impl Host<'_, '_> {
                 host,
                 budget: self.budget.clone(),
                 rate_limit: self.sc.bitrate_limit,
+                listener: (self.sc.max_tests == 1).then(|| self.listener.clone()),
             };
             let limits = ServerLimits {
                 max_duration: self.sc.max_duration,
