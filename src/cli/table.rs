@@ -179,7 +179,7 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "seconds between interval reports (0 turns them off)"),
     row!(Pidfile, Some('I'), "pidfile", NO, Required, Both, false, true, "file",
         "write the process id to a file"),
-    row!(File, Some('F'), "file", NO, Required, Both, false, false, "name",
+    row!(File, Some('F'), "file", NO, Required, Both, false, true, "name",
         "send (client) or store (server) a file instead of the buffer"),
     row!(Affinity, Some('A'), "affinity", NO, Required, Both, false, true, "n[,m]",
         "pin to CPU n (client: m pins the server's test)"),

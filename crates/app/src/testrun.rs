@@ -14,13 +14,13 @@ use rperf3_engine::worker::Worker;
 use rperf3_proto::{
     IperfError, StreamResult, TestResults, IE_NO_MSG, IE_STREAM_READ, IE_STREAM_WRITE,
 };
-use rperf3_report::input::{Cpu, FinalInput, IntervalInput, PeerStream, PeerSummary};
+use rperf3_report::input::{Cpu, DiskFileFacts, FinalInput, IntervalInput, PeerStream, PeerSummary};
 
 use crate::config::RateLimit;
 use crate::cpu::CpuMeter;
 use crate::ratelimit::RateGuard;
 use crate::sampler::Sampler;
-use crate::streams::{LiveStream, SendSpec};
+use crate::streams::{DiskFile, LiveStream, SendSpec};
 use crate::ticker::{Due, Ticker};
 
 /// Longest wait for senders to finish their current block at the end. A block
@@ -45,6 +45,7 @@ pub struct TestRun {
     received: Progress,
     sent: Progress,
     rate: Option<RateGuard>,
+    diskfile: Option<DiskFile>,
 }
 
 /// How long a test may go without progress in each direction before it is
@@ -100,6 +101,7 @@ impl TestRun {
             ticker: Ticker::new(now, interval, omit),
             cpu: CpuMeter::start(),
             cpu_final: None,
+            diskfile: None,
             finished: false,
             started: now,
             limits,
@@ -128,6 +130,7 @@ impl TestRun {
 
     /// TEST_RUNNING: one worker thread per stream.
     pub fn spawn_workers(&mut self, blksize: usize, send: &SendSpec) -> io::Result<()> {
+        self.diskfile.clone_from(&send.file);
         for s in &self.streams {
             self.workers.push(s.spawn(&self.ctl, blksize, send)?);
         }
@@ -362,6 +365,11 @@ impl TestRun {
             congestion,
             has_retransmits: self.has_retransmits(),
             peer: peer.map(peer_summary),
+            diskfile: self.diskfile.as_ref().map(|d| DiskFileFacts {
+                name: d.name.clone(),
+                // A stored file's size is what arrived.
+                size: d.size(),
+            }),
         }
     }
 }
