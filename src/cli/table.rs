@@ -517,6 +517,7 @@ mod tests {
             "port",
             "format",
             "interval",
+            "file",
             "verbose",
             "json",
             "json-stream",

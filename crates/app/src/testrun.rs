@@ -14,7 +14,9 @@ use rperf3_engine::worker::Worker;
 use rperf3_proto::{
     IperfError, StreamResult, TestResults, IE_NO_MSG, IE_STREAM_READ, IE_STREAM_WRITE,
 };
-use rperf3_report::input::{Cpu, DiskFileFacts, FinalInput, IntervalInput, PeerStream, PeerSummary};
+use rperf3_report::input::{
+    Cpu, DiskFileFacts, FinalInput, IntervalInput, PeerStream, PeerSummary,
+};
 
 use crate::config::RateLimit;
 use crate::cpu::CpuMeter;
@@ -289,6 +291,14 @@ impl TestRun {
     pub fn close(&mut self) {
         if self.cpu_final.is_none() {
             self.cpu_final = Some(self.cpu.read(&self.workers));
+        }
+        // A side storing a file lets its receivers take in what is still in
+        // flight; they end by themselves once the streams are quiet.
+        if self.diskfile.as_ref().is_some_and(|d| !d.sending) {
+            let deadline = Instant::now() + rperf3_engine::file::DRAIN_LIMIT;
+            while !self.workers.iter().all(Worker::finished) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
         crate::streams::stop_all(&self.streams, std::mem::take(&mut self.workers));
     }

@@ -36,7 +36,7 @@ pub fn send_loop(
             None => blksize,
         };
         if want == 0 {
-            return Ok(());
+            break;
         }
         let mut done = 0;
         while done < want {
@@ -44,6 +44,7 @@ pub fn send_loop(
                 // The end of the file ends this stream.
                 Ok(0) => {
                     counters.add(done as u64);
+                    wait_acked(sock, ctl);
                     return Ok(());
                 }
                 Ok(k) => done += k,
@@ -54,11 +55,35 @@ pub fn send_loop(
         sent += done as u64;
         counters.add(done as u64);
     }
+    wait_acked(sock, ctl);
     Ok(())
 }
 
-/// Reads, counts and appends what arrives to `file` until the peer closes,
-/// the socket is shut down, or stopped.
+/// Waits (at most [`DRAIN_LIMIT`]) until the peer has acknowledged every byte:
+/// a finished sender ends the test, and an iperf3 receiver stops reading at the
+/// test's end, so the file's tail must have arrived by then.
+fn wait_acked(sock: &TcpStream, ctl: &RunControl) {
+    let deadline = Instant::now() + DRAIN_LIMIT;
+    while !ctl.stopped() && Instant::now() < deadline {
+        match rperf3_sys::tcp_info::tcp_info(sock) {
+            Some(i) if i.unacked > 0 || i.notsent_bytes > 0 => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            _ => return,
+        }
+    }
+}
+
+/// How long a storing receiver goes on reading once the test is stopped: the
+/// peer ends the test when its last block is written, not when it has arrived.
+pub const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
+/// A pause in arrivals this long after the stop means the file is complete.
+const DRAIN_QUIET: Duration = Duration::from_millis(100);
+
+/// Reads, counts and appends what arrives to `file` until the peer closes or
+/// the socket is shut down; once stopped, until the stream is quiet for
+/// [`DRAIN_QUIET`] (at most [`DRAIN_LIMIT`]), so bytes still in flight are stored.
 pub fn recv_loop(
     mut sock: &TcpStream,
     file: &File,
@@ -68,18 +93,36 @@ pub fn recv_loop(
 ) -> io::Result<()> {
     let mut buf = vec![0u8; blksize.max(1)];
     let mut out = file;
-    while !ctl.stopped() {
+    // A receive timeout lets the loop see the stop flag while data is quiet.
+    sock.set_read_timeout(Some(DRAIN_QUIET))?;
+    let mut drain_end: Option<Instant> = None;
+    loop {
+        if ctl.stopped() {
+            let end = *drain_end.get_or_insert_with(|| Instant::now() + DRAIN_LIMIT);
+            if Instant::now() >= end {
+                return Ok(());
+            }
+        }
         match sock.read(&mut buf) {
             Ok(0) => return Ok(()),
             Ok(n) => {
                 out.write_all(&buf[..n])?;
                 counters.add(n as u64);
             }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                if ctl.stopped() {
+                    return Ok(());
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -103,13 +146,18 @@ mod tests {
         let out = File::create(&dst).unwrap();
         let rc = Arc::new(StreamCounters::default());
         let r2 = rc.clone();
-        let h = std::thread::spawn(move || {
-            recv_loop(&rx, &out, 1000, &RunControl::new(None), &r2)
-        });
+        let h = std::thread::spawn(move || recv_loop(&rx, &out, 1000, &RunControl::new(None), &r2));
         let sc = StreamCounters::default();
         // No budget: only the end of the file stops the sender.
-        send_loop(&tx, &File::open(&src).unwrap(), 65536, None, &RunControl::new(None), &sc)
-            .unwrap();
+        send_loop(
+            &tx,
+            &File::open(&src).unwrap(),
+            65536,
+            None,
+            &RunControl::new(None),
+            &sc,
+        )
+        .unwrap();
         tx.shutdown(Shutdown::Write).unwrap();
         h.join().unwrap().unwrap();
         assert_eq!(sc.snapshot().bytes, data.len() as u64);
