@@ -69,10 +69,18 @@ fn wait_acked(sock: &TcpStream, ctl: &RunControl) {
             Some(i) if i.unacked > 0 || i.notsent_bytes > 0 => {
                 std::thread::sleep(Duration::from_millis(1))
             }
-            _ => return,
+            // Acknowledged is not yet read: give the peer a moment for that.
+            _ => {
+                std::thread::sleep(READ_LINGER);
+                return;
+            }
         }
     }
 }
+
+/// How long a finished file sender leaves the peer to read the acknowledged
+/// tail before the test ends (an iperf3 receiver stops reading then).
+const READ_LINGER: Duration = Duration::from_millis(200);
 
 /// How long a storing receiver goes on reading once the test is stopped: the
 /// peer ends the test when its last block is written, not when it has arrived.
