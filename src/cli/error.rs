@@ -43,6 +43,8 @@ pub(crate) enum ParamError {
     UdpBlockSize,
     /// 21: `-S` not a number within 0..=255.
     Tos,
+    /// 34: `-F` with `-u`.
+    UdpFileTransfer,
     /// 24: `-f` not one of kmgtKMGT.
     BadFormat,
     /// 25: `-R` with `--bidir`.
@@ -113,6 +115,7 @@ impl ParamError {
             Self::EndConditions => 16,
             Self::UdpBlockSize => 20,
             Self::Tos => 21,
+            Self::UdpFileTransfer => 34,
             Self::BadFormat => 24,
             Self::ReverseBidir => 25,
             Self::BadPort => 26,
@@ -164,6 +167,7 @@ impl fmt::Display for ParamError {
                  af31-33, af41-43, cs1-7, ef, va, lowdelay, throughput, reliability])",
             ),
             Self::Burst => write!(f, "invalid burst count (maximum = {MAX_BURST})"),
+            Self::UdpFileTransfer => f.write_str("cannot transfer file using UDP"),
             Self::EndConditions => {
                 f.write_str("only one test end condition (-t, -n, -k) may be specified")
             }

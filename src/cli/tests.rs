@@ -96,6 +96,7 @@ fn client_defaults() {
             mptcp: false,
             flowlabel: None,
             cport: None,
+            file_ends_test: false,
         }
     );
 }

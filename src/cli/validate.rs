@@ -264,6 +264,9 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
     if !is_client && !is_server {
         return Err(ParamError::NoRole);
     }
+    if is_client && udp && raw.has(Opt::File) {
+        return Err(ParamError::UdpFileTransfer);
+    }
     let direction = if raw.has(Opt::Bidir) {
         Direction::Bidir
     } else if raw.has(Opt::Reverse) {
@@ -301,7 +304,10 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
         } else {
             EndCondition::Time(DEFAULT_TIME)
         };
-        Role::Client(client(raw, udp, end, length, direction)?)
+        let mut cc = client(raw, udp, end, length, direction)?;
+        // A sent file with no end condition ends the test when it is all sent.
+        cc.file_ends_test = raw.has(Opt::File) && !timed && bytes == 0 && blocks == 0;
+        Role::Client(cc)
     } else {
         let count = |opt, long, min, default| {
             raw.text(opt)
@@ -422,6 +428,7 @@ fn client(
         cport: raw
             .text(Opt::ClientPort)
             .and_then(|p| u16::try_from(atoi(&p)).ok()),
+        file_ends_test: false,
     })
 }
 
@@ -457,6 +464,7 @@ fn common(raw: &RawArgs) -> Result<CommonConfig, ParamError> {
     };
     Ok(CommonConfig {
         bind_dev: raw.text(Opt::BindDev),
+        file: raw.text(Opt::File),
         snd_timeout_ms: raw
             .text(Opt::SndTimeout)
             .map_or(0, |t| atoi(&t).unsigned_abs()),

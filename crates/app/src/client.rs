@@ -15,12 +15,12 @@ use rperf3_proto::*;
 use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
 use rperf3_report::{Reporter, ServerOutput};
 
-use crate::config::{ClientConfig, CommonConfig, EndCondition};
+use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition};
 use crate::ctrl::{Ctrl, Read0};
 use crate::driver::{Driver, Test, Wake};
 use crate::interrupt::Interrupt;
 use crate::setup::{client_params, stream_roles, test_info, version_string};
-use crate::streams::{connect_tcp_stream, LiveStream};
+use crate::streams::{connect_tcp_stream, DiskFile, LiveStream};
 use crate::testrun::TestRun;
 use crate::Outcome;
 
@@ -40,13 +40,28 @@ pub fn run(
     let mut params = client_params(cc);
     match connect(cc, common, &mut params) {
         Ok((ctrl, cookie, server, ctrl_mss)) => {
+            rep.preamble();
+            rep.control_mss(ctrl_mss);
+            // iperf3 opens the file once connected, so its error follows
+            // "Connecting to host".
+            let sending = cc.direction != Direction::Reverse;
+            let disk = match common.file.as_deref().map(|f| DiskFile::open(f, sending)) {
+                None => None,
+                Some(Ok(d)) => Some(d),
+                Some(Err(e)) => return Outcome::finish(&mut rep, Some(e)),
+            };
+            let mut sized = cc.clone();
+            if let Some(d) = disk.as_ref().filter(|_| sending && cc.file_ends_test) {
+                sized.end = EndCondition::Bytes(d.size());
+                params.time = 0;
+                params.num = d.size();
+            }
+            let cc = &sized;
             let phases = PhaseLimits {
                 first_reply: cc.connect_timeout,
                 ..PhaseLimits::default()
             };
             let machine = ClientMachine::new(cookie, &params, phases, Instant::now());
-            rep.preamble();
-            rep.control_mss(ctrl_mss);
             let start = StartInfo {
                 version: version_string(),
                 system_info: rperf3_sys::system::uname_line(),
@@ -62,6 +77,7 @@ pub fn run(
             let info = test_info(&params, common, Side::Client);
             let mut c = Client {
                 cc,
+                disk,
                 common,
                 params,
                 d: Driver::new(ctrl, machine, rep),
@@ -136,6 +152,8 @@ fn device<'a>(cc: &'a ClientConfig, common: &'a CommonConfig) -> Option<&'a str>
 
 struct Client<'a> {
     cc: &'a ClientConfig,
+    /// `-F`, opened.
+    disk: Option<DiskFile>,
     common: &'a CommonConfig,
     params: TestParams,
     d: Driver<ClientMachine>,
@@ -231,7 +249,8 @@ impl Client<'_> {
                 self.d.rep.start(&self.start, &self.info);
             }
             ClientEvent::TestRunning => {
-                let spec = crate::setup::send_spec(&self.params);
+                let mut spec = crate::setup::send_spec(&self.params);
+                spec.file.clone_from(&self.disk);
                 if let Test::Running(run) = &mut self.d.test {
                     run.spawn_workers(self.params.len.max(1) as usize, &spec)
                         .map_err(|e| IperfError::from_io(IE_PTHREAD_CREATE, &e))?;

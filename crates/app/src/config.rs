@@ -62,6 +62,8 @@ pub struct CommonConfig {
     pub cntl_ka: Option<[u32; 3]>,
     /// `--bind-dev`: SO_BINDTODEVICE for every socket (before any `%dev`).
     pub bind_dev: Option<String>,
+    /// `-F`: the file to send, or to store what arrives in.
+    pub file: Option<String>,
 }
 
 /// Output options.
@@ -236,4 +238,6 @@ pub struct ClientConfig {
     pub mptcp: bool,
     /// `--cport`: local port of the first data stream; the others follow it.
     pub cport: Option<u16>,
+    /// `-F` without `-t`/`-n`/`-k`: the file's size becomes the byte limit.
+    pub file_ends_test: bool,
 }

@@ -382,6 +382,11 @@ impl Session {
         if let Some(first) = streams.first() {
             (a.start.sndbuf_actual, a.start.rcvbuf_actual) = first.buffer_sizes();
         }
+        // `-F`: the server sends the file in reverse tests, else stores what arrives.
+        let disk = match self.common.file.as_deref() {
+            Some(f) => Some(crate::streams::DiskFile::open(f, a.params.reverse)?),
+            None => None,
+        };
         let bytes = self.d.machine.all_streams_connected(Instant::now());
         self.d.send(&bytes, IE_SEND_MESSAGE)?;
         let omit = Duration::from_secs(a.params.omit.max(0) as u64);
@@ -391,7 +396,8 @@ impl Session {
             run.limit_rate(l);
         }
         self.d.rep.start(&a.start, &a.info);
-        let spec = crate::setup::send_spec(&a.params);
+        let mut spec = crate::setup::send_spec(&a.params);
+        spec.file = disk;
         let spawned = run.spawn_workers(a.params.len.max(1) as usize, &spec);
         // Whatever started is stopped and joined when the run is dropped.
         self.d.test = Test::Running(run);

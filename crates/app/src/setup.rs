@@ -91,6 +91,7 @@ pub fn send_spec(p: &TestParams) -> crate::streams::SendSpec {
         burst: p.burst.max(1) as u32,
         counters_64bit: p.udp_counters_64bit,
         skip_rx_copy: p.skip_rx_copy,
+        file: None,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Data streams of a test: their sockets, counters and workers.
 
+use std::fs::File;
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -11,7 +12,7 @@ use rperf3_engine::counters::{CounterSnapshot, StreamCounters};
 use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
 use rperf3_engine::worker::Worker;
-use rperf3_proto::{IperfError, TestParams, UdpRecvStats, IE_STREAM_CONNECT};
+use rperf3_proto::{IperfError, TestParams, UdpRecvStats, IE_FILE, IE_STREAM_CONNECT};
 use rperf3_report::input::StreamInfo;
 
 use crate::sockopts::{apply_flowlabel, apply_tcp};
@@ -68,6 +69,49 @@ pub struct SendSpec {
     pub counters_64bit: bool,
     /// TCP receivers: discard data in the kernel (MSG_TRUNC), no copy.
     pub skip_rx_copy: bool,
+    /// `-F`: TCP senders send this file, receivers store what arrives in it.
+    pub file: Option<DiskFile>,
+}
+
+/// The `-F` file of a test, opened once and shared by its streams.
+#[derive(Debug, Clone)]
+pub struct DiskFile {
+    /// The name as given, for the report.
+    pub name: String,
+    /// Open for reading (sending) or writing (receiving).
+    pub file: Arc<File>,
+    /// Whether this side sends the file (its receiving streams, with
+    /// `--bidir`, then store nothing).
+    pub sending: bool,
+}
+
+impl DiskFile {
+    /// Opens `name` to send it, or creates (truncates) it, private to the
+    /// user as iperf3 makes it, to store what arrives. Fails with error 14.
+    pub fn open(name: &str, sending: bool) -> Result<Self, IperfError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = if sending {
+            File::open(name)
+        } else {
+            File::options()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(name)
+        }
+        .map_err(|e| IperfError::from_io(IE_FILE, &e))?;
+        Ok(Self {
+            name: name.to_string(),
+            file: Arc::new(file),
+            sending,
+        })
+    }
+
+    /// The file's size now.
+    pub fn size(&self) -> u64 {
+        self.file.metadata().map_or(0, |m| m.len())
+    }
 }
 
 impl LiveStream {
@@ -158,6 +202,17 @@ impl LiveStream {
         match &self.sock {
             DataSock::Tcp(s) => {
                 let s = s.clone();
+                if let Some(d) = send.file.as_ref().filter(|d| d.sending == self.info.sender) {
+                    let (file, sender) = (d.file.clone(), self.info.sender);
+                    let (blk, pacer) = (send.blksize, send.pacer);
+                    return Worker::spawn(name, ctl.clone(), sender, move |c| {
+                        if sender {
+                            rperf3_engine::file::send_loop(&s, &file, blk, pacer, c, &counters)
+                        } else {
+                            rperf3_engine::file::recv_loop(&s, &file, blksize, c, &counters)
+                        }
+                    });
+                }
                 if self.info.sender {
                     let buf = rperf3_engine::payload::make(send.blksize, send.repeating);
                     // Zero-copy sends when the OS allows, for large blocks only:

@@ -14,13 +14,15 @@ use rperf3_engine::worker::Worker;
 use rperf3_proto::{
     IperfError, StreamResult, TestResults, IE_NO_MSG, IE_STREAM_READ, IE_STREAM_WRITE,
 };
-use rperf3_report::input::{Cpu, FinalInput, IntervalInput, PeerStream, PeerSummary};
+use rperf3_report::input::{
+    Cpu, DiskFileFacts, FinalInput, IntervalInput, PeerStream, PeerSummary,
+};
 
 use crate::config::RateLimit;
 use crate::cpu::CpuMeter;
 use crate::ratelimit::RateGuard;
 use crate::sampler::Sampler;
-use crate::streams::{LiveStream, SendSpec};
+use crate::streams::{DiskFile, LiveStream, SendSpec};
 use crate::ticker::{Due, Ticker};
 
 /// Longest wait for senders to finish their current block at the end. A block
@@ -45,6 +47,7 @@ pub struct TestRun {
     received: Progress,
     sent: Progress,
     rate: Option<RateGuard>,
+    diskfile: Option<DiskFile>,
 }
 
 /// How long a test may go without progress in each direction before it is
@@ -100,6 +103,7 @@ impl TestRun {
             ticker: Ticker::new(now, interval, omit),
             cpu: CpuMeter::start(),
             cpu_final: None,
+            diskfile: None,
             finished: false,
             started: now,
             limits,
@@ -128,6 +132,7 @@ impl TestRun {
 
     /// TEST_RUNNING: one worker thread per stream.
     pub fn spawn_workers(&mut self, blksize: usize, send: &SendSpec) -> io::Result<()> {
+        self.diskfile.clone_from(&send.file);
         for s in &self.streams {
             self.workers.push(s.spawn(&self.ctl, blksize, send)?);
         }
@@ -287,6 +292,14 @@ impl TestRun {
         if self.cpu_final.is_none() {
             self.cpu_final = Some(self.cpu.read(&self.workers));
         }
+        // A side storing a file lets its receivers take in what is still in
+        // flight; they end by themselves once the streams are quiet.
+        if self.diskfile.as_ref().is_some_and(|d| !d.sending) {
+            let deadline = Instant::now() + rperf3_engine::file::DRAIN_LIMIT;
+            while !self.workers.iter().all(Worker::finished) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
         crate::streams::stop_all(&self.streams, std::mem::take(&mut self.workers));
     }
 
@@ -362,6 +375,11 @@ impl TestRun {
             congestion,
             has_retransmits: self.has_retransmits(),
             peer: peer.map(peer_summary),
+            diskfile: self.diskfile.as_ref().map(|d| DiskFileFacts {
+                name: d.name.clone(),
+                // A stored file's size is what arrived.
+                size: d.size(),
+            }),
         }
     }
 }

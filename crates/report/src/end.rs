@@ -9,7 +9,7 @@
 use crate::input::{FinalInput, PeerStream, Proto, StreamFinal, StreamInfo};
 use crate::interval::num;
 use crate::model::{
-    usec, EndGroup, EndReport, EndStream, Flow, Layout, RetransEnd, UdpEnd, UdpSums,
+    usec, DiskFileEnd, EndGroup, EndReport, EndStream, Flow, Layout, RetransEnd, UdpEnd, UdpSums,
 };
 use serde_json::{json, Map, Value};
 
@@ -221,6 +221,14 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], fin: &FinalInput) -> EndRe
                     },
                     retrans,
                     udp,
+                    diskfile: fin.diskfile.as_ref().map(|f| DiskFileEnd {
+                        sent: m.bytes_sent,
+                        received: m.bytes_received,
+                        size: f.size,
+                        percent_sent: percent_of(m.bytes_sent, f.size),
+                        percent_received: percent_of(m.bytes_received, f.size),
+                        filename: f.name.clone(),
+                    }),
                 });
             }
             let mut sum_sent = Flow {
@@ -299,6 +307,15 @@ fn flow_json(m: &mut Map<String, Value>, f: &Flow) {
     m.insert("bits_per_second".into(), num(f.bits_per_second));
 }
 
+/// A whole percentage, truncated as iperf3's integer conversion does.
+fn percent_of(part: u64, whole: u64) -> u64 {
+    if whole == 0 {
+        0
+    } else {
+        (part as f64 / whole as f64 * 100.0) as u64
+    }
+}
+
 fn tcp_stream_json(s: &EndStream, group_sender: bool) -> Value {
     let mut sender = Map::new();
     sender.insert("socket".into(), json!(s.socket));
@@ -317,7 +334,24 @@ fn tcp_stream_json(s: &EndStream, group_sender: bool) -> Value {
     receiver.insert("socket".into(), json!(s.socket));
     flow_json(&mut receiver, &s.received);
     receiver.insert("sender".into(), json!(group_sender));
-    json!({ "sender": Value::Object(sender), "receiver": Value::Object(receiver) })
+    let mut m = Map::new();
+    m.insert("sender".into(), Value::Object(sender));
+    // iperf3 puts the file's object between the two directions.
+    if let Some(d) = &s.diskfile {
+        m.insert(
+            "diskfile".into(),
+            json!({
+                "sent": d.sent,
+                "received": d.received,
+                "size": d.size,
+                "percent_sent": d.percent_sent,
+                "percent_received": d.percent_received,
+                "filename": d.filename,
+            }),
+        );
+    }
+    m.insert("receiver".into(), Value::Object(receiver));
+    Value::Object(m)
 }
 
 fn udp_fields(m: &mut Map<String, Value>, jitter_ms: f64, lost: i64, packets: i64, pct: f64) {
@@ -466,6 +500,7 @@ mod tests {
                 }],
                 ..Default::default()
             }),
+            diskfile: None,
         };
         build(&layout, &streams, &fin)
     }
@@ -508,6 +543,7 @@ mod tests {
             congestion: Some("bbr".into()),
             has_retransmits: false,
             peer: None,
+            diskfile: None,
         };
         let r = build(&layout, &streams, &fin);
         let v = to_json(&r);

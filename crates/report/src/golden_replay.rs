@@ -356,6 +356,7 @@ impl Replay {
                 congestion: remote_cc,
                 streams: peers,
             }),
+            diskfile: None,
         })
     }
 

@@ -33,6 +33,7 @@ fn tcp_client_matches_fixture() {
             streams: vec![peer(1, 3_800_000_000, -1, 2.0)],
             ..Default::default()
         }),
+        diskfile: None,
     });
     assert_eq!(done(r, &out), fixture("tcp.client.txt"));
 }
@@ -58,6 +59,7 @@ fn tcp_server_matches_fixture() {
         congestion: Some("bbr".into()),
         has_retransmits: false,
         peer: None,
+        diskfile: None,
     });
     assert_eq!(done(r, &out), fixture("tcp.server.txt"));
 }
@@ -95,6 +97,7 @@ fn tcp_verbose_client_matches_fixture() {
             congestion: Some("bbr".into()),
             streams: vec![peer(1, 5_346_820_287, -1, 1.996)],
         }),
+        diskfile: None,
     });
     assert_eq!(done(r, &out), fixture("tcp_verbose.client.txt"));
 }
@@ -161,6 +164,7 @@ fn tcp_bidir_p2_client_matches_fixture() {
             ],
             ..Default::default()
         }),
+        diskfile: None,
     });
     assert_eq!(done(r, &out), fixture("tcp_bidir_P2.client.txt"));
 }
@@ -187,6 +191,7 @@ fn tcp_server_verbose_notes_missing_sender_statistics() {
         congestion: Some("bbr".into()),
         has_retransmits: false,
         peer: None,
+        diskfile: None,
     });
     let text = done(r, &out);
     let expect = "\
@@ -252,6 +257,7 @@ fn tcp_bidir_verbose_client_summary_order() {
                 peer(3, 791_700_000, 0, 2.0),
             ],
         }),
+        diskfile: None,
     });
     let text = done(r, &out);
     let tail: Vec<&str> = text
@@ -308,6 +314,7 @@ fn reverse_client_prints_reverse_line_and_peer_retransmits() {
             streams: vec![peer(1, 3_178_000_000, 10, 2.0)],
             ..Default::default()
         }),
+        diskfile: None,
     });
     let text = done(r, &out);
     let expect = "\
@@ -366,6 +373,7 @@ fn omitted_interval_title_and_timestamps() {
             streams: vec![peer(1, 3_028_000_000, -1, 1.0)],
             ..Default::default()
         }),
+        diskfile: None,
     });
     let text = done(r, &out);
     let p = "Sat Nov 21 05:37:36 2026 tt:  ";
@@ -421,6 +429,7 @@ fn server_text_capture_starts_at_accepted_connection() {
         congestion: None,
         has_retransmits: false,
         peer: None,
+        diskfile: None,
     });
     let Some(ServerOutput::Text(copy)) = r.server_output_for_peer() else {
         panic!("no text copy");

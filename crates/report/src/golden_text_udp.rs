@@ -37,6 +37,7 @@ fn udp_client_matches_fixture() {
             }],
             ..Default::default()
         }),
+        diskfile: None,
     });
     assert_eq!(done(r, &out), fixture("udp.client.txt"));
 }
@@ -67,6 +68,7 @@ fn udp_server_matches_fixture() {
         congestion: None,
         has_retransmits: false,
         peer: None,
+        diskfile: None,
     });
     assert_eq!(done(r, &out), fixture("udp.server.txt"));
 }
@@ -172,6 +174,7 @@ fn udp_bidir_p2_client_matches_capture() {
             ],
             ..Default::default()
         }),
+        diskfile: None,
     });
     assert_eq!(done(r, &out), capture("udp_bidir_P2.client.txt"));
 }
@@ -218,6 +221,7 @@ fn udp_bidir_p2_server_matches_capture() {
         congestion: None,
         has_retransmits: false,
         peer: None,
+        diskfile: None,
     });
     assert_eq!(done(r, &out), capture("udp_bidir_P2.server.txt"));
 }

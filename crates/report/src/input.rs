@@ -295,4 +295,15 @@ pub struct FinalInput {
     pub has_retransmits: bool,
     /// The peer's results: `None` on a server (its report is built before the exchange).
     pub peer: Option<PeerSummary>,
+    /// `-F`: the file this side sent or stored.
+    pub diskfile: Option<DiskFileFacts>,
+}
+
+/// The `-F` file at the end of the test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiskFileFacts {
+    /// The name as given.
+    pub name: String,
+    /// Its size now (a stored file has grown to what arrived).
+    pub size: u64,
 }

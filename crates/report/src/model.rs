@@ -260,6 +260,25 @@ pub struct EndStream {
     pub retrans: Option<RetransEnd>,
     /// UDP figures.
     pub udp: Option<UdpEnd>,
+    /// `-F` progress of this stream.
+    pub diskfile: Option<DiskFileEnd>,
+}
+
+/// How much of the `-F` file a stream moved (iperf3's `diskfile` object).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiskFileEnd {
+    /// Bytes sent on the stream.
+    pub sent: u64,
+    /// Bytes received on the stream.
+    pub received: u64,
+    /// The file's size.
+    pub size: u64,
+    /// `sent` as a whole percentage of `size` (truncated).
+    pub percent_sent: u64,
+    /// `received` as a whole percentage of `size` (truncated).
+    pub percent_received: u64,
+    /// The file name as given.
+    pub filename: String,
 }
 
 /// UDP totals of a group.

@@ -305,6 +305,20 @@ impl EndCtx<'_> {
                 None => format!("{head}                  sender\n"),
             });
         }
+        if let Some(d) = &s.diskfile {
+            // iperf3 says "Sent" whichever way the file went.
+            let (moved, pct) = if s.local_sender {
+                (d.sent, d.percent_sent)
+            } else {
+                (d.received, d.percent_received)
+            };
+            out.push(format!(
+                "        Sent {} / {} ({pct}%) of {}\n",
+                format_units(moved as f64, 'A'),
+                format_units(d.size as f64, 'A'),
+                d.filename
+            ));
+        }
         if self.server && s.local_sender {
             self.not_available(out, &id, "receiver");
         } else {

@@ -19,6 +19,10 @@ pub struct TcpInfo {
     pub pmtu: u32,
     /// Reordering events seen (-1 if the kernel is too old to say).
     pub reord_seen: i64,
+    /// Segments sent and not yet acknowledged.
+    pub unacked: u32,
+    /// Bytes queued and not yet sent (0 on kernels too old to say).
+    pub notsent_bytes: u32,
 }
 
 /// The kernel layout up to `tcpi_snd_wnd` (Linux 5.12+); older kernels return a
@@ -110,6 +114,8 @@ pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
         rtt: raw.rtt,
         rttvar: raw.rttvar,
         pmtu: raw.pmtu,
+        unacked: raw.unacked,
+        notsent_bytes: raw.notsent_bytes,
         reord_seen: if have(off_reord) {
             i64::from(raw.reord_seen)
         } else {

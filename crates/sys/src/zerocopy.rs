@@ -53,6 +53,17 @@ impl PayloadFile {
     }
 }
 
+/// Sends up to `len` bytes of `file` from `*offset` on `sock` with sendfile(2),
+/// advancing `*offset`; the file's own position is untouched, so streams can
+/// share one descriptor. Returns 0 at the end of the file.
+pub fn send_file(sock: &impl AsFd, file: &File, offset: &mut u64, len: usize) -> io::Result<usize> {
+    let mut off = libc::off_t::try_from(*offset).map_err(|_| io::ErrorKind::InvalidInput)?;
+    let n = nix::sys::sendfile::sendfile(sock.as_fd(), file.as_fd(), Some(&mut off), len)
+        .map_err(io::Error::from)?;
+    *offset += n as u64;
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
