@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::interop::in_flight_per_stream;
 use common::json::{arr, assert_no_error, at, close, num};
 use common::Server;
 use serde_json::Value;
@@ -23,11 +24,14 @@ fn json_test(extra: &[&str]) -> Value {
 }
 
 /// The receiving side got what was sent, less what was in flight when the
-/// test ended (a few socket buffers out of gigabytes), and never more.
+/// test ended, and never more. In flight is at most one stream's socket
+/// buffers (the kernel's tcp_wmem + tcp_rmem maxima: 36 MiB here, 3% of a
+/// loaded 1 s loopback test), or 1% where that is less.
 fn assert_delivered(sent: f64, received: f64) {
+    let slack = in_flight_per_stream().max(0.01 * sent);
     assert!(
-        received <= sent && received >= 0.99 * sent,
-        "sent {sent} received {received}"
+        received <= sent && received >= sent - slack,
+        "sent {sent} received {received} (slack {slack})"
     );
 }
 

@@ -233,7 +233,7 @@ pub enum Mode {
 
 /// Bytes one TCP connection can have in flight: the largest send buffer plus
 /// the largest receive buffer the kernel allows.
-fn in_flight_per_stream() -> f64 {
+pub fn in_flight_per_stream() -> f64 {
     let max_of = |f: &str| {
         std::fs::read_to_string(f)
             .ok()
