@@ -59,12 +59,8 @@ fn the_server_discards_in_the_kernel_when_a_stock_client_asks() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let (srv, log) = traced(&rperf3(), &server_args, "recvfrom");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !common::is_listening(port) {
-        assert!(std::time::Instant::now() < deadline, "not listening");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let (mut srv, log) = traced(&rperf3(), &server_args, "recvfrom");
+    common::await_listening(&mut srv, port);
     let p = port.to_string();
     let out = run_program(
         &newest,
@@ -136,12 +132,8 @@ fn zero_copy_sends_use_sendfile_both_ways() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let (ours, log) = traced(&rperf3(), &server_args, "sendfile");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !common::is_listening(port) {
-        assert!(std::time::Instant::now() < deadline, "not listening");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let (mut ours, log) = traced(&rperf3(), &server_args, "sendfile");
+    common::await_listening(&mut ours, port);
     let p = port.to_string();
     run_program(
         &newest,

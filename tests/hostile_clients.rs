@@ -272,15 +272,11 @@ fn out_of_descriptors_the_server_neither_spins_nor_locks_clients_out() {
     let port = common::free_port();
     let p = port.to_string();
     let bin = common::rperf3();
-    let srv = common::Proc::spawn(
+    let mut srv = common::Proc::spawn(
         "prlimit",
         &["--nofile=48:48", bin.to_str().unwrap(), "-s", "-p", &p],
     );
-    let deadline = Instant::now() + READY;
-    while !common::is_listening(port) {
-        assert!(Instant::now() < deadline, "{}", srv.stderr());
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    common::await_listening(&mut srv, port);
     let idle: Vec<TcpStream> = (0..100)
         .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
         .collect();

@@ -453,6 +453,15 @@ impl Server {
     }
 }
 
+/// Waits until `proc`, a server started some other way (under strace,
+/// prlimit, ...), listens on `port`; fails the test with its output if it
+/// exits first.
+pub fn await_listening(proc: &mut Proc, port: u16) {
+    if let Err(out) = wait_listening(proc, port) {
+        panic!("server exited before listening:\n{out}");
+    }
+}
+
 /// Readiness without connecting: a probe connection would itself be a control
 /// connection (an iperf3 `-1` server takes it as its one test, and both log an
 /// error), so look for the listening socket in the kernel's table instead.

@@ -11,15 +11,10 @@ fn t0() -> Instant {
     *T0.get_or_init(Instant::now)
 }
 use crate::cookie::make_cookie;
+use crate::json_gen::{control_tail, frame};
 use proptest::prelude::*;
 
 const SERVER_RESULTS_3_12: &str = r#"{"cpu_util_total":2.5,"cpu_util_user":0.5,"cpu_util_system":2,"sender_has_retransmits":18446744073709551615,"congestion_used":"bbr","streams":[{"id":1,"bytes":3892576256,"retransmits":18446744073709551615,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":2.001212}]}"#;
-
-fn frame(s: &str) -> Vec<u8> {
-    let mut v = (s.len() as u32).to_be_bytes().to_vec();
-    v.extend_from_slice(s.as_bytes());
-    v
-}
 
 fn machine() -> ClientMachine {
     let p = TestParams {
@@ -381,19 +376,8 @@ fn check_buffered(m: &ClientMachine, closed_at: Option<usize>) -> Result<(), Tes
 /// its codes among them), framed documents (some long, some cut short),
 /// hostile length prefixes and noise.
 fn server_tail() -> impl Strategy<Value = Vec<u8>> {
-    let piece = prop_oneof![
-        2 => prop_oneof![0u8..20, Just(0xFE), Just(0xFF)].prop_map(|b| vec![b]),
-        2 => "[{}\\[\\]\":,a-z0-9 ]{0,60}".prop_map(|d| frame(&d)),
-        1 => Just(frame(SERVER_RESULTS_3_12)),
-        1 => (1u32..300_000, 0usize..2000).prop_map(|(len, have)| {
-            let mut v = len.to_be_bytes().to_vec();
-            v.resize(4 + have.min(len as usize), b' ');
-            v
-        }),
-        1 => any::<u32>().prop_map(|n| n.to_be_bytes().to_vec()),
-        1 => proptest::collection::vec(any::<u8>(), 0..64),
-    ];
-    proptest::collection::vec(piece, 0..12).prop_map(|p| p.concat())
+    let state = prop_oneof![0u8..20, Just(0xFE), Just(0xFF)].prop_map(|b| vec![b]);
+    control_tail(state, SERVER_RESULTS_3_12)
 }
 
 proptest! {

@@ -170,3 +170,32 @@ pub(crate) fn damaged(text: BoxedStrategy<String>) -> impl Strategy<Value = Vec<
         1 => vec(any::<u8>(), 0..256),
     ]
 }
+
+/// A JSON document as it goes on the control connection: length, then body.
+pub(crate) fn frame(s: &str) -> Vec<u8> {
+    let mut v = (s.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(s.as_bytes());
+    v
+}
+
+/// A peer's control bytes after a valid start: `state` bytes, framed
+/// documents (some long, some cut short, one real `results`), hostile length
+/// prefixes and noise.
+pub(crate) fn control_tail(
+    state: impl Strategy<Value = Vec<u8>>,
+    results: &'static str,
+) -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        2 => state,
+        2 => "[{}\\[\\]\":,a-z0-9 ]{0,60}".prop_map(|d| frame(&d)),
+        1 => Just(frame(results)),
+        1 => (1u32..300_000, 0usize..2000).prop_map(|(len, have)| {
+            let mut v = len.to_be_bytes().to_vec();
+            v.resize(4 + have.min(len as usize), b' ');
+            v
+        }),
+        1 => any::<u32>().prop_map(|n| n.to_be_bytes().to_vec()),
+        1 => vec(any::<u8>(), 0..64),
+    ];
+    vec(piece, 0..12).prop_map(|p| p.concat())
+}

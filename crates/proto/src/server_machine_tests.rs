@@ -10,17 +10,12 @@ fn t0() -> Instant {
     static T0: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     *T0.get_or_init(Instant::now)
 }
+use crate::json_gen::{control_tail, frame};
 use proptest::prelude::*;
 
 const COOKIE: &[u8; 37] = b"ggbj47k5kjkqj4ikskay3k5hnkya4braddmt\0";
 const PARAMS_3_12: &str = r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
 const CLIENT_RESULTS_3_12: &str = r#"{"cpu_util_total":44.960160076097836,"cpu_util_user":0.50824758064997577,"cpu_util_system":44.451912495447857,"sender_has_retransmits":1,"congestion_used":"bbr","streams":[{"id":1,"bytes":3686924288,"retransmits":14,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":2.003371}]}"#;
-
-fn frame(s: &str) -> Vec<u8> {
-    let mut v = (s.len() as u32).to_be_bytes().to_vec();
-    v.extend_from_slice(s.as_bytes());
-    v
-}
 
 fn feed(
     m: &mut ServerMachine,
@@ -394,19 +389,7 @@ fn check_buffered(m: &ServerMachine, closed_at: Option<usize>) -> Result<(), Tes
 /// A client's byte stream after a valid start: state bytes, framed documents
 /// (some long, some cut short), hostile length prefixes and noise.
 fn client_tail() -> impl Strategy<Value = Vec<u8>> {
-    let piece = prop_oneof![
-        2 => (0u8..20).prop_map(|b| vec![b]),
-        2 => "[{}\\[\\]\":,a-z0-9 ]{0,60}".prop_map(|d| frame(&d)),
-        1 => Just(frame(CLIENT_RESULTS_3_12)),
-        1 => (1u32..300_000, 0usize..2000).prop_map(|(len, have)| {
-            let mut v = len.to_be_bytes().to_vec();
-            v.resize(4 + have.min(len as usize), b' ');
-            v
-        }),
-        1 => any::<u32>().prop_map(|n| n.to_be_bytes().to_vec()),
-        1 => proptest::collection::vec(any::<u8>(), 0..64),
-    ];
-    proptest::collection::vec(piece, 0..12).prop_map(|p| p.concat())
+    control_tail((0u8..20).prop_map(|b| vec![b]), CLIENT_RESULTS_3_12)
 }
 
 proptest! {
