@@ -1,31 +1,6 @@
 //! `-S` and `--dscp` values: C's `strtol(…, 0)` numbers and iperf3's DSCP names.
 
-/// C's `strtol` with base 0 (`0x` hex, leading `0` octal, else decimal): the value
-/// and whether the whole text was used; `None` when no digit was read.
-fn strtol0(s: &str) -> Option<(i64, bool)> {
-    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    let (neg, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let hex = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X"));
-    let (radix, digits) = match hex {
-        Some(h) if h.starts_with(|c: char| c.is_ascii_hexdigit()) => (16, h),
-        _ if t.starts_with('0') => (8, t),
-        _ => (10, t),
-    };
-    let n = digits.chars().take_while(|c| c.is_digit(radix)).count();
-    if n == 0 {
-        return None;
-    }
-    let mut v: i64 = 0;
-    for c in digits[..n].chars() {
-        let d = i64::from(c.to_digit(radix).unwrap_or(0));
-        v = v.saturating_mul(i64::from(radix)).saturating_add(d);
-    }
-    Some((if neg { -v } else { v }, n == digits.len()))
-}
+use super::units::strtol0;
 
 /// `-S N`: a TOS byte; like iperf3, trailing text after the number is ignored.
 pub(crate) fn tos(s: &str) -> Option<u8> {

@@ -22,7 +22,7 @@ use super::getopt::Occurrence;
 use super::qos;
 use super::raw::RawArgs;
 use super::table::{Opt, Side};
-use super::units::{atof, atoi, parse_rate, parse_size, to_count, UnitError};
+use super::units::{atof, atoi, parse_rate, parse_size, strtol0, to_count, UnitError};
 
 const DEFAULT_PORT: u16 = 5201;
 const DEFAULT_TIME: u32 = 10;
@@ -85,32 +85,11 @@ fn affinity(text: &str) -> Result<(u32, Option<u32>), ParamError> {
     };
     let cpu = |s: &str| {
         strtol0(s)
-            .and_then(|n| u32::try_from(n).ok())
+            .and_then(|(n, _)| u32::try_from(n).ok())
             .filter(|n| *n <= MAX_AFFINITY_CPU)
     };
     let own = cpu(own).ok_or(ParamError::Affinity)?;
     Ok((own, server.map(|s| cpu(s).unwrap_or(0))))
-}
-
-/// C's strtol with base 0 (decimal, 0x hex, 0 octal), `None` when no digit
-/// was read.
-fn strtol0(s: &str) -> Option<i64> {
-    let s = s.trim_start();
-    let (neg, s) = match s.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    let (radix, digits) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        // "0x" without hex digits is the number 0 followed by "x".
-        Some(h) if h.starts_with(|c: char| c.is_ascii_hexdigit()) => (16, h),
-        _ if s.starts_with('0') => (8, s),
-        _ => (10, s),
-    };
-    let end = digits
-        .find(|c: char| !c.is_digit(radix))
-        .unwrap_or(digits.len());
-    let n = i64::from_str_radix(digits.get(..end).filter(|d| !d.is_empty())?, radix).ok()?;
-    Some(if neg { -n } else { n })
 }
 
 /// A size option whose value must be a non-negative whole count (`-n`, `-k`).
