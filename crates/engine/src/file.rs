@@ -44,7 +44,7 @@ pub fn send_loop(
                 // The end of the file ends this stream.
                 Ok(0) => {
                     counters.add(done as u64);
-                    wait_acked(sock, ctl);
+                    finish(sock, ctl);
                     return Ok(());
                 }
                 Ok(k) => done += k,
@@ -55,8 +55,21 @@ pub fn send_loop(
         sent += done as u64;
         counters.add(done as u64);
     }
-    wait_acked(sock, ctl);
+    finish(sock, ctl);
     Ok(())
+}
+
+/// Ends a finished sender's stream: the peer must have the tail and see it.
+/// An iperf3 receiver reads whole blocks with a blocking read, so a tail
+/// shorter than its block stays in its socket until the stream ends: our FIN
+/// completes that read before the test ends.
+fn finish(sock: &TcpStream, ctl: &RunControl) {
+    wait_acked(sock, ctl);
+    // A failure here means the stream is already gone: nothing to complete.
+    let _ = sock.shutdown(std::net::Shutdown::Write);
+    if !ctl.stopped() {
+        std::thread::sleep(READ_LINGER);
+    }
 }
 
 /// Waits (at most [`DRAIN_LIMIT`]) until the peer has acknowledged every byte:
@@ -69,17 +82,13 @@ fn wait_acked(sock: &TcpStream, ctl: &RunControl) {
             Some(i) if i.unacked > 0 || i.notsent_bytes > 0 => {
                 std::thread::sleep(Duration::from_millis(1))
             }
-            // Acknowledged is not yet read: give the peer a moment for that.
-            _ => {
-                std::thread::sleep(READ_LINGER);
-                return;
-            }
+            _ => return,
         }
     }
 }
 
-/// How long a finished file sender leaves the peer to read the acknowledged
-/// tail before the test ends (an iperf3 receiver stops reading then).
+/// How long a finished file sender leaves the peer to read and store the
+/// acknowledged tail before the test ends (an iperf3 receiver stops reading then).
 const READ_LINGER: Duration = Duration::from_millis(200);
 
 /// How long a storing receiver goes on reading once the test is stopped: the
