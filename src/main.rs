@@ -7,6 +7,7 @@
 
 mod cli;
 mod output;
+mod plot;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -32,6 +33,16 @@ fn main() -> ExitCode {
         Ok(cli::Command::Help(text)) => return print_and_exit(&text, 0),
         Ok(cli::Command::Version) => {
             return print_and_exit(&cli::version_text(&rperf3_sys::system::uname_line()), 0)
+        }
+        Ok(cli::Command::Generate(text)) => return print_and_exit(&text, 0),
+        Ok(cli::Command::Plot(args)) => {
+            return match plot::run(&prog, &args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(msg) => {
+                    eprintln!("{msg}");
+                    ExitCode::from(1)
+                }
+            }
         }
         Err(e) => {
             let _ = std::io::stderr().write_all(e.message.as_bytes());

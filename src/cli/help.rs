@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use super::commands::COMMANDS;
 use super::table::{Side, OPTIONS};
 
 /// Width of the option column, as in iperf3's help.
@@ -46,6 +47,11 @@ pub(crate) fn help_text(prog: &str) -> String {
     section(&mut out, "Server or Client:", Side::Both);
     section(&mut out, "Server specific:", Side::Server);
     section(&mut out, "Client specific:", Side::Client);
+    // After iperf3's sections, so scripts reading those see iperf3's layout.
+    out.push_str("\nrperf3 commands (first argument only):\n");
+    for c in COMMANDS {
+        let _ = writeln!(out, "  {}\n  {:COLUMN$}{}", c.usage, "", c.help);
+    }
     out.push_str(
         "\n[KMG] indicates options that support a K/M/G/T suffix: powers of 1024 for\n\
          sizes, of 1000 for rates (-b)\n\n\

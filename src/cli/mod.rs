@@ -8,9 +8,12 @@
 // Until the binary wires it.
 #![allow(dead_code, unused_imports)]
 
+mod commands;
+mod complete;
 mod error;
 mod getopt;
 mod help;
+mod man;
 mod qos;
 mod raw;
 mod table;
@@ -30,6 +33,7 @@ use rperf3_app::config::Config;
 use self::getopt::{Getopt, Item};
 use self::table::Opt;
 
+pub(crate) use self::commands::{Generate, PlotArgs};
 pub(crate) use self::help::{help_text, version_line, version_text};
 pub(crate) use self::raw::RawArgs;
 pub(crate) use self::table::status_table_markdown;
@@ -57,6 +61,10 @@ pub(crate) enum Command {
     Help(String),
     /// `-v`: print [`version_text`] on stdout and exit 0.
     Version,
+    /// `plot`: draw runs from JSON output.
+    Plot(PlotArgs),
+    /// `--generate KIND`: print this text (a man page, a completion script).
+    Generate(String),
 }
 
 /// A bad command line: print `message` on stderr as is, exit with `status`.
@@ -96,11 +104,35 @@ impl CliError {
     }
 }
 
+/// The text `--generate` prints.
+pub(crate) fn generate(kind: Generate) -> String {
+    match kind {
+        Generate::Man => man::man_page(),
+        Generate::Bash => complete::bash(),
+        Generate::Zsh => complete::zsh(),
+        Generate::Fish => complete::fish(),
+    }
+}
+
 /// Parses the arguments after the program name. `prog` (argv\[0\]'s basename)
 /// names the program in messages and in the help.
 ///
 /// Like iperf3, acts on options in order: the first error, `-h` or `-v` decides.
 pub(crate) fn parse(prog: &str, args: &[OsString]) -> Result<Command, CliError> {
+    match args.first().and_then(|a| a.to_str()) {
+        Some("plot") => {
+            return Ok(match commands::parse_plot(prog, &args[1..])? {
+                commands::PlotCommand::Run(p) => Command::Plot(p),
+                commands::PlotCommand::Help(h) => Command::Help(h),
+            })
+        }
+        Some(a) if a == "--generate" || a.starts_with("--generate=") => {
+            return Ok(Command::Generate(generate(commands::parse_generate(
+                prog, args,
+            )?)));
+        }
+        _ => {}
+    }
     let mut raw = RawArgs::default();
     for item in Getopt::new(args) {
         match item.map_err(|e| CliError::getopt(prog, &e))? {

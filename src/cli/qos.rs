@@ -14,42 +14,49 @@ pub(crate) fn flowlabel(s: &str) -> Option<u32> {
         .filter(|v| (1..=0xF_FFFF).contains(v))
 }
 
+/// iperf3's DSCP names and their codepoints.
+const CODEPOINTS: [(&str, u8); 22] = [
+    ("af11", 10),
+    ("af12", 12),
+    ("af13", 14),
+    ("af21", 18),
+    ("af22", 20),
+    ("af23", 22),
+    ("af31", 26),
+    ("af32", 28),
+    ("af33", 30),
+    ("af41", 34),
+    ("af42", 36),
+    ("af43", 38),
+    ("cs0", 0),
+    ("cs1", 8),
+    ("cs2", 16),
+    ("cs3", 24),
+    ("cs4", 32),
+    ("cs5", 40),
+    ("cs6", 48),
+    ("cs7", 56),
+    ("ef", 46),
+    ("va", 44),
+];
+/// The old RFC 1349 names are TOS bytes already.
+const TOS_NAMES: [(&str, u8); 3] = [
+    ("lowdelay", 0x10),
+    ("throughput", 0x08),
+    ("reliability", 0x04),
+];
+
+/// Every name `--dscp` accepts (for shell completion).
+pub(crate) fn dscp_names() -> impl Iterator<Item = &'static str> {
+    CODEPOINTS.iter().chain(&TOS_NAMES).map(|(n, _)| *n)
+}
+
 /// `--dscp N|name`: the TOS byte (a DSCP number shifted into place, or a name's
 /// byte). The names are the ones iperf3 accepts.
 pub(crate) fn dscp(s: &str) -> Option<u8> {
     if let Some((v, true)) = strtol0(s) {
         return u8::try_from(v).ok().filter(|v| *v <= 63).map(|v| v << 2);
     }
-    const CODEPOINTS: [(&str, u8); 22] = [
-        ("af11", 10),
-        ("af12", 12),
-        ("af13", 14),
-        ("af21", 18),
-        ("af22", 20),
-        ("af23", 22),
-        ("af31", 26),
-        ("af32", 28),
-        ("af33", 30),
-        ("af41", 34),
-        ("af42", 36),
-        ("af43", 38),
-        ("cs0", 0),
-        ("cs1", 8),
-        ("cs2", 16),
-        ("cs3", 24),
-        ("cs4", 32),
-        ("cs5", 40),
-        ("cs6", 48),
-        ("cs7", 56),
-        ("ef", 46),
-        ("va", 44),
-    ];
-    // The old RFC 1349 names are TOS bytes already.
-    const TOS_NAMES: [(&str, u8); 3] = [
-        ("lowdelay", 0x10),
-        ("throughput", 0x08),
-        ("reliability", 0x04),
-    ];
     let name = |(n, _): &&(&str, u8)| n.eq_ignore_ascii_case(s);
     CODEPOINTS
         .iter()

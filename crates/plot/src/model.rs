@@ -1,0 +1,57 @@
+//! What a plot shows of one run: time series, already in plot units, with names.
+//!
+//! Extraction fills this from JSON and rendering draws it, so neither knows the
+//! other's details: a renderer never looks at iperf3 keys.
+
+/// One value per interval: `(time in seconds, value)`, the time being the middle
+/// of the interval (its figure is an average over the interval).
+pub type Points = Vec<(f64, f64)>;
+
+/// The transport a run used; it decides the lower panels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// Retransmits, congestion window and RTT below the throughput.
+    Tcp,
+    /// Loss and jitter below the throughput.
+    Udp,
+}
+
+/// One data stream, or the sum of a direction, across the run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Series {
+    /// Legend text: `stream 1`, `sum`, `stream 2 (receive)`.
+    pub name: String,
+    /// Whether the document's host sends on it.
+    pub sends: bool,
+    /// Bits per second.
+    pub throughput: Points,
+    /// TCP retransmits per interval (sender's figure).
+    pub retransmits: Points,
+    /// TCP congestion window in bytes (sender's figure).
+    pub cwnd: Points,
+    /// TCP smoothed RTT in milliseconds (sender's figure).
+    pub rtt_ms: Points,
+    /// UDP datagrams lost in the interval, percent (receiver's figure).
+    pub lost_percent: Points,
+    /// UDP jitter in milliseconds (receiver's figure).
+    pub jitter_ms: Points,
+}
+
+/// One test run as read from a document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    /// Names the run in legends and titles (usually the file name).
+    pub label: String,
+    /// TCP or UDP.
+    pub protocol: Protocol,
+    /// A one-line description: protocol, streams, direction, side, peer, date.
+    pub description: String,
+    /// Each stream, in the order the document lists them.
+    pub streams: Vec<Series>,
+    /// The sum of each direction: one, or two with `--bidir`.
+    pub sums: Vec<Series>,
+    /// The document's own `"error"`, when the run failed after some intervals.
+    pub error: Option<String>,
+    /// The last interval's end, in seconds.
+    pub end_secs: f64,
+}
