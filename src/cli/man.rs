@@ -40,20 +40,22 @@ fn option_head(spec: &OptSpec) -> String {
 }
 
 fn option_body(spec: &OptSpec) -> String {
-    let mut body = esc(&spec.help.replace('\n', " "));
-    if !body.ends_with('.') && !body.ends_with(')') {
-        body.push('.');
-    }
-    for a in spec.aliases {
-        let _ = write!(body, " Also spelled \\fB\\-\\-{}\\fR.", esc(a));
-    }
+    let mut notes: Vec<String> = spec
+        .aliases
+        .iter()
+        .map(|a| format!("also \\fB\\-\\-{}\\fR", esc(a)))
+        .collect();
     match (spec.side, spec.enforced) {
-        (Side::Server, true) => body.push_str(" Server only."),
-        (Side::Client, true) => body.push_str(" Client only."),
+        (Side::Server, true) => notes.push("server only".to_string()),
+        (Side::Client, true) => notes.push("client only".to_string()),
         _ => {}
     }
     if !spec.supported {
-        body.push_str(" Recognised for iperf3 compatibility, not supported yet.");
+        notes.push("recognised for iperf3 compatibility, not supported yet".to_string());
+    }
+    let mut body = esc(&spec.help.replace('\n', " "));
+    if !notes.is_empty() {
+        body.push_str(&format!("\n.br\n[{}]", notes.join("; ")));
     }
     body
 }
@@ -103,7 +105,7 @@ pub(crate) fn man_page() -> String {
     options_section(&mut out, "CLIENT OPTIONS", Side::Client);
     out.push_str(".SH COMMANDS\nThese are recognised only as the first argument.\n");
     for c in COMMANDS {
-        let _ = writeln!(out, ".TP\n\\fB{}\\fR\n{}.", esc(c.usage), esc(c.help));
+        let _ = writeln!(out, ".TP\n\\fB{}\\fR\n{}", esc(c.usage), esc(c.help));
     }
     out.push_str(
         ".PP\n\\fBplot\\fR reads the \\fB\\-J\\fR or \\fB\\-\\-json\\-stream\\fR \
@@ -123,7 +125,7 @@ pub(crate) fn man_page() -> String {
         if !o.metavar.is_empty() {
             let _ = write!(head, " \\fI{}\\fR", esc(o.metavar));
         }
-        let _ = writeln!(out, ".TP\n{head}\n{}.", esc(o.help));
+        let _ = writeln!(out, ".TP\n{head}\n{}", esc(o.help));
     }
     let kinds: Vec<String> = GENERATE_KINDS
         .iter()
@@ -178,7 +180,7 @@ mod tests {
                 assert!(page.contains(&format!("\\fB\\-{c}\\fR, ")), "-{c}");
             }
         }
-        assert!(page.contains("Also spelled \\fB\\-\\-bandwidth\\fR."));
+        assert!(page.contains("[also \\fB\\-\\-bandwidth\\fR; client only]"));
         assert!(page.contains(".SH COMMANDS") && page.contains(".SH \"EXIT STATUS\""));
     }
 

@@ -1,1 +1,300 @@
+//! Extraction and panel rules against rperf3's own runs (`tests/fixtures/`) and
+//! iperf3 3.21's (`crates/report/tests/fixtures/iperf-3.21/`).
 
+use serde_json::Value;
+
+use crate::model::{Protocol, Run};
+use crate::panels::{legend, panels};
+use crate::{parse_runs, render_svg, PlotError};
+
+macro_rules! ours {
+    ($name:literal) => {
+        include_str!(concat!("../tests/fixtures/", $name))
+    };
+}
+macro_rules! iperf {
+    ($name:literal) => {
+        include_str!(concat!("../../report/tests/fixtures/iperf-3.21/", $name))
+    };
+}
+
+fn one(text: &str) -> Run {
+    let mut runs = parse_runs("r", text).unwrap();
+    assert_eq!(runs.len(), 1);
+    runs.remove(0)
+}
+
+fn names(run: &Run) -> (Vec<&str>, Vec<&str>) {
+    (
+        run.streams.iter().map(|s| s.name.as_str()).collect(),
+        run.sums.iter().map(|s| s.name.as_str()).collect(),
+    )
+}
+
+/// The document's own figures, to compare the series with.
+fn doc_values(text: &str, stream: usize, key: &str) -> Vec<f64> {
+    let doc: Value = serde_json::from_str(text).unwrap();
+    doc["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|iv| !iv["streams"][stream]["omitted"].as_bool().unwrap_or(false))
+        .map(|iv| iv["streams"][stream][key].as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn tcp_parallel_client_has_each_stream_and_the_sum_with_sender_figures() {
+    let text = ours!("tcp_P2.client.json");
+    let run = one(text);
+    assert_eq!(run.protocol, Protocol::Tcp);
+    assert_eq!(names(&run), (vec!["stream 1", "stream 2"], vec!["sum"]));
+    for (i, s) in run.streams.iter().enumerate() {
+        let bps: Vec<f64> = s.throughput.iter().map(|p| p.1).collect();
+        assert_eq!(bps, doc_values(text, i, "bits_per_second"));
+        let rtt: Vec<f64> = s.rtt_ms.iter().map(|p| p.1 * 1000.0).collect();
+        assert_eq!(rtt, doc_values(text, i, "rtt"));
+        assert_eq!(s.cwnd.len(), 3);
+        assert_eq!(s.retransmits.len(), 3);
+        assert!(s.lost_percent.is_empty() && s.jitter_ms.is_empty());
+    }
+    // Plotted at the middle of each interval.
+    let doc: Value = serde_json::from_str(text).unwrap();
+    let iv = &doc["intervals"][1]["sum"];
+    let mid = (iv["start"].as_f64().unwrap() + iv["end"].as_f64().unwrap()) / 2.0;
+    assert_eq!(run.sums[0].throughput[1].0, mid);
+    assert!(run
+        .description
+        .starts_with("TCP, 2 streams, client to 127.0.0.1 port "));
+    assert!((run.end_secs - 3.0).abs() < 0.2, "{}", run.end_secs);
+}
+
+#[test]
+fn tcp_receiver_side_has_no_sender_figures() {
+    let run = one(ours!("tcp_P2.server.json"));
+    assert_eq!(run.streams.len(), 2);
+    assert!(run
+        .streams
+        .iter()
+        .all(|s| s.rtt_ms.is_empty() && s.cwnd.is_empty()));
+    assert!(run.description.contains("server, client 127.0.0.1 port "));
+    let p = panels(std::slice::from_ref(&run));
+    assert!(p[1].lines.is_empty() && !p[1].empty_note.is_empty());
+}
+
+#[test]
+fn iperf3_documents_read_the_same_way() {
+    let run = one(iperf!("tcp_P2.client.json"));
+    assert_eq!(names(&run), (vec!["stream 1", "stream 2"], vec!["sum"]));
+    let bidir = one(iperf!("tcp_bidir.client.json"));
+    assert_eq!(
+        names(&bidir),
+        (
+            vec!["stream 1 (send)", "stream 2 (receive)"],
+            vec!["sum (send)", "sum (receive)"]
+        )
+    );
+    assert!(bidir.description.contains("bidirectional"));
+    let udp = one(iperf!("udp_bidir_P2.client.json"));
+    assert_eq!(udp.protocol, Protocol::Udp);
+    assert_eq!(udp.streams.len(), 4);
+    // Loss and jitter exist for the receiving streams only.
+    let with_jitter: Vec<bool> = udp
+        .streams
+        .iter()
+        .map(|s| !s.jitter_ms.is_empty())
+        .collect();
+    assert_eq!(with_jitter, [false, false, true, true]);
+}
+
+#[test]
+fn omitted_intervals_are_left_out() {
+    let text = iperf!("tcp_omit.client.json");
+    let run = one(text);
+    assert_eq!(run.streams[0].throughput.len(), 2);
+    assert_eq!(
+        run.streams[0]
+            .throughput
+            .iter()
+            .map(|p| p.1)
+            .collect::<Vec<_>>(),
+        doc_values(text, 0, "bits_per_second")
+    );
+}
+
+#[test]
+fn udp_receiver_figures_from_either_side() {
+    let server = one(ours!("udp.server.json"));
+    assert_eq!(server.protocol, Protocol::Udp);
+    assert_eq!(server.streams[0].jitter_ms.len(), 3);
+    assert_eq!(server.streams[0].lost_percent.len(), 3);
+    let client = one(ours!("udp.client.json"));
+    assert!(client.streams[0].jitter_ms.is_empty());
+    // --get-server-output: the server's intervals give the client's stream its
+    // receiver figures.
+    let text = ours!("udp_get_server_output.client.json");
+    let doc: Value = serde_json::from_str(text).unwrap();
+    let jitter: Vec<f64> = doc["server_output_json"]["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|iv| iv["streams"][0]["jitter_ms"].as_f64().unwrap())
+        .collect();
+    let run = one(text);
+    assert_eq!(
+        run.streams[0]
+            .jitter_ms
+            .iter()
+            .map(|p| p.1)
+            .collect::<Vec<_>>(),
+        jitter
+    );
+    assert_eq!(run.sums[0].lost_percent.len(), jitter.len());
+}
+
+#[test]
+fn json_stream_reads_like_the_document() {
+    let run = one(ours!("tcp_json_stream.client.jsonl"));
+    assert_eq!(run.protocol, Protocol::Tcp);
+    assert_eq!(names(&run), (vec!["stream 1"], vec!["sum"]));
+    assert_eq!(run.streams[0].throughput.len(), 3);
+    assert_eq!(run.streams[0].rtt_ms.len(), 3);
+    let theirs = one(iperf!("tcp_json_stream_get_server_output.client.jsonl"));
+    assert_eq!(theirs.streams[0].throughput.len(), 2);
+    let udp = one(iperf!("udp_json_stream.client.jsonl"));
+    assert_eq!(udp.protocol, Protocol::Udp);
+}
+
+#[test]
+fn a_log_of_several_documents_is_several_runs() {
+    let text = format!(
+        "{}\n{}",
+        ours!("udp.server.json"),
+        ours!("tcp_P2.server.json")
+    );
+    let runs = parse_runs("log.json", &text).unwrap();
+    let labels: Vec<&str> = runs.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(labels, ["log.json #1", "log.json #2"]);
+    assert_eq!(runs[1].protocol, Protocol::Tcp);
+}
+
+#[test]
+fn failed_and_broken_input_say_why() {
+    let busy = "the server is busy running a test. try again later";
+    for text in [
+        iperf!("error_server_busy.client.json"),
+        iperf!("error_server_busy.client.jsonl"),
+    ] {
+        assert_eq!(
+            parse_runs("x", text),
+            Err(PlotError::RunFailed(busy.into()))
+        );
+    }
+    let full = ours!("tcp_P2.client.json");
+    let cut = &full[..full.len() / 2];
+    let line = cut.lines().count();
+    assert!(matches!(parse_runs("x", cut), Err(PlotError::Truncated { line: l, .. }) if l == line));
+    let stream = ours!("tcp_json_stream.client.jsonl");
+    let cut = &stream[..stream.len() - 40];
+    let lines = cut.lines().count();
+    assert!(
+        matches!(parse_runs("x", cut), Err(PlotError::Truncated { line: l, .. }) if l == lines)
+    );
+    assert!(matches!(
+        parse_runs("x", "{\"start\": {}, \"intervals\": [}"),
+        Err(PlotError::Malformed {
+            line: 1,
+            column: 29,
+            ..
+        })
+    ));
+    assert_eq!(parse_runs("x", " \n"), Err(PlotError::Empty));
+    assert_eq!(parse_runs("x", "[1, 2]"), Err(PlotError::NotAReport));
+    assert_eq!(
+        parse_runs("x", "{\"start\": {}}"),
+        Err(PlotError::NotAReport)
+    );
+    assert_eq!(
+        parse_runs("x", "{\"start\": {}, \"intervals\": [], \"end\": {}}"),
+        Err(PlotError::NoIntervals)
+    );
+    assert_eq!(
+        PlotError::Truncated { line: 3, column: 1 }.to_string(),
+        "the JSON ends early (truncated at line 3, column 1)"
+    );
+}
+
+#[test]
+fn one_stream_directions_draw_no_separate_sum() {
+    let bidir = one(iperf!("tcp_bidir.client.json"));
+    let p = panels(std::slice::from_ref(&bidir));
+    let names: Vec<_> = p[0].lines.iter().map(|l| l.name.clone().unwrap()).collect();
+    assert_eq!(names, ["stream 1 (send)", "stream 2 (receive)"]);
+    let p2 = panels(&[one(ours!("tcp_P2.client.json"))]);
+    assert_eq!(p2[0].lines.len(), 3);
+    assert_eq!(p2[0].y_desc, "Throughput (Gbit/s)");
+    assert_eq!(p2.len(), 4, "throughput, retransmits, cwnd, RTT");
+}
+
+#[test]
+fn comparing_runs_draws_one_colour_per_run() {
+    let runs = vec![
+        one(ours!("tcp_P2.client.json")),
+        one(iperf!("tcp_bidir.client.json")),
+        one(ours!("udp.server.json")),
+    ];
+    let p = panels(&runs);
+    assert_eq!(p.len(), 6, "TCP and UDP panels");
+    let top: Vec<_> = p[0]
+        .lines
+        .iter()
+        .map(|l| (l.name.clone().unwrap(), l.dashed))
+        .collect();
+    assert_eq!(
+        top,
+        [
+            ("r".to_string(), false),
+            ("r (send)".to_string(), false),
+            ("r (receive)".to_string(), true),
+            ("r".to_string(), false)
+        ]
+    );
+    assert_eq!(p[0].lines[1].color, p[0].lines[2].color);
+    assert_ne!(p[0].lines[0].color, p[0].lines[1].color);
+    // cwnd: the mean of the run's two streams.
+    let s = &runs[0].streams;
+    let mean = (s[0].cwnd[0].1 + s[1].cwnd[0].1) / 2.0;
+    assert_eq!(p[2].lines[0].points[0].1, mean);
+}
+
+#[test]
+fn many_streams_share_one_legend_entry() {
+    let mut run = one(ours!("tcp_P2.client.json"));
+    let s = run.streams[0].clone();
+    run.streams = (0..20).map(|_| s.clone()).collect();
+    let p = panels(std::slice::from_ref(&run));
+    let entries: Vec<_> = legend(&p).iter().map(|l| l.name.clone().unwrap()).collect();
+    assert_eq!(entries, ["streams 1-20", "sum"]);
+}
+
+#[test]
+fn svg_has_the_axes_and_legend_as_text() {
+    let svg = render_svg(&[one(ours!("udp.server.json"))], Some("A & B")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let texts: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| n.text().unwrap_or_default().trim().to_string())
+        .collect();
+    for t in [
+        "A & B",
+        "Throughput (Mbit/s)",
+        "Loss (%)",
+        "Jitter (ms)",
+        "Time (s)",
+        "stream 1",
+    ] {
+        assert!(texts.iter().any(|x| x == t), "{t} in {texts:?}");
+    }
+    assert_eq!(render_svg(&[], None), Err(PlotError::NoIntervals));
+}
