@@ -131,6 +131,7 @@ _rperf3() {{
     elif (( COMP_CWORD == 1 )); then
         COMPREPLY=($(compgen -W "plot" -- "$cur"))
     fi
+    return 0
 }}
 complete -F _rperf3 rperf3
 "#,
@@ -159,10 +160,11 @@ fn zsh_action(spec: &OptSpec) -> String {
     match value_of(spec) {
         Value::Any => format!(":{}: ", zsh_text(&msg)),
         Value::Words(w) => format!(":{}:({})", zsh_text(&msg), w.join(" ")),
-        Value::Congestion => format!(
-            ":algorithm:({})",
-            "$(cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null)"
-        ),
+        // A {…} action is evaluated when completing: the running kernel's list.
+        Value::Congestion => {
+            ":algorithm:{compadd -- $(</proc/sys/net/ipv4/tcp_available_congestion_control)}"
+                .to_string()
+        }
         Value::File => ":file:_files".to_string(),
         Value::Host => ":host:_hosts".to_string(),
         Value::Interface => ":interface:_net_interfaces".to_string(),

@@ -191,7 +191,8 @@ mod tests {
         // No text line starts with a control character it did not mean.
         for line in man_page().lines() {
             if let Some(rest) = line.strip_prefix('.') {
-                assert!(rest.starts_with(char::is_uppercase), "{line}");
+                let mac = rest.split(' ').next().unwrap_or_default();
+                assert!(["TH", "SH", "TP", "PP", "br", "B"].contains(&mac), "{line}");
             }
         }
     }
