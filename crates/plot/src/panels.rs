@@ -51,6 +51,8 @@ pub(crate) struct Panel {
     pub(crate) empty_note: &'static str,
     /// Relative height.
     pub(crate) weight: u32,
+    /// Counts (retransmits): whole-number ticks.
+    pub(crate) integer: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -240,6 +242,7 @@ pub(crate) fn panels(runs: &[Run]) -> Vec<Panel> {
             lines,
             empty_note: note,
             weight,
+            integer: matches!(fig, Figure::Retransmits),
         }
     };
     let mut out = vec![panel(Figure::Throughput, 2)];

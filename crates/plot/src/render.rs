@@ -52,7 +52,12 @@ where
         .flat_map(|l| &l.points)
         .map(|p| p.1 / panel.divisor)
         .fold(0.0, f64::max);
-    let y_max = if data_max > 0.0 { data_max * 1.1 } else { 1.0 };
+    let y_max = match (data_max > 0.0, panel.integer) {
+        // Ticks at whole numbers: at least 0..5.
+        (_, true) => (data_max * 1.1).max(5.0),
+        (true, false) => data_max * 1.1,
+        (false, false) => 1.0,
+    };
     let mut chart = ChartBuilder::on(area)
         .margin_top(10)
         .margin_right(20)
@@ -61,7 +66,13 @@ where
         .y_label_area_size(78)
         .build_cartesian_2d(0.0..x_max, 0.0..y_max)
         .map_err(draw_err)?;
-    let y_fmt = |v: &f64| tick(*v, y_max);
+    let y_fmt = |v: &f64| {
+        if panel.integer {
+            format!("{v:.0}")
+        } else {
+            tick(*v, y_max)
+        }
+    };
     let x_fmt = |v: &f64| tick(*v, x_max);
     let mut mesh = chart.configure_mesh();
     if bottom {
@@ -70,7 +81,11 @@ where
     mesh.y_desc(panel.y_desc.as_str())
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
-        .y_labels(6)
+        .y_labels(if panel.integer {
+            6.min(y_max as usize + 1)
+        } else {
+            6
+        })
         .x_labels(12)
         .label_style((FONT, 17))
         .axis_desc_style((FONT, 19))
