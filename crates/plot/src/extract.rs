@@ -19,7 +19,11 @@ use crate::PlotError;
 /// several documents numbers them (`log.json #2`).
 pub fn parse_runs(label: &str, text: &str) -> Result<Vec<Run>, PlotError> {
     let docs = if is_json_stream(text) {
-        vec![doc_from_stream(text)?]
+        match full_output(text) {
+            // --json-stream-full-output: the whole document follows the events.
+            Some(doc) => documents(doc)?,
+            None => vec![doc_from_stream(text)?],
+        }
     } else {
         documents(text)?
     };
@@ -44,6 +48,19 @@ fn is_json_stream(text: &str) -> bool {
         .find(|l| !l.trim().is_empty())
         .and_then(|l| serde_json::from_str::<Value>(l).ok())
         .is_some_and(|v| v.get("event").is_some())
+}
+
+/// The pretty-printed document after a stream's events, if there is one: it
+/// starts at a line holding only `{`, which no event line is.
+fn full_output(text: &str) -> Option<&str> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim() == "{" {
+            return Some(&text[offset..]);
+        }
+        offset += line.len();
+    }
+    None
 }
 
 fn json_error(e: &serde_json::Error, line: Option<usize>) -> PlotError {

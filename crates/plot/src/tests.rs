@@ -163,6 +163,10 @@ fn json_stream_reads_like_the_document() {
     assert_eq!(theirs.streams[0].throughput.len(), 2);
     let udp = one(iperf!("udp_json_stream.client.jsonl"));
     assert_eq!(udp.protocol, Protocol::Udp);
+    // --json-stream-full-output: events, then the whole document; one run.
+    let full = one(iperf!("tcp_json_stream_full_output.client.txt"));
+    assert_eq!(names(&full), (vec!["stream 1"], vec!["sum"]));
+    assert_eq!(full.streams[0].throughput.len(), 2);
 }
 
 #[test]
