@@ -108,7 +108,8 @@ impl Session {
         limits: ServerLimits,
     ) -> std::io::Result<Self> {
         let now = Instant::now();
-        log::debug!("test {}: control connection from {}", s.id, s.peer);
+        let peer = rperf3_sys::net::unmap(s.peer);
+        log::debug!("test {}: control connection from {peer}", s.id);
         crate::sockopts::apply_keepalive(&s.conn, common.cntl_ka);
         let ctrl = Ctrl::new(s.conn)?;
         let machine = ServerMachine::new(limits, PhaseLimits::default(), now);
@@ -240,7 +241,10 @@ impl Session {
                 // Known already: the host routes streams by it.
                 ServerEvent::Cookie(_) => {}
                 ServerEvent::ParamsReady(p) => self.on_params(p)?,
-                ServerEvent::TestEnd => self.end_of_test()?,
+                ServerEvent::TestEnd => {
+                    log::debug!("test {}: TEST_END", self.id);
+                    self.end_of_test()?;
+                }
                 ServerEvent::PeerResults(_) => {
                     let r = self.local_results();
                     let bytes = self.d.machine.send_results(&r);
@@ -383,6 +387,12 @@ impl Session {
         let s = LiveStream::tcp(conn, i, a.roles[i])
             .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
         self.d.rep.stream_connected(&s.info);
+        log::debug!(
+            "test {}: TCP stream {} from {}",
+            self.id,
+            s.info.id,
+            s.info.remote
+        );
         streams.push(s);
         self.maybe_start()
     }
@@ -411,6 +421,12 @@ impl Session {
         let s = LiveStream::udp(sock, i, a.roles[i])
             .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
         self.d.rep.stream_connected(&s.info);
+        log::debug!(
+            "test {}: UDP stream {} from {}",
+            self.id,
+            s.info.id,
+            s.info.remote
+        );
         streams.push(s);
         self.maybe_start()
     }
