@@ -285,6 +285,8 @@ fn issue10_prometheus_scrapes_the_endpoint() {
     }
     let (srv, mport) = server(&[]);
     srv.client(&["-t", "1"]).assert_ok();
+    // Counted before its release, which the next banner follows.
+    assert!(srv.wait_banners(2, Duration::from_secs(10)));
     let dir = scratch_file("prometheus");
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("prometheus.yml");
