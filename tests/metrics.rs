@@ -218,6 +218,25 @@ fn issue10_metrics_count_live_and_match_the_tests_json() {
 }
 
 #[test]
+fn issue10_queued_clients_are_counted() {
+    let (srv, mport) = server(&["--queue", "1"]);
+    let first = srv.spawn_client(&["-t", "2"]);
+    scrape_until(mport, "one running", |m| {
+        get(m, "rperf3_tests_running") == 1.0
+    });
+    let second = srv.spawn_client(&["-t", "1"]);
+    let m = scrape_until(mport, "one queued", |m| {
+        get(m, "rperf3_clients_queued") == 1.0
+    });
+    assert_eq!(get(&m, "rperf3_tests_running"), 1.0);
+    first.finish(CLIENT_TIMEOUT).assert_ok();
+    second.finish(CLIENT_TIMEOUT).assert_ok();
+    let m = scrape_until(mport, "both counted", |m| outcome(m, "ok") == 2.0);
+    assert_eq!(get(&m, "rperf3_clients_queued"), 0.0);
+    assert_eq!(outcome(&m, "refused"), 0.0);
+}
+
+#[test]
 fn issue10_hostile_scrapers_block_neither_scrapes_nor_tests() {
     let (srv, mport) = server(&[]);
     // Silent connections, more than the endpoint keeps, and one that
