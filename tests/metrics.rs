@@ -291,7 +291,9 @@ fn issue10_bad_metrics_address_is_refused_at_startup() {
     assert_eq!(out.code(), Some(1), "{}{}", out.stdout, out.stderr);
     let all = format!("{}{}", out.stdout, out.stderr);
     assert!(
-        all.contains(&format!("unable to start listener for connections: metrics listener on {addr}: Address already in use")),
+        all.contains(&format!(
+            "unable to start listener for connections: metrics on {addr}: Address already in use"
+        )),
         "{all}"
     );
 }

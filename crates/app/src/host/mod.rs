@@ -126,18 +126,14 @@ pub fn serve(
     };
     let metrics = Metrics::new();
     // Bound before the banner: a taken or bad address is a startup error.
-    let _endpoint = match sc.metrics.map(|a| Endpoint::start(a, metrics.clone())) {
-        Some(Err(e)) => {
-            let e = IperfError::with_detail(
-                IE_LISTEN,
-                format!(
-                    "metrics listener on {}: {e}",
-                    sc.metrics.map_or_else(String::new, |a| a.to_string())
-                ),
-            );
-            return Outcome::finish(&mut rep, Some(e));
-        }
-        Some(Ok(ep)) => Some(ep),
+    let _endpoint = match sc.metrics {
+        Some(addr) => match Endpoint::start(addr, metrics.clone()) {
+            Ok(ep) => Some(ep),
+            Err(e) => {
+                let e = IperfError::with_detail(IE_LISTEN, format!("metrics on {addr}: {e}"));
+                return Outcome::finish(&mut rep, Some(e));
+            }
+        },
         None => None,
     };
     let device = common.bind_dev.clone().or_else(|| {
