@@ -17,6 +17,9 @@ use serde_json::Value;
 const SETTLE: Duration = Duration::from_secs(10);
 /// The default TCP block: what a stream may move after its final sample.
 const TCP_BLOCK: f64 = 128.0 * 1024.0;
+/// Datagrams one UDP system call moves (rperf3_sys::mmsg::MAX_BATCH): what a
+/// UDP stream may move after its final sample.
+const MAX_BATCH: f64 = 64.0;
 
 /// One HTTP/1.0 GET; the status line and the body.
 fn http_get(port: u16, target: &str) -> (String, String) {
@@ -176,27 +179,31 @@ fn issue10_metrics_count_live_and_match_the_tests_json() {
         let j = run.json();
         ok += 1.0;
         let after = scrape_until(mport, "the UDP test counted", |m| outcome(m, "ok") == ok);
-        // A datagram still queued at the final sample is read after it: at
-        // 20 Mbit/s, 10 ms is 25 KB.
-        let pkts = num(&j, "end.sum_received.packets");
+        // A receive batch in hand when the test stopped is counted after its
+        // final sample: up to MAX_BATCH datagrams more than the JSON, and
+        // the loss it reveals with them.
+        let (pkts, lost) = (
+            num(&j, "end.sum_received.packets"),
+            num(&j, "end.sum_received.lost_packets"),
+        );
         let len = num(&j, "end.sum_received.bytes") / pkts.max(1.0);
-        let slack = (25_000.0 / len).ceil();
+        let d_pkts = get(&after, PKT_RX) - get(&before, PKT_RX);
+        let d_lost = get(&after, LOST) - get(&before, LOST);
+        assert!(d_pkts >= pkts && d_lost >= lost, "{d_pkts} {d_lost} vs {j}");
         check_moved(
-            get(&before, PKT_RX),
-            get(&after, PKT_RX),
-            pkts,
-            slack,
-            "UDP packets",
+            0.0,
+            d_pkts - d_lost,
+            pkts - lost,
+            MAX_BATCH,
+            "UDP datagrams",
         );
         check_moved(
             get(&before, RX_UDP),
             get(&after, RX_UDP),
             num(&j, "end.sum_received.bytes"),
-            slack * len,
+            MAX_BATCH * len,
             "UDP bytes",
         );
-        let lost = get(&after, LOST) - get(&before, LOST);
-        assert_eq!(lost, num(&j, "end.sum_received.lost_packets"), "UDP loss");
         before = after;
     }
     // A UDP test the server sends: its datagram count is the JSON sender's.
@@ -210,7 +217,7 @@ fn issue10_metrics_count_live_and_match_the_tests_json() {
         get(&before, PKT_TX),
         get(&m3, PKT_TX),
         num(&urev.json(), "end.sum_sent.packets"),
-        1.0,
+        MAX_BATCH,
         "UDP sent",
     );
     assert_eq!((outcome(&m3, "error"), outcome(&m3, "refused")), (0.0, 1.0));
@@ -251,8 +258,9 @@ fn issue10_hostile_scrapers_block_neither_scrapes_nor_tests() {
         trickle.write_all(&[*b]).unwrap();
         let t = Instant::now();
         let m = scrape(mport);
+        // Blocked would mean waiting for the trickler's 5 s deadline.
         assert!(
-            t.elapsed() < Duration::from_secs(1),
+            t.elapsed() < Duration::from_millis(2500),
             "a scrape took {:?}",
             t.elapsed()
         );

@@ -139,7 +139,8 @@ fn idle_connections_neither_block_a_scrape_nor_pile_up() {
     let t = Instant::now();
     let ok = get(e.local_addr(), "GET /metrics HTTP/1.1\r\n\r\n");
     assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
-    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    // Blocked would mean waiting for the silent ones' deadline.
+    assert!(t.elapsed() < http::CONN_DEADLINE / 2, "{:?}", t.elapsed());
     // The first silent one was closed to make room.
     let mut first = &idle[0];
     first
