@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod logger;
 mod output;
 mod plot;
 
@@ -74,6 +75,14 @@ fn print_and_exit(text: &str, status: u8) -> ExitCode {
 
 fn run(prog: &str, cfg: &Config) -> anyhow::Result<i32> {
     let cfg = &process_setup(cfg)?;
+    logger::init(cfg.common.debug, cfg.output.logfile.as_deref()).with_context(|| {
+        let f = cfg
+            .output
+            .logfile
+            .as_deref()
+            .unwrap_or(std::path::Path::new(""));
+        format!("unable to open log file: {}", f.display())
+    })?;
     let _pidfile = match &cfg.process.pidfile {
         Some(p) => Some(
             rperf3_sys::process::PidFile::create(p)

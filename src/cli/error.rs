@@ -79,6 +79,8 @@ pub(crate) enum ParamError {
     /// One of rperf3's own server options out of range: its long name and the
     /// smallest value it takes (no iperf3 number).
     BadCount(&'static str, i64),
+    /// `--metrics` not an IP address and a port (no iperf3 number): the text.
+    MetricsAddress(String),
 }
 
 /// iperf3's limits, as printed in its messages.
@@ -130,7 +132,7 @@ impl ParamError {
             Self::FlowLabel => 127,
             Self::Unit(_) => 38,
             Self::Dscp => 40,
-            Self::Unsupported(_) | Self::BadCount(..) => return None,
+            Self::Unsupported(_) | Self::BadCount(..) | Self::MetricsAddress(_) => return None,
         })
     }
 }
@@ -207,6 +209,11 @@ impl fmt::Display for ParamError {
             Self::BadCount(long, min) => {
                 write!(f, "--{long} must be a whole number, at least {min}")
             }
+            Self::MetricsAddress(v) => write!(
+                f,
+                "--metrics wants <addr>:<port> (an IP address and a port 1-65535, \
+                 e.g. 127.0.0.1:9464 or [::1]:9464), not \"{v}\""
+            ),
         }
     }
 }

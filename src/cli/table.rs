@@ -42,6 +42,7 @@ pub(crate) enum Opt {
     ServerBitrateLimit,
     ServerMaxDuration,
     IdleTimeout,
+    Metrics,
     RsaPrivateKeyPath,
     AuthorizedUsersPath,
     TimeSkewThreshold,
@@ -231,6 +232,8 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "refuse tests longer than # seconds"),
     row!(IdleTimeout, None, "idle-timeout", NO, Required, Server, true, true, "#",
         "a one-off server exits after # seconds without a client"),
+    row!(Metrics, None, "metrics", NO, Required, Server, true, true, "<addr>:<port>",
+        "serve Prometheus metrics at http://<addr>:<port>/metrics"),
     row!(RsaPrivateKeyPath, None, "rsa-private-key-path", NO, Required, Server, true, false,
         "file", "RSA private key for authentication"),
     row!(AuthorizedUsersPath, None, "authorized-users-path", NO, Required, Server, true, false,
@@ -399,6 +402,7 @@ pub(crate) static LONG_ORDER: &[&str] = &[
     // an iperf3 option still means the same one.
     "max-tests",
     "queue",
+    "metrics",
 ];
 
 /// The row of an option.
@@ -573,6 +577,7 @@ mod tests {
             "server-bitrate-limit",
             "server-max-duration",
             "idle-timeout",
+            "metrics",
             "affinity",
             "zerocopy",
             "skip-rx-copy",

@@ -423,3 +423,33 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn metrics_address_is_an_ip_and_a_port() {
+    let s = server(&["-s", "--metrics", "127.0.0.1:9464"]);
+    assert_eq!(s.metrics, Some("127.0.0.1:9464".parse().unwrap()));
+    let s = server(&["-s", "--metrics=[::1]:9100"]);
+    assert_eq!(s.metrics, Some("[::1]:9100".parse().unwrap()));
+    assert_eq!(server(&["-s"]).metrics, None);
+    for bad in [
+        "9464",
+        "localhost:9464",
+        "127.0.0.1:0",
+        "127.0.0.1:70000",
+        "::1:9464",
+        "",
+    ] {
+        assert_eq!(
+            err(&["-s", "--metrics", bad]),
+            param(&format!(
+                "--metrics wants <addr>:<port> (an IP address and a port 1-65535, e.g. \
+                 127.0.0.1:9464 or [::1]:9464), not \"{bad}\""
+            )),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(
+        err(&["-c", "h", "--metrics", "127.0.0.1:9464"]),
+        param("some option you are trying to set is server only")
+    );
+}

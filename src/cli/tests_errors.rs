@@ -372,6 +372,7 @@ fn supported_options_all_parse() {
             Opt::Format => "m",
             Opt::Logfile | Opt::Bind | Opt::Title | Opt::ExtraData | Opt::Client => "x",
             Opt::RcvTimeout => "1000",
+            Opt::Metrics => "127.0.0.1:9464",
             Opt::Congestion => "reno",
             _ => "1",
         };

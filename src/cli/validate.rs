@@ -104,6 +104,15 @@ fn value(occ: &Occurrence) -> String {
         .unwrap_or_default()
 }
 
+/// `--metrics ADDR:PORT`: a literal IP address (brackets around IPv6) and a
+/// port other than 0, so the endpoint's address is never a guess.
+fn metrics_addr(v: &str) -> Result<std::net::SocketAddr, ParamError> {
+    match v.parse::<std::net::SocketAddr>() {
+        Ok(a) if a.port() != 0 => Ok(a),
+        _ => Err(ParamError::MetricsAddress(v.to_string())),
+    }
+}
+
 /// `--max-tests` / `--queue`: a plain decimal count of at least `min` (not
 /// iperf3's lenient atoi: a typo must not silently mean 0).
 fn server_count(v: &str, long: &'static str, min: i64) -> Result<usize, ParamError> {
@@ -191,6 +200,7 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
         Opt::CntlKa => cntl_ka(occ.value.as_ref().map(|_| v.as_str())).map(|_| ()),
         Opt::MaxTests => server_count(&v, "max-tests", 1).map(|_| ()),
         Opt::Queue => server_count(&v, "queue", 0).map(|_| ()),
+        Opt::Metrics => metrics_addr(&v).map(|_| ()),
         _ => Ok(()),
     }
 }
@@ -308,6 +318,10 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
             idle_timeout: raw
                 .text(Opt::IdleTimeout)
                 .map(|t| Duration::from_secs(u64::from(atoi(&t).unsigned_abs()))),
+            metrics: raw
+                .text(Opt::Metrics)
+                .map(|t| metrics_addr(&t))
+                .transpose()?,
         })
     };
     let config = Config {

@@ -134,6 +134,10 @@ fn connect(
         // UDP without -l: the control connection's MSS, as iperf3.
         params.len = crate::setup::default_udp_len(ctrl_mss) as i32;
     }
+    log::debug!(
+        "control connection to {server}, cookie {}, MSS {ctrl_mss}",
+        cookie_str(&cookie)
+    );
     Ok((ctrl, cookie, server, ctrl_mss))
 }
 
@@ -216,18 +220,33 @@ impl Client<'_> {
             ClientEvent::SendParams(bytes) => {
                 // The server took us on: only now is the test "connected" (a
                 // refused client prints nothing but the error).
+                log::debug!("server accepted the test: sending the parameters");
                 self.start.timestamp_millis = rperf3_sys::time::unix_millis();
                 self.d.rep.control_connected(&self.start, &self.info);
                 self.d.send(&bytes, IE_SEND_PARAMS)?;
             }
             ClientEvent::CreateStreams => {
                 let streams = self.create_streams(intr)?;
+                for s in &streams {
+                    log::debug!(
+                        "stream {}: {} -> {}, {}",
+                        s.info.id,
+                        s.info.local,
+                        s.info.remote,
+                        if s.info.sender {
+                            "sending"
+                        } else {
+                            "receiving"
+                        }
+                    );
+                }
                 if let Some(first) = streams.first() {
                     (self.start.sndbuf_actual, self.start.rcvbuf_actual) = first.buffer_sizes();
                 }
                 self.d.test = Test::Setup(streams);
             }
             ClientEvent::TestStart => {
+                log::debug!("TEST_START");
                 if let Test::Setup(streams) = std::mem::take(&mut self.d.test) {
                     let omit = Duration::from_secs(self.params.omit.max(0) as u64);
                     let run = TestRun::start(
@@ -249,6 +268,7 @@ impl Client<'_> {
                 self.d.rep.start(&self.start, &self.info);
             }
             ClientEvent::TestRunning => {
+                log::debug!("TEST_RUNNING: starting the stream workers");
                 let mut spec = crate::setup::send_spec(&self.params);
                 spec.file.clone_from(&self.disk);
                 if let Test::Running(run) = &mut self.d.test {
@@ -257,6 +277,7 @@ impl Client<'_> {
                 }
             }
             ClientEvent::ExchangeResults => {
+                log::debug!("EXCHANGE_RESULTS");
                 // A server may ask before our TEST_END: the test is over then too.
                 self.d.test.end(&mut self.d.rep);
                 let r = self.local_results();
@@ -266,6 +287,7 @@ impl Client<'_> {
             ClientEvent::PeerResults(r) => self.peer = Some(r),
             ClientEvent::DisplayResults => return Ok(true),
             ClientEvent::ServerTerminate => {
+                log::debug!("SERVER_TERMINATE");
                 let bytes = self.d.machine.done();
                 let _ = self.d.send(&bytes, IE_SEND_MESSAGE);
                 return Err(Stop::ServerTerminated);

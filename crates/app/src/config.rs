@@ -103,6 +103,8 @@ pub struct ServerConfig {
     /// `--idle-timeout`: a one-off server without a client for this long exits
     /// (iperf3 3.21 restarts an idle server; rperf3's has nothing to reset).
     pub idle_timeout: Option<Duration>,
+    /// `--metrics`: serve Prometheus metrics on this address.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// `--server-bitrate-limit rate[/secs]`.
@@ -137,6 +139,7 @@ impl Default for ServerConfig {
             max_duration: None,
             bitrate_limit: None,
             idle_timeout: None,
+            metrics: None,
         }
     }
 }

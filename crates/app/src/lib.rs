@@ -12,6 +12,7 @@ pub mod ctrl;
 pub mod driver;
 pub mod host;
 pub mod interrupt;
+pub mod metrics;
 pub mod ratelimit;
 pub mod sampler;
 pub mod session;

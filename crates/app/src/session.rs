@@ -19,6 +19,7 @@ use crate::ctrl::Ctrl;
 use crate::driver::{Driver, Test, Wake};
 use crate::host::mail::{Inbox, Mailbox, ToHost, ToSession};
 use crate::host::StreamBudget;
+use crate::metrics::{Metrics, TestOutcome};
 use crate::setup::{stream_roles, test_info, version_string};
 use crate::streams::LiveStream;
 use crate::testrun::TestRun;
@@ -45,6 +46,8 @@ pub struct SessionSetup {
     pub host: Mailbox<ToHost>,
     /// Data streams the server may still open, over all its tests.
     pub budget: Arc<StreamBudget>,
+    /// The server's metrics: this test's streams and outcome.
+    pub metrics: Arc<Metrics>,
     /// `--server-bitrate-limit`, checked while the test runs.
     pub rate_limit: Option<RateLimit>,
     /// The host's listener, when this is the only test that can be setting up
@@ -78,6 +81,7 @@ pub struct Session {
     inbox: Inbox<ToSession>,
     host: Mailbox<ToHost>,
     budget: Arc<StreamBudget>,
+    metrics: Arc<Metrics>,
     rate_limit: Option<RateLimit>,
     listener: Option<Arc<TcpListener>>,
     /// The listener carries this test's MSS until the session ends.
@@ -104,6 +108,8 @@ impl Session {
         limits: ServerLimits,
     ) -> std::io::Result<Self> {
         let now = Instant::now();
+        let peer = rperf3_sys::net::unmap(s.peer);
+        log::debug!("test {}: control connection from {peer}", s.id);
         crate::sockopts::apply_keepalive(&s.conn, common.cntl_ka);
         let ctrl = Ctrl::new(s.conn)?;
         let machine = ServerMachine::new(limits, PhaseLimits::default(), now);
@@ -113,6 +119,7 @@ impl Session {
             inbox: s.inbox,
             host: s.host,
             budget: s.budget,
+            metrics: s.metrics,
             rate_limit: s.rate_limit,
             listener: s.listener,
             listener_mss: false,
@@ -152,6 +159,7 @@ impl Session {
             End::Failed(e) => Some(e),
             End::Interrupted => Some(IperfError::new(IE_SERVER_TERM)),
         };
+        self.log_end(err.as_ref());
         if let (Some(_), Some(run), false) = (&err, self.d.test.run(), self.reported_end) {
             // A test cut short still shows what it measured.
             let fin = run.final_input(run.congestion(), None);
@@ -172,6 +180,29 @@ impl Session {
         drop(test);
         host.send(ToHost::Released { id, counted: true });
         ctrl.close_gracefully(CLOSE_GRACE);
+    }
+
+    /// Counts the test's outcome (the workers are joined: its totals are
+    /// final) and logs its end.
+    fn log_end(&self, err: Option<&IperfError>) {
+        let outcome = match err {
+            None => TestOutcome::Ok,
+            Some(e) if e.code == IE_SERVER_TERM => TestOutcome::Interrupted,
+            Some(e) if e.code == IE_ACCESS_DENIED => TestOutcome::Refused,
+            Some(e) if e.code == IE_AUTH_TEST => TestOutcome::AuthFailed,
+            Some(_) => TestOutcome::Error,
+        };
+        self.metrics.test_ended(self.id, outcome);
+        let (sent, received) = self.d.test.run().map(TestRun::totals).unwrap_or_default();
+        let why = err.map_or_else(|| "done".to_string(), IperfError::text);
+        log::info!(
+            "test {} from {} ended ({}): {why}; {} bytes received, {} bytes sent",
+            self.id,
+            self.peer,
+            outcome.label(),
+            received.bytes,
+            sent.bytes
+        );
     }
 
     fn drive(&mut self) -> End {
@@ -210,7 +241,10 @@ impl Session {
                 // Known already: the host routes streams by it.
                 ServerEvent::Cookie(_) => {}
                 ServerEvent::ParamsReady(p) => self.on_params(p)?,
-                ServerEvent::TestEnd => self.end_of_test()?,
+                ServerEvent::TestEnd => {
+                    log::debug!("test {}: TEST_END", self.id);
+                    self.end_of_test()?;
+                }
                 ServerEvent::PeerResults(_) => {
                     let r = self.local_results();
                     let bytes = self.d.machine.send_results(&r);
@@ -282,6 +316,25 @@ impl Session {
             sndbuf_actual: 0,
             rcvbuf_actual: 0,
         };
+        log::info!(
+            "test {} from {} starts: {}, {} stream(s), {}, {} s",
+            self.id,
+            self.peer,
+            if p.protocol == Protocol::Udp {
+                "UDP"
+            } else {
+                "TCP"
+            },
+            p.parallel,
+            if p.bidirectional {
+                "bidirectional"
+            } else if p.reverse {
+                "server sends"
+            } else {
+                "server receives"
+            },
+            p.time
+        );
         self.d.rep.set_server_output_requested(p.get_server_output);
         self.d
             .rep
@@ -334,6 +387,12 @@ impl Session {
         let s = LiveStream::tcp(conn, i, a.roles[i])
             .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
         self.d.rep.stream_connected(&s.info);
+        log::debug!(
+            "test {}: TCP stream {} from {}",
+            self.id,
+            s.info.id,
+            s.info.remote
+        );
         streams.push(s);
         self.maybe_start()
     }
@@ -362,6 +421,12 @@ impl Session {
         let s = LiveStream::udp(sock, i, a.roles[i])
             .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
         self.d.rep.stream_connected(&s.info);
+        log::debug!(
+            "test {}: UDP stream {} from {}",
+            self.id,
+            s.info.id,
+            s.info.remote
+        );
         streams.push(s);
         self.maybe_start()
     }
@@ -395,6 +460,7 @@ impl Session {
         if let Some(l) = self.rate_limit {
             run.limit_rate(l);
         }
+        self.metrics.test_started(self.id, &run.streams);
         self.d.rep.start(&a.start, &a.info);
         let mut spec = crate::setup::send_spec(&a.params);
         spec.file = disk;

@@ -10,9 +10,23 @@ use nix::poll::{PollFd, PollFlags, PollTimeout};
 /// Waits until one of `fds` is readable (or hung up / in error) or `timeout` passes.
 /// Returns one flag per fd, true if it is ready. EINTR counts as "nothing ready".
 pub fn wait_readable(fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Result<Vec<bool>> {
+    let fds: Vec<_> = fds.iter().map(|fd| (*fd, false)).collect();
+    wait_ready(&fds, timeout)
+}
+
+/// Waits until each of `fds` is ready for what its flag asks (true: writable,
+/// false: readable), hung up or in error, or `timeout` passes. One flag per fd.
+pub fn wait_ready(fds: &[(BorrowedFd<'_>, bool)], timeout: Duration) -> io::Result<Vec<bool>> {
     let mut pfds: Vec<PollFd<'_>> = fds
         .iter()
-        .map(|fd| PollFd::new(*fd, PollFlags::POLLIN))
+        .map(|(fd, write)| {
+            let want = if *write {
+                PollFlags::POLLOUT
+            } else {
+                PollFlags::POLLIN
+            };
+            PollFd::new(*fd, want)
+        })
         .collect();
     let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
     // Round sub-millisecond waits up so a caller's deadline loop makes progress.

@@ -29,6 +29,7 @@ use rperf3_report::Reporter;
 
 use crate::config::{CommonConfig, ServerConfig};
 use crate::interrupt::Interrupt;
+use crate::metrics::{http::Endpoint, Metrics, TestOutcome};
 use crate::session::{refuse, Session, SessionSetup};
 use crate::Outcome;
 use admission::{Admission, Decision, Ticket};
@@ -123,6 +124,18 @@ pub fn serve(
         Ok(p) => p,
         Err(e) => return Outcome::finish(&mut rep, Some(IperfError::from_io(IE_LISTEN, &e))),
     };
+    let metrics = Metrics::new();
+    // Bound before the banner: a taken or bad address is a startup error.
+    let _endpoint = match sc.metrics {
+        Some(addr) => match Endpoint::start(addr, metrics.clone()) {
+            Ok(ep) => Some(ep),
+            Err(e) => {
+                let e = IperfError::with_detail(IE_LISTEN, format!("metrics on {addr}: {e}"));
+                return Outcome::finish(&mut rep, Some(e));
+            }
+        },
+        None => None,
+    };
     let device = common.bind_dev.clone().or_else(|| {
         common
             .bind
@@ -145,6 +158,7 @@ pub fn serve(
         inbox,
         to_host,
         budget: Arc::new(StreamBudget::new(MAX_TOTAL_STREAMS)),
+        metrics,
         next_id: 1,
         backoff_until: None,
         last_accept_warning: None,
@@ -172,6 +186,7 @@ struct Host<'a, 'b> {
     inbox: Inbox<ToHost>,
     to_host: Mailbox<ToHost>,
     budget: Arc<StreamBudget>,
+    metrics: Arc<Metrics>,
     next_id: u64,
     backoff_until: Option<Instant>,
     last_accept_warning: Option<Instant>,
@@ -258,6 +273,8 @@ impl Host<'_, '_> {
                 self.route(h.conn, h.peer, cookie);
             }
             self.start_waiting();
+            self.metrics
+                .set_load(self.sessions.len(), self.waiting.len());
             let idle =
                 self.sessions.is_empty() && self.pending.is_empty() && self.waiting.is_empty();
             match (idle, self.idle_since) {
@@ -366,7 +383,7 @@ impl Host<'_, '_> {
             return;
         }
         if self.exiting {
-            refuse(conn);
+            self.refuse(conn);
             return;
         }
         let ip = rperf3_sys::net::unmap(peer).ip();
@@ -377,12 +394,23 @@ impl Host<'_, '_> {
             }
             Decision::QueueEvicting { ticket, evicted } => {
                 if let Some(w) = self.waiting.remove(&evicted) {
-                    refuse(w.conn);
+                    self.refuse(w.conn);
                 }
                 self.waiting.insert(ticket, Waiting { conn, peer, cookie });
             }
-            Decision::Refuse => refuse(conn),
+            Decision::Refuse => self.refuse(conn),
         }
+    }
+
+    /// ACCESS_DENIED to a client the server has no room for.
+    fn refuse(&self, conn: TcpStream) {
+        let peer = conn.peer_addr().map(rperf3_sys::net::unmap);
+        log::info!(
+            "refused a test from {}: server busy",
+            peer.map_or_else(|_| "?".to_string(), |p| p.to_string())
+        );
+        self.metrics.count(TestOutcome::Refused);
+        refuse(conn);
     }
 
     /// Starts waiting clients while slots are free.
@@ -428,6 +456,7 @@ impl Host<'_, '_> {
                 inbox,
                 host,
                 budget: self.budget.clone(),
+                metrics: self.metrics.clone(),
                 rate_limit: self.sc.bitrate_limit,
                 listener: (self.sc.max_tests == 1).then(|| self.listener.clone()),
             };
@@ -518,7 +547,7 @@ impl Host<'_, '_> {
             self.exiting = true;
             for t in self.admission.take_queue() {
                 if let Some(w) = self.waiting.remove(&t) {
-                    refuse(w.conn);
+                    self.refuse(w.conn);
                 }
             }
         }
@@ -535,7 +564,7 @@ impl Host<'_, '_> {
         }
         for t in self.admission.take_queue() {
             if let Some(w) = self.waiting.remove(&t) {
-                refuse(w.conn);
+                self.refuse(w.conn);
             }
         }
     }

@@ -1,0 +1,150 @@
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::time::Duration;
+
+use super::http::Endpoint;
+use super::*;
+
+/// The value of the sample line `series` (name and labels, as printed).
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+}
+
+fn tcp_pair() -> (TcpStream, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    (a, l.accept().unwrap().0)
+}
+
+#[test]
+fn every_family_is_there_from_the_start() {
+    let text = Metrics::new().encode();
+    for o in TestOutcome::ALL {
+        let s = format!("rperf3_tests_total{{outcome=\"{}\"}}", o.label());
+        assert_eq!(value(&text, &s), Some(0.0), "{s} in\n{text}");
+    }
+    for s in [
+        "rperf3_tests_running",
+        "rperf3_clients_queued",
+        "rperf3_bytes_received_total{protocol=\"tcp\"}",
+        "rperf3_bytes_sent_total{protocol=\"udp\"}",
+        "rperf3_udp_packets_total{direction=\"received\"}",
+        "rperf3_udp_packets_lost_total",
+        "rperf3_tcp_retransmits_total",
+    ] {
+        assert_eq!(value(&text, s), Some(0.0), "{s} in\n{text}");
+    }
+    assert!(text.ends_with("# EOF\n"), "{text}");
+}
+
+#[test]
+fn a_running_test_counts_live_and_its_totals_stay_after_it_ends() {
+    let m = Metrics::new();
+    let (a, _b) = tcp_pair();
+    let (c, _d) = tcp_pair();
+    let streams = [
+        LiveStream::tcp(a, 0, false).unwrap(),
+        LiveStream::tcp(c, 1, true).unwrap(),
+    ];
+    m.test_started(7, &streams);
+    m.set_load(1, 2);
+    streams[0].counters.add(1000);
+    streams[1].counters.add(300);
+    let text = m.encode();
+    let rx = "rperf3_bytes_received_total{protocol=\"tcp\"}";
+    assert_eq!(value(&text, rx), Some(1000.0), "{text}");
+    assert_eq!(value(&text, "rperf3_clients_queued"), Some(2.0));
+    let rate = "rperf3_test_throughput_bytes_per_second{test=\"7\",protocol=\"tcp\",\
+                direction=\"received\"}";
+    assert!(value(&text, rate).is_some_and(|r| r > 0.0), "{text}");
+    // The sending stream's TCP_INFO: an RTT and a window.
+    let cwnd = "rperf3_test_tcp_cwnd_bytes{test=\"7\",protocol=\"tcp\"}";
+    assert!(value(&text, cwnd).is_some_and(|c| c > 0.0), "{text}");
+    streams[0].counters.add(24);
+    m.test_ended(7, TestOutcome::Ok);
+    let text = m.encode();
+    assert_eq!(value(&text, rx), Some(1024.0), "{text}");
+    let tx = "rperf3_bytes_sent_total{protocol=\"tcp\"}";
+    assert_eq!(value(&text, tx), Some(300.0), "{text}");
+    assert_eq!(
+        value(&text, "rperf3_tests_total{outcome=\"ok\"}"),
+        Some(1.0)
+    );
+    assert!(
+        !text.contains("test=\"7\""),
+        "gauges of an ended test: {text}"
+    );
+}
+
+#[test]
+fn udp_receivers_report_packets_loss_and_jitter() {
+    let m = Metrics::new();
+    let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    a.connect("127.0.0.1:9").unwrap();
+    let s = LiveStream::udp(a, 0, false).unwrap();
+    s.with_udp_stats(|st, _| {
+        st.packets = 100;
+        st.lost = 3;
+        st.jitter = 0.002;
+    });
+    m.test_started(1, std::slice::from_ref(&s));
+    let text = m.encode();
+    assert_eq!(
+        value(&text, "rperf3_udp_packets_total{direction=\"received\"}"),
+        Some(100.0)
+    );
+    assert_eq!(value(&text, "rperf3_udp_packets_lost_total"), Some(3.0));
+    let j = "rperf3_test_udp_jitter_seconds{test=\"1\",protocol=\"udp\"}";
+    assert_eq!(value(&text, j), Some(0.002), "{text}");
+}
+
+fn get(addr: std::net::SocketAddr, request: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn the_endpoint_answers_get_metrics_only() {
+    let e = Endpoint::start("127.0.0.1:0".parse().unwrap(), Metrics::new()).unwrap();
+    let ok = get(e.local_addr(), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
+    assert!(
+        ok.contains("Content-Type: application/openmetrics-text"),
+        "{ok}"
+    );
+    assert!(ok.contains("rperf3_tests_total{outcome=\"ok\"} 0"), "{ok}");
+    for bad in [
+        "GET / HTTP/1.1\r\n\r\n",
+        "POST /metrics HTTP/1.1\r\n\r\n",
+        "GET /metricsx HTTP/1.0\r\n\r\n",
+    ] {
+        let r = get(e.local_addr(), bad);
+        assert!(r.starts_with("HTTP/1.1 404 Not Found\r\n"), "{bad:?}: {r}");
+    }
+}
+
+#[test]
+fn idle_connections_neither_block_a_scrape_nor_pile_up() {
+    let e = Endpoint::start("127.0.0.1:0".parse().unwrap(), Metrics::new()).unwrap();
+    // Twice the bound of silent connections: the oldest are pushed out.
+    let idle: Vec<_> = (0..2 * http::MAX_CONNS)
+        .map(|_| TcpStream::connect(e.local_addr()).unwrap())
+        .collect();
+    let t = Instant::now();
+    let ok = get(e.local_addr(), "GET /metrics HTTP/1.1\r\n\r\n");
+    assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
+    // Blocked would mean waiting for the silent ones' deadline.
+    assert!(t.elapsed() < http::CONN_DEADLINE / 2, "{:?}", t.elapsed());
+    // The first silent one was closed to make room.
+    let mut first = &idle[0];
+    first
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(first.read(&mut [0u8; 16]).unwrap(), 0);
+}

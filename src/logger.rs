@@ -1,0 +1,123 @@
+//! The logger behind the `log` facade: `-d[=level]` turns it on.
+//!
+//! Log lines never go to stdout, where scripts parse iperf3's report layout:
+//! they go to stderr, or with `--logfile` to that file (opened for appending,
+//! each line one write, so they do not split the report's lines). Each line
+//! starts with the local time to the millisecond and the level.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+
+use log::{Level, LevelFilter, Log, Metadata, Record};
+
+struct Logger {
+    out: Mutex<Box<dyn Write + Send>>,
+    level: LevelFilter,
+}
+
+/// iperf3's debug levels 1-4: errors, warnings, information, everything.
+fn filter(debug: u8) -> LevelFilter {
+    match debug {
+        0 => LevelFilter::Off,
+        1 => LevelFilter::Error,
+        2 => LevelFilter::Warn,
+        3 => LevelFilter::Info,
+        _ => LevelFilter::Debug,
+    }
+}
+
+impl Log for Logger {
+    fn enabled(&self, m: &Metadata<'_>) -> bool {
+        m.level() <= self.level
+    }
+
+    fn log(&self, r: &Record<'_>) {
+        if !self.enabled(r.metadata()) {
+            return;
+        }
+        let time = utc(rperf3_sys::time::unix_millis());
+        let level = match r.level() {
+            Level::Error => "error",
+            Level::Warn => "warning",
+            Level::Info => "info",
+            Level::Debug | Level::Trace => "debug",
+        };
+        let line = format!("{time} {level}: {}\n", r.args());
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        // A log line that cannot be written is dropped: logging never fails a test.
+        let _ = out.write_all(line.as_bytes());
+        let _ = out.flush();
+    }
+
+    fn flush(&self) {
+        let _ = self.out.lock().unwrap_or_else(|e| e.into_inner()).flush();
+    }
+}
+
+/// RFC 3339 UTC time of a Unix time in milliseconds (one clock read, so the
+/// seconds and the milliseconds always agree).
+fn utc(ms: u64) -> String {
+    let (secs, milli) = (ms / 1000, ms % 1000);
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Days to a civil date (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{milli:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Installs the logger for `-d` level `debug` (0: none), writing to `logfile`
+/// or stderr.
+pub(crate) fn init(debug: u8, logfile: Option<&Path>) -> std::io::Result<()> {
+    let level = filter(debug);
+    if level == LevelFilter::Off {
+        return Ok(());
+    }
+    let out: Box<dyn Write + Send> = match logfile {
+        Some(p) => Box::new(OpenOptions::new().create(true).append(true).open(p)?),
+        None => Box::new(std::io::stderr()),
+    };
+    let logger = Logger {
+        out: Mutex::new(out),
+        level,
+    };
+    // Only fails if a logger is already set: the first one stays.
+    if log::set_logger(Box::leak(Box::new(logger))).is_ok() {
+        log::set_max_level(level);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iperf3_levels_map_to_log_levels() {
+        assert_eq!(filter(0), LevelFilter::Off);
+        assert_eq!(filter(1), LevelFilter::Error);
+        assert_eq!(filter(3), LevelFilter::Info);
+        assert_eq!(filter(4), LevelFilter::Debug);
+    }
+
+    #[test]
+    fn utc_times_match_date() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00.000Z");
+        // As `date -u -d @951782400` (a leap day) and `@1795432213`.
+        assert_eq!(utc(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(utc(1_795_432_213_296), "2026-11-23T11:10:13.296Z");
+    }
+}

@@ -1,0 +1,369 @@
+//! `--metrics`: the server's Prometheus endpoint, checked against the tests'
+//! own `-J` documents, against hostile scrapers, and scraped by a real
+//! Prometheus.
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::json::{self, num};
+use common::*;
+use serde_json::Value;
+
+/// Longest a test waits for a metric to reach a value it must reach.
+const SETTLE: Duration = Duration::from_secs(10);
+/// The default TCP block: what a stream may move after its final sample.
+const TCP_BLOCK: f64 = 128.0 * 1024.0;
+/// Datagrams one UDP system call moves (rperf3_sys::mmsg::MAX_BATCH): what a
+/// UDP stream may move after its final sample.
+const MAX_BATCH: f64 = 64.0;
+
+/// One HTTP/1.0 GET; the status line and the body.
+fn http_get(port: u16, target: &str) -> (String, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET {target} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("response");
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+/// Every sample of a scrape: series (name and labels as printed) to value.
+fn scrape(port: u16) -> HashMap<String, f64> {
+    let (status, body) = http_get(port, "/metrics");
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    body.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+fn get(m: &HashMap<String, f64>, series: &str) -> f64 {
+    *m.get(series)
+        .unwrap_or_else(|| panic!("no {series} in {m:#?}"))
+}
+
+/// Scrapes until `pred` holds; fails after [`SETTLE`].
+fn scrape_until(
+    port: u16,
+    what: &str,
+    pred: impl Fn(&HashMap<String, f64>) -> bool,
+) -> HashMap<String, f64> {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let m = scrape(port);
+        if pred(&m) {
+            return m;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {m:#?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn outcome(m: &HashMap<String, f64>, o: &str) -> f64 {
+    get(m, &format!("rperf3_tests_total{{outcome=\"{o}\"}}"))
+}
+
+/// A server with `--metrics` on a free port; the port.
+fn server(extra: &[&str]) -> (Server, u16) {
+    let mport = free_port();
+    let addr = format!("127.0.0.1:{mport}");
+    let mut args = vec!["--metrics", &addr];
+    args.extend_from_slice(extra);
+    (Server::start(&args), mport)
+}
+
+/// `metric` grew by what the JSON says moved, plus at most `slack` moved
+/// after the test's final sample.
+fn check_moved(before: f64, after: f64, json: f64, slack: f64, what: &str) {
+    let d = after - before;
+    assert!(
+        d >= json && d - json <= slack,
+        "{what}: metric grew by {d}, the test's JSON says {json} (slack {slack})"
+    );
+}
+
+const RX_TCP: &str = "rperf3_bytes_received_total{protocol=\"tcp\"}";
+const TX_TCP: &str = "rperf3_bytes_sent_total{protocol=\"tcp\"}";
+const RX_UDP: &str = "rperf3_bytes_received_total{protocol=\"udp\"}";
+const PKT_RX: &str = "rperf3_udp_packets_total{direction=\"received\"}";
+const PKT_TX: &str = "rperf3_udp_packets_total{direction=\"sent\"}";
+const LOST: &str = "rperf3_udp_packets_lost_total";
+
+#[test]
+fn issue10_metrics_count_live_and_match_the_tests_json() {
+    let (srv, mport) = server(&[]);
+    let m0 = scrape(mport);
+    assert_eq!(get(&m0, "rperf3_tests_running"), 0.0);
+    assert_eq!(get(&m0, RX_TCP), 0.0);
+
+    // A TCP test with two streams: counters grow while it runs.
+    let client = srv.spawn_client(&["-t", "2", "-P", "2", "-J"]);
+    let during = scrape_until(mport, "running with bytes", |m| {
+        get(m, "rperf3_tests_running") == 1.0 && get(m, RX_TCP) > 0.0
+    });
+    let rate = "rperf3_test_throughput_bytes_per_second{test=\"1\",protocol=\"tcp\",\
+                direction=\"received\"}";
+    let later = scrape_until(mport, "growing", |m| get(m, RX_TCP) > get(&during, RX_TCP));
+    assert!(get(&later, rate) > 0.0, "{later:#?}");
+    // A client arriving meanwhile is refused as busy.
+    let busy = srv.client(&["-t", "1"]);
+    assert_eq!(busy.code(), Some(1));
+    assert!(
+        busy.stderr.contains("the server is busy running a test"),
+        "{}",
+        busy.stderr
+    );
+    let tcp = client.finish(CLIENT_TIMEOUT);
+    tcp.assert_ok();
+    let tcp = tcp.json();
+    // The slot is free once the session has closed, just after it counts.
+    let m1 = scrape_until(mport, "the test counted and its slot free", |m| {
+        outcome(m, "ok") == 1.0 && get(m, "rperf3_tests_running") == 0.0
+    });
+    assert!(
+        !m1.keys().any(|k| k.contains("test=\"1\"")),
+        "gauges of an ended test"
+    );
+    check_moved(
+        0.0,
+        get(&m1, RX_TCP),
+        num(&tcp, "end.sum_received.bytes"),
+        2.0 * TCP_BLOCK,
+        "TCP received",
+    );
+    assert_eq!(outcome(&m1, "refused"), 1.0);
+
+    // Reverse: the server sends; its retransmits are the JSON's sender's.
+    let rev = srv.client(&["-t", "1", "-R", "-J"]);
+    rev.assert_ok();
+    let rev = rev.json();
+    let m2 = scrape_until(mport, "the reverse test counted", |m| {
+        outcome(m, "ok") == 2.0
+    });
+    check_moved(
+        get(&m1, TX_TCP),
+        get(&m2, TX_TCP),
+        num(&rev, "end.sum_sent.bytes"),
+        TCP_BLOCK,
+        "TCP sent",
+    );
+    assert!(get(&m2, "rperf3_tcp_retransmits_total") >= num(&rev, "end.sum_sent.retransmits"));
+
+    // UDP from rperf3, then from a stock iperf3 client: packets and loss as
+    // the server's receiver reported them in the clients' JSON.
+    let mut programs = vec![rperf3()];
+    if require_tool("iperf3") {
+        programs.push("iperf3".into());
+    }
+    let mut before = m2;
+    let mut ok = 2.0;
+    for program in &programs {
+        let run = run_program(
+            program,
+            &srv.args(&["-u", "-b", "20M", "-t", "1", "-J"]),
+            CLIENT_TIMEOUT,
+        );
+        run.assert_ok();
+        let j = run.json();
+        ok += 1.0;
+        let after = scrape_until(mport, "the UDP test counted", |m| outcome(m, "ok") == ok);
+        // A receive batch in hand when the test stopped is counted after its
+        // final sample: up to MAX_BATCH datagrams more than the JSON, and
+        // the loss it reveals with them.
+        let (pkts, lost) = (
+            num(&j, "end.sum_received.packets"),
+            num(&j, "end.sum_received.lost_packets"),
+        );
+        let len = num(&j, "end.sum_received.bytes") / pkts.max(1.0);
+        let d_pkts = get(&after, PKT_RX) - get(&before, PKT_RX);
+        let d_lost = get(&after, LOST) - get(&before, LOST);
+        assert!(d_pkts >= pkts && d_lost >= lost, "{d_pkts} {d_lost} vs {j}");
+        check_moved(
+            0.0,
+            d_pkts - d_lost,
+            pkts - lost,
+            MAX_BATCH,
+            "UDP datagrams",
+        );
+        check_moved(
+            get(&before, RX_UDP),
+            get(&after, RX_UDP),
+            num(&j, "end.sum_received.bytes"),
+            MAX_BATCH * len,
+            "UDP bytes",
+        );
+        before = after;
+    }
+    // A UDP test the server sends: its datagram count is the JSON sender's.
+    let urev = srv.client(&["-u", "-b", "20M", "-t", "1", "-R", "-J"]);
+    urev.assert_ok();
+    let want = ok + 1.0;
+    let m3 = scrape_until(mport, "the reverse UDP test counted", |m| {
+        outcome(m, "ok") == want
+    });
+    check_moved(
+        get(&before, PKT_TX),
+        get(&m3, PKT_TX),
+        num(&urev.json(), "end.sum_sent.packets"),
+        MAX_BATCH,
+        "UDP sent",
+    );
+    assert_eq!((outcome(&m3, "error"), outcome(&m3, "refused")), (0.0, 1.0));
+    drop(srv);
+}
+
+#[test]
+fn issue10_queued_clients_are_counted() {
+    let (srv, mport) = server(&["--queue", "1"]);
+    let first = srv.spawn_client(&["-t", "2"]);
+    scrape_until(mport, "one running", |m| {
+        get(m, "rperf3_tests_running") == 1.0
+    });
+    let second = srv.spawn_client(&["-t", "1"]);
+    let m = scrape_until(mport, "one queued", |m| {
+        get(m, "rperf3_clients_queued") == 1.0
+    });
+    assert_eq!(get(&m, "rperf3_tests_running"), 1.0);
+    first.finish(CLIENT_TIMEOUT).assert_ok();
+    second.finish(CLIENT_TIMEOUT).assert_ok();
+    let m = scrape_until(mport, "both counted", |m| outcome(m, "ok") == 2.0);
+    assert_eq!(get(&m, "rperf3_clients_queued"), 0.0);
+    assert_eq!(outcome(&m, "refused"), 0.0);
+}
+
+#[test]
+fn issue10_hostile_scrapers_block_neither_scrapes_nor_tests() {
+    let (srv, mport) = server(&[]);
+    // Silent connections, more than the endpoint keeps, and one that
+    // trickles a request byte by byte.
+    let silent: Vec<_> = (0..40)
+        .map(|_| TcpStream::connect(("127.0.0.1", mport)).unwrap())
+        .collect();
+    let mut trickle = TcpStream::connect(("127.0.0.1", mport)).unwrap();
+    let opened = Instant::now();
+    let client = srv.spawn_client(&["-t", "2", "-J"]);
+    for b in b"GET /metr" {
+        trickle.write_all(&[*b]).unwrap();
+        let t = Instant::now();
+        let m = scrape(mport);
+        // Blocked would mean waiting for the trickler's 5 s deadline.
+        assert!(
+            t.elapsed() < Duration::from_millis(2500),
+            "a scrape took {:?}",
+            t.elapsed()
+        );
+        assert!(m.contains_key(RX_TCP));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = client.finish(CLIENT_TIMEOUT);
+    out.assert_ok();
+    json::assert_no_error(&out.json());
+    // The trickler is closed at its deadline (5 s from its accept), unanswered.
+    trickle
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = Vec::new();
+    let _ = trickle.read_to_end(&mut buf);
+    assert!(buf.is_empty(), "{}", String::from_utf8_lossy(&buf));
+    assert!(
+        opened.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        opened.elapsed()
+    );
+    // Wrong paths get 404.
+    assert_eq!(http_get(mport, "/").0, "HTTP/1.1 404 Not Found");
+    drop(silent);
+    drop(srv);
+}
+
+#[test]
+fn issue10_bad_metrics_address_is_refused_at_startup() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = run_client(
+        &["-s", "-p", &free_port().to_string(), "--metrics", &addr],
+        CLIENT_TIMEOUT,
+    );
+    assert_eq!(out.code(), Some(1), "{}{}", out.stdout, out.stderr);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        all.contains(&format!(
+            "unable to start listener for connections: metrics on {addr}: Address already in use"
+        )),
+        "{all}"
+    );
+}
+
+/// Debian's Prometheus scrapes the endpoint and answers a query for it.
+#[test]
+fn issue10_prometheus_scrapes_the_endpoint() {
+    if !require_tool("prometheus") {
+        return;
+    }
+    let (srv, mport) = server(&[]);
+    srv.client(&["-t", "1"]).assert_ok();
+    // Counted before its release, which the next banner follows.
+    assert!(srv.wait_banners(2, Duration::from_secs(10)));
+    let dir = scratch_file("prometheus");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  \
+             - job_name: rperf3\n    static_configs:\n      - targets: ['127.0.0.1:{mport}']\n"
+        ),
+    )
+    .unwrap();
+    let pport = free_port();
+    let prom = Proc::spawn(
+        "prometheus",
+        &[
+            format!("--config.file={}", config.display()),
+            format!("--storage.tsdb.path={}", dir.join("data").display()),
+            format!("--web.listen-address=127.0.0.1:{pport}"),
+        ],
+    );
+    let deadline = Instant::now() + Duration::from_secs(25);
+    let series = loop {
+        let answer = TcpStream::connect(("127.0.0.1", pport))
+            .ok()
+            .map(|_| http_get(pport, "/api/v1/query?query=rperf3_tests_total"));
+        if let Some((status, body)) = answer.filter(|(s, _)| s.contains("200")) {
+            let v: Value = serde_json::from_str(&body).expect("query JSON");
+            let r = v["data"]["result"].as_array().cloned().unwrap_or_default();
+            if !r.is_empty() {
+                break r;
+            }
+            let _ = status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus has no rperf3_tests_total:\n{}",
+            prom.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let ok = series
+        .iter()
+        .find(|s| s["metric"]["outcome"] == "ok")
+        .unwrap_or_else(|| panic!("{series:#?}"));
+    assert_eq!(ok["metric"]["job"], "rperf3");
+    assert_eq!(ok["value"][1], "1", "{ok}");
+    assert_eq!(series.len(), 5, "one series per outcome: {series:#?}");
+    drop(prom);
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
