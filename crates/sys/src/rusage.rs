@@ -114,30 +114,32 @@ mod tests {
     fn a_busy_thread_is_seen_from_outside_and_from_inside() {
         let (tx, rx) = std::sync::mpsc::channel();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let total = |c: CpuTimes| c.user + c.system;
         let h = std::thread::spawn(move || {
-            tx.send(current_tid()).unwrap();
-            let t = std::time::Instant::now();
+            let tid = current_tid();
+            // Spin for CPU time, not wall time: a loaded machine only stretches it.
             let mut x = 0u64;
-            while t.elapsed() < Duration::from_millis(300) {
-                x = std::hint::black_box(x.wrapping_add(1));
+            while total(thread_cpu_times()) < Duration::from_millis(200) {
+                for _ in 0..10_000 {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
             }
             let own = thread_cpu_times();
+            tx.send((tid, own)).unwrap();
             done_rx.recv().unwrap();
             own
         });
-        let tid = rx.recv().unwrap();
-        std::thread::sleep(Duration::from_millis(350));
+        // The thread is parked in recv() now: its times no longer grow.
+        let (tid, own) = rx.recv().unwrap();
         let seen = task_cpu_times(tid).unwrap();
         done_tx.send(()).unwrap();
-        let own = h.join().unwrap();
-        let total = |c: CpuTimes| c.user + c.system;
-        // A spinning thread: most of its 300 ms on a CPU, seen both ways; this
-        // (idle) test thread's own time is not in it.
-        assert!(total(own) >= Duration::from_millis(150), "{own:?}");
+        assert_eq!(h.join().unwrap(), own);
+        // Seen from outside in clock ticks (10 ms): at most one tick short.
         assert!(
             total(seen) + Duration::from_millis(20) >= total(own),
             "{seen:?} {own:?}"
         );
+        // This (idle) test thread's own time is not in it.
         assert!(total(thread_cpu_times()) < total(own));
         assert_eq!(task_cpu_times(tid), None);
     }
