@@ -20,7 +20,7 @@ use crate::ctrl::{Ctrl, Read0};
 use crate::driver::{Driver, Test, Wake};
 use crate::interrupt::Interrupt;
 use crate::setup::{client_params, stream_roles, test_info, version_string};
-use crate::streams::{connect_tcp_stream, DiskFile, LiveStream};
+use crate::streams::{connect_sctp_stream, connect_tcp_stream, DiskFile, LiveStream, SctpOptions};
 use crate::testrun::TestRun;
 use crate::Outcome;
 
@@ -376,6 +376,23 @@ impl Client<'_> {
                         .map_err(|e| IperfError::from_io(IE_SET_DONT_FRAGMENT, &e))?;
                 }
                 LiveStream::udp(s, i, sender)
+            } else if self.params.protocol == Protocol::Sctp {
+                let sctp = SctpOptions {
+                    xbind: &self.common.xbind,
+                    nstreams: self.cc.nstreams,
+                    window: self.cc.window,
+                };
+                let s = connect_sctp_stream(
+                    self.server,
+                    self.common.bind.as_deref(),
+                    local_port,
+                    dev,
+                    &self.params,
+                    sctp,
+                    &self.cookie,
+                    left.min(STREAM_CONNECT_TIMEOUT),
+                )?;
+                LiveStream::sctp(s, i, sender)
             } else {
                 let s = connect_tcp_stream(
                     self.server,

@@ -51,7 +51,7 @@ pub fn connected_json(s: &StreamInfo) -> Value {
 /// `test_start`: the parameters in effect.
 pub fn test_start_json(t: &TestInfo) -> Value {
     json!({
-        "protocol": match t.protocol { Proto::Tcp => "TCP", Proto::Udp => "UDP" },
+        "protocol": t.protocol.name(),
         "num_streams": t.num_streams,
         "blksize": t.blksize,
         "omit": t.omit,
