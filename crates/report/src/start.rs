@@ -188,4 +188,17 @@ mod tests {
             "0.5"
         );
     }
+
+    #[test]
+    fn protocol_names_are_iperf3s() {
+        for (p, name) in [
+            (Proto::Tcp, "TCP"),
+            (Proto::Udp, "UDP"),
+            (Proto::Sctp, "SCTP"),
+        ] {
+            let t = crate::testutil::test_info(Side::Client, p);
+            assert_eq!(test_start_json(&t)["protocol"], name);
+            assert!(crate::text::starting_test(&t).contains(&format!("protocol: {name},")));
+        }
+    }
 }
