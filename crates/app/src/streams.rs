@@ -387,12 +387,6 @@ pub fn connect_sctp_stream(
     } else {
         Family::Any
     };
-    let mut xaddrs = Vec::new();
-    for name in sctp.xbind {
-        let addrs = rperf3_sys::net::resolve(name, 0, family)
-            .map_err(|e| IperfError::from_io(IE_SET_SCTP_BINDX, &e))?;
-        xaddrs.extend(addrs);
-    }
     let prepare = |fd: BorrowedFd<'_>, _v6: bool| {
         if let Some(w) = sctp.window {
             rperf3_sys::net::set_buffer_sizes(&fd, w as usize)
@@ -408,6 +402,13 @@ pub fn connect_sctp_stream(
         if let Some(n @ 1..) = sctp.nstreams {
             sctp::set_out_streams(&fd, n)
                 .map_err(|e| IperfError::from_io(IE_SET_SCTP_NSTREAM, &e))?;
+        }
+        // After socket(), as iperf3 resolves them: a host without SCTP fails first.
+        let mut xaddrs = Vec::new();
+        for name in sctp.xbind {
+            let addrs = rperf3_sys::net::resolve(name, 0, family)
+                .map_err(|e| IperfError::from_io(IE_SET_SCTP_BINDX, &e))?;
+            xaddrs.extend(addrs);
         }
         sctp::bind_client(&fd, local_port, &xaddrs)
             .map_err(|e| IperfError::from_io(IE_SET_SCTP_BINDX, &e))

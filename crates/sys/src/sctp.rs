@@ -157,22 +157,28 @@ pub fn pack_addrs(addrs: &[SocketAddr]) -> Vec<u8> {
     out
 }
 
-/// The server's SCTP listener for data streams on `addr` (iperf3 opens one
-/// when a test asks for SCTP). With `extra` (`-X`) addresses the endpoint is
-/// bound to those instead, all on `addr`'s port, as iperf3's server does.
-/// `dual_stack`: an IPv6 wildcard that takes IPv4 too.
-pub fn listen(addr: SocketAddr, dual_stack: bool, extra: &[SocketAddr]) -> io::Result<TcpListener> {
-    let sock = socket_for(&addr)?;
+/// A new socket for the server's SCTP listener on `addr` (iperf3 opens one
+/// when a test asks for SCTP), before any address is bound: the first step to
+/// fail where the kernel lacks SCTP. `dual_stack`: an IPv6 wildcard that takes
+/// IPv4 too.
+pub fn listener_socket(addr: &SocketAddr, dual_stack: bool) -> io::Result<Socket> {
+    let sock = socket_for(addr)?;
     if addr.is_ipv6() {
         sock.set_only_v6(!dual_stack)?;
     }
     sock.set_reuse_address(true)?;
-    if extra.is_empty() {
-        sock.bind(&addr.into())?;
-    } else {
-        let (first, rest) = extra.split_first().expect("not empty");
-        sock.bind(&(*first).into())?;
-        bindx_add(&sock, rest)?;
+    Ok(sock)
+}
+
+/// Binds the listener to `addr`, or with `extra` (`-X`) addresses to those
+/// instead, all on `addr`'s port as iperf3's server does, and listens.
+pub fn listen_on(sock: Socket, addr: SocketAddr, extra: &[SocketAddr]) -> io::Result<TcpListener> {
+    match extra.split_first() {
+        None => sock.bind(&addr.into())?,
+        Some((first, rest)) => {
+            sock.bind(&(*first).into())?;
+            bindx_add(&sock, rest)?;
+        }
     }
     sock.listen(128)?;
     Ok(sock.into())
@@ -250,8 +256,9 @@ mod tests {
             }
             Err(e) => assert!(unavailable(&e), "{e}"),
         }
-        if let Err(e) = listen(a, false, &[]) {
-            assert!(unavailable(&e), "{e}");
+        match listener_socket(&a, false) {
+            Ok(s) => drop(listen_on(s, a, &[]).unwrap()),
+            Err(e) => assert!(unavailable(&e), "{e}"),
         }
     }
 

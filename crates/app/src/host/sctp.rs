@@ -57,20 +57,28 @@ impl SctpListener {
     }
 
     fn open(&self) -> Result<TcpListener, IperfError> {
-        // iperf3 binds the -X addresses (all on the server's port) instead of
+        let listen_err = |e: io::Error| IperfError::from_io(IE_STREAM_LISTEN, &e);
+        // In iperf3's order: the socket (where a kernel without SCTP fails),
+        // then the -X addresses, bound (all on the server's port) instead of
         // the usual one.
+        let sock =
+            rperf3_sys::sctp::listener_socket(&self.addr, self.dual_stack).map_err(listen_err)?;
         let mut extra = Vec::new();
         for name in &self.xbind {
             let a = rperf3_sys::net::resolve(name, self.addr.port(), self.family)
                 .map_err(|e| IperfError::from_io(IE_SET_SCTP_BINDX, &e))?;
             extra.extend(a);
         }
-        let listen = || -> io::Result<TcpListener> {
-            let l = rperf3_sys::sctp::listen(self.addr, self.dual_stack, &extra)?;
-            l.set_nonblocking(true)?;
-            Ok(l)
-        };
-        listen().map_err(|e| IperfError::from_io(IE_STREAM_LISTEN, &e))
+        let l = rperf3_sys::sctp::listen_on(sock, self.addr, &extra).map_err(|e| {
+            let code = if extra.is_empty() {
+                IE_STREAM_LISTEN
+            } else {
+                IE_SET_SCTP_BINDX
+            };
+            IperfError::from_io(code, &e)
+        })?;
+        l.set_nonblocking(true).map_err(listen_err)?;
+        Ok(l)
     }
 
     /// Session `id` is over; the last one closes the listener.
@@ -131,11 +139,21 @@ mod tests {
     }
 
     #[test]
-    fn an_unresolvable_xbind_name_is_a_bindx_error() {
+    fn an_unresolvable_xbind_name_is_a_bindx_error_after_the_socket() {
         let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let names = ["no-such-host.invalid".to_string()];
         let mut l = SctpListener::new(addr, None, Family::V4, &names);
-        assert_eq!(l.request(1).unwrap_err().code, IE_SET_SCTP_BINDX);
+        let code = l.request(1).unwrap_err().code;
+        // Without SCTP the socket fails first, as in iperf3.
+        let no_sctp = rperf3_sys::sctp::socket_for(&addr).is_err();
+        assert_eq!(
+            code,
+            if no_sctp {
+                IE_STREAM_LISTEN
+            } else {
+                IE_SET_SCTP_BINDX
+            }
+        );
         assert!(l.socket().is_none());
     }
 }
