@@ -28,7 +28,10 @@ fn assert_text_error(out: &Output, program: &str, error: &str) {
         out.stderr.contains(&format!("{program}: error - {error}")),
         "{out}"
     );
-    assert!(out.stdout.starts_with("Connecting to host 127.0.0.1"), "{out}");
+    assert!(
+        out.stdout.starts_with("Connecting to host 127.0.0.1"),
+        "{out}"
+    );
 }
 
 /// A plain TCP test through the server still works.
@@ -55,7 +58,8 @@ fn rperf3_server_reports_the_missing_sctp_listener_and_goes_on_issue_7() {
     still_serves(&server);
     let err = server.stderr();
     assert_eq!(
-        err.matches(&format!("rperf3: error - {LISTENER_ERROR}")).count(),
+        err.matches(&format!("rperf3: error - {LISTENER_ERROR}"))
+            .count(),
         2,
         "{err}"
     );
@@ -97,7 +101,10 @@ fn rperf3_client_against_stock_servers_issue_7() {
     let out = server.client(&["--sctp", "-t", "1"]);
     assert_text_error(&out, "rperf3", LISTENER_ERROR);
     let err = server.stderr();
-    assert!(err.contains(&format!("iperf3: error - {LISTENER_ERROR}")), "{err}");
+    assert!(
+        err.contains(&format!("iperf3: error - {LISTENER_ERROR}")),
+        "{err}"
+    );
     still_serves(&server);
     let Some(peer) = common::iperf3_321() else {
         return;
@@ -132,5 +139,8 @@ fn sctp_test_runs_where_the_kernel_has_it() {
     let j = out.json();
     assert_eq!(j["start"]["test_start"]["protocol"], "SCTP");
     assert_eq!(j["start"]["test_start"]["blksize"], 65536);
-    assert!(j["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0, "{out}");
+    assert!(
+        j["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0,
+        "{out}"
+    );
 }

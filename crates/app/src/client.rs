@@ -352,29 +352,31 @@ impl Client<'_> {
             }
             let ls = if udp {
                 let len = self.params.len.max(1) as usize;
-                let s = crate::udp_setup::connect_stream(
-                    self.server,
-                    self.common.bind.as_deref(),
-                    local_port,
-                    dev,
-                    len,
-                    self.cc.window,
-                    left.min(UDP_CONNECT_TIMEOUT),
-                )
-                .map_err(|e| {
+                let io_err = |e: std::io::Error| {
                     let code = if e.kind() == std::io::ErrorKind::TimedOut {
                         IE_STREAM_READ
                     } else {
                         IE_STREAM_CONNECT
                     };
                     IperfError::from_io(code, &e)
-                })?;
+                };
+                let s = crate::udp_setup::open_stream(
+                    self.server,
+                    self.common.bind.as_deref(),
+                    local_port,
+                    dev,
+                    len,
+                    self.cc.window,
+                )
+                .map_err(io_err)?;
+                // Before the hello: it carries the TOS byte as every datagram does.
                 crate::sockopts::apply_tos(&s, self.server.is_ipv6(), &self.params)?;
                 crate::sockopts::apply_pacing(&s, &self.params);
                 if self.cc.dont_fragment && self.server.is_ipv4() {
                     rperf3_sys::sockopt::set_dont_fragment(&s)
                         .map_err(|e| IperfError::from_io(IE_SET_DONT_FRAGMENT, &e))?;
                 }
+                crate::udp_setup::hello(&s, len, left.min(UDP_CONNECT_TIMEOUT)).map_err(io_err)?;
                 LiveStream::udp(s, i, sender)
             } else if self.params.protocol == Protocol::Sctp {
                 let sctp = SctpOptions {

@@ -265,7 +265,7 @@ mod tests {
     #[test]
     fn options_reach_the_kernel_at_the_sctp_level() {
         // A TCP socket has no SCTP options: the kernel answers for the level.
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let e = set_out_streams(&l, 3).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ENOPROTOOPT), "{e}");
         assert!(set_maxseg(&l, 1000).is_err());
