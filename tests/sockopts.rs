@@ -549,40 +549,6 @@ fn server_less_client(extra: &[&str]) -> Output {
 }
 
 #[test]
-fn mptcp_data_streams_against_a_mptcp_server() {
-    if !(common::require_tool("iperf3") && common::require_tool("ss")) {
-        return;
-    }
-    let enabled = std::fs::read_to_string("/proc/sys/net/mptcp/enabled").unwrap_or_default();
-    if enabled.trim() != "1" {
-        eprintln!("note: MPTCP is not enabled on this host, skipping");
-        return;
-    }
-    // A 3.12 server has no MPTCP listener: the kernel falls back to TCP.
-    let server = Server::start_program(Path::new("iperf3"), &["-1"]);
-    server.client(&["-t", "1", "-m"]).assert_ok();
-    let Some(peer) = common::iperf3_321() else {
-        return;
-    };
-    // 3.21 listens with MPTCP when asked: the data stream (only) is MPTCP.
-    let server = Server::start_program(&peer, &["-1"]);
-    let client = server.spawn_client(&["-t", "3", "-m"]);
-    let filter = format!("( dport = :{} )", server.port);
-    let deadline = std::time::Instant::now() + Duration::from_secs(8);
-    let mut seen = String::new();
-    while std::time::Instant::now() < deadline && !seen.contains("tcp-ulp-mptcp") {
-        std::thread::sleep(Duration::from_millis(50));
-        let out = std::process::Command::new("ss")
-            .args(["-tni", "state", "established", &filter])
-            .output()
-            .expect("ss");
-        seen = String::from_utf8_lossy(&out.stdout).into_owned();
-    }
-    assert_eq!(seen.matches("tcp-ulp-mptcp").count(), 1, "{seen}");
-    client.finish(CLIENT_TIMEOUT).assert_ok();
-}
-
-#[test]
 fn flowlabel_is_on_the_data_streams_packets() {
     if !tools() {
         return;
