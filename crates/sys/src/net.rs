@@ -206,17 +206,20 @@ pub fn listen_tcp(
     family: Family,
 ) -> io::Result<TcpListener> {
     let addr = listen_addr(bind, port, family)?;
-    let domain = Domain::for_address(addr);
-    let sock = Socket::new(domain, Type::STREAM, Some(socket2::Protocol::MPTCP))
-        .or_else(|_| Socket::new(domain, Type::STREAM, None))?;
-    sock.set_reuse_address(true)?;
-    bind_device(&sock, device.or_else(|| bind.and_then(device_part)))?;
-    if addr.is_ipv6() && bind.is_none() {
-        sock.set_only_v6(family == Family::V6)?;
-    }
-    sock.bind(&addr.into())?;
-    sock.listen(128)?;
-    Ok(sock.into())
+    let device = device.or_else(|| bind.and_then(device_part));
+    let open = |proto: Option<socket2::Protocol>| -> io::Result<TcpListener> {
+        let sock = Socket::new(Domain::for_address(addr), Type::STREAM, proto)?;
+        sock.set_reuse_address(true)?;
+        bind_device(&sock, device)?;
+        if addr.is_ipv6() && bind.is_none() {
+            sock.set_only_v6(family == Family::V6)?;
+        }
+        sock.bind(&addr.into())?;
+        sock.listen(128)?;
+        Ok(sock.into())
+    };
+    // A kernel without MPTCP (or with it disabled) gets the plain listener.
+    open(Some(socket2::Protocol::MPTCP)).or_else(|_| open(None))
 }
 
 /// The address a server binds for `-B`, `-4`, `-6` and the port.
