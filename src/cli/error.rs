@@ -76,6 +76,9 @@ pub(crate) enum ParamError {
     Unit(UnitError),
     /// An iperf3 option rperf3 does not implement yet (no iperf3 number): its long name.
     Unsupported(String),
+    /// `--nstreams` not a whole number of SCTP streams, 1..=65535 (iperf3 takes
+    /// any text and uses what `atoi` makes of it; no iperf3 number).
+    NStreams,
     /// One of rperf3's own server options out of range: its long name and the
     /// smallest value it takes (no iperf3 number).
     BadCount(&'static str, i64),
@@ -132,7 +135,10 @@ impl ParamError {
             Self::FlowLabel => 127,
             Self::Unit(_) => 38,
             Self::Dscp => 40,
-            Self::Unsupported(_) | Self::BadCount(..) | Self::MetricsAddress(_) => return None,
+            Self::Unsupported(_)
+            | Self::BadCount(..)
+            | Self::MetricsAddress(_)
+            | Self::NStreams => return None,
         })
     }
 }
@@ -206,6 +212,7 @@ impl fmt::Display for ParamError {
             Self::FlowLabel => f.write_str("unable to set IPv6 flow label"),
             Self::Unit(e) => e.fmt(f),
             Self::Unsupported(long) => write!(f, "option --{long} is not supported yet"),
+            Self::NStreams => f.write_str("--nstreams must be a whole number from 1 to 65535"),
             Self::BadCount(long, min) => {
                 write!(f, "--{long} must be a whole number, at least {min}")
             }

@@ -244,11 +244,11 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "accept PKCS#1 v1.5 padded credentials"),
     row!(Client, Some('c'), "client", NO, Required, Client, false, true, "<host>[%<dev>]",
         "run as a client of <host>\n(optional <dev>: bind to that interface)"),
-    row!(Sctp, None, "sctp", NO, None, Client, true, false, "",
+    row!(Sctp, None, "sctp", NO, None, Client, true, true, "",
         "use SCTP instead of TCP"),
-    row!(Xbind, Some('X'), "xbind", NO, Required, Client, false, false, "<name>",
-        "bind the SCTP association to more addresses"),
-    row!(NStreams, None, "nstreams", NO, Required, Client, true, false, "#",
+    row!(Xbind, Some('X'), "xbind", NO, Required, Client, false, true, "<name>",
+        "bind the SCTP association to more addresses\n(server: the SCTP listener's addresses)"),
+    row!(NStreams, None, "nstreams", NO, Required, Client, true, true, "#",
         "number of SCTP streams"),
     row!(Udp, Some('u'), "udp", NO, None, Client, true, true, "",
         "use UDP instead of TCP"),
@@ -433,6 +433,18 @@ fn side_name(side: Side) -> &'static str {
     }
 }
 
+/// What the README says beside "supported": limits of this machine or of the
+/// wire protocol.
+fn status_note(id: Opt) -> Option<&'static str> {
+    Some(match id {
+        Opt::Sctp | Opt::Xbind | Opt::NStreams => {
+            "the test machine's kernel has no SCTP: the test fails with \"Protocol not supported\""
+        }
+        Opt::SetMss => "a server with `--max-tests` > 1 cannot put it on the SYN-ACK",
+        _ => return None,
+    })
+}
+
 /// A markdown table of every option and whether rperf3 supports it, for the README.
 pub(crate) fn status_table_markdown() -> String {
     let mut out = String::from("| option | argument | side | status |\n|---|---|---|---|\n");
@@ -451,7 +463,11 @@ pub(crate) fn status_table_markdown() -> String {
             ArgKind::Required => format!("`{}`", s.metavar.replace('|', "\\|")),
             ArgKind::Optional => format!("`{}` (optional)", s.metavar),
         };
-        let status = if s.supported { "supported" } else { "not yet" };
+        let status = match (s.supported, status_note(s.id)) {
+            (true, Some(note)) => format!("supported ({note})"),
+            (true, None) => "supported".to_string(),
+            (false, _) => "not yet".to_string(),
+        };
         let _ = writeln!(
             out,
             "| {names} | {arg} | {} | {status} |",
@@ -581,6 +597,9 @@ mod tests {
             "affinity",
             "zerocopy",
             "skip-rx-copy",
+            "sctp",
+            "xbind",
+            "nstreams",
         ]
         .into_iter()
         .collect();
@@ -603,7 +622,8 @@ mod tests {
     fn status_table_has_a_row_per_option() {
         let t = status_table_markdown();
         assert_eq!(t.lines().count(), OPTIONS.len() + 2);
-        assert!(t.contains("| `--sctp` |  | client | not yet |"));
+        assert!(t.contains("| `--username` | `name` | client | not yet |"));
+        assert!(t.contains("| `--sctp` |  | client | supported (the test machine's kernel"));
         assert!(
             t.contains("| `-b`, `--bitrate`, `--bandwidth` | `#[KMG][/#]` | client | supported |")
         );

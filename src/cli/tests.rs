@@ -94,6 +94,7 @@ fn client_defaults() {
             fq_rate: 0,
             pacing_timer: None,
             mptcp: false,
+            nstreams: None,
             flowlabel: None,
             cport: None,
             file_ends_test: false,
@@ -340,6 +341,73 @@ fn operands_are_kept_and_ignored() {
 }
 
 #[test]
+fn sctp_options() {
+    let c = config(&[
+        "-c",
+        "h",
+        "--sctp",
+        "--nstreams",
+        "7",
+        "-X",
+        "10.0.0.1",
+        "-X",
+        "h2",
+    ]);
+    assert_eq!(c.common.xbind, ["10.0.0.1", "h2"]);
+    let Role::Client(cl) = c.role else { panic!() };
+    assert_eq!(cl.protocol, Protocol::Sctp);
+    assert_eq!(cl.nstreams, Some(7));
+    // The parameters carry "sctp": true and SCTP's 64 KiB block, as iperf3's
+    // client sends them; like iperf3, nothing of --nstreams or -X goes along.
+    let j = rperf3_app::setup::client_params(&cl).to_json();
+    assert_eq!(j["sctp"], true);
+    assert_eq!(j["len"], 65536);
+    assert!(j.get("tcp").is_none() && j.get("nstreams").is_none(), "{j}");
+    let p = rperf3_proto::TestParams::from_json(j.to_string().as_bytes()).unwrap();
+    assert_eq!(p.protocol, rperf3_proto::Protocol::Sctp);
+    // -m is for TCP only.
+    let j = rperf3_app::setup::client_params(&client(&["-c", "h", "--sctp", "-m"])).to_json();
+    assert!(j.get("mptcp").is_none(), "{j}");
+    // iperf3 reads --nstreams with its unit parser.
+    assert_eq!(
+        client(&["-c", "h", "--sctp", "--nstreams", "1K"]).nstreams,
+        Some(1024)
+    );
+    // -u and --sctp each set the protocol: the last one wins, as in iperf3.
+    assert_eq!(client(&["-c", "h", "--sctp", "-u"]).protocol, Protocol::Udp);
+    assert_eq!(
+        client(&["-c", "h", "-u", "--sctp"]).protocol,
+        Protocol::Sctp
+    );
+    // Unlike iperf3's, --nstreams does not also set the bitrate.
+    assert_eq!(
+        client(&["-c", "h", "--sctp", "--nstreams", "5"]).bitrate,
+        None
+    );
+    // -X also names the server's SCTP listener addresses.
+    assert_eq!(
+        config(&["-s", "-X", "127.0.0.1"]).common.xbind,
+        ["127.0.0.1"]
+    );
+    for bad in ["0", "65536", "abc", "-3", "2.5", ""] {
+        assert_eq!(
+            err(&["-c", "h", "--sctp", "--nstreams", bad]),
+            param("--nstreams must be a whole number from 1 to 65535"),
+            "{bad:?}"
+        );
+    }
+    // Client-only, as in iperf3 (error 4).
+    assert_eq!(
+        err(&["-s", "--sctp"]),
+        param("some option you are trying to set is client only")
+    );
+    assert_eq!(
+        err(&["-s", "--nstreams", "3"]),
+        param("some option you are trying to set is client only")
+    );
+}
+
+#[test]
 fn help_and_version_act_in_order() {
     assert!(
         matches!(parse("p", &argv(&["-h"])), Ok(Command::Help(t)) if t.starts_with("Usage: p "))
@@ -353,7 +421,9 @@ fn help_and_version_act_in_order() {
     assert!(parse("p", &argv(&["--foo", "-h"])).is_err());
     assert!(parse("p", &argv(&["-s", "-c", "h", "-v"])).is_err());
     assert_eq!(
-        parse("p", &argv(&["-s", "--sctp", "-v"])).unwrap_err().code,
+        parse("p", &argv(&["-s", "--username", "u", "-v"]))
+            .unwrap_err()
+            .code,
         None
     );
 }

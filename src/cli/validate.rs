@@ -97,6 +97,16 @@ fn count(text: &str) -> Result<u64, ParamError> {
     Ok(to_count(parse_size(text)?, text)?)
 }
 
+/// `--nstreams`: SCTP_INITMSG holds the count in 16 bits.
+fn nstreams(text: &str) -> Result<u16, ParamError> {
+    let n = parse_size(text).map_err(|_| ParamError::NStreams)?;
+    if n.fract() == 0.0 && (1.0..=f64::from(u16::MAX)).contains(&n) {
+        Ok(n as u16)
+    } else {
+        Err(ParamError::NStreams)
+    }
+}
+
 fn value(occ: &Occurrence) -> String {
     occ.value
         .as_ref()
@@ -198,6 +208,7 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
             Err(ParamError::SndTimeout)
         }
         Opt::CntlKa => cntl_ka(occ.value.as_ref().map(|_| v.as_str())).map(|_| ()),
+        Opt::NStreams => nstreams(&v).map(|_| ()),
         Opt::MaxTests => server_count(&v, "max-tests", 1).map(|_| ()),
         Opt::Queue => server_count(&v, "queue", 0).map(|_| ()),
         Opt::Metrics => metrics_addr(&v).map(|_| ()),
@@ -222,7 +233,18 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
         return Err(ParamError::ClientOnly);
     }
 
-    let udp = raw.has(Opt::Udp);
+    // -u and --sctp each set the protocol; the last one wins, as in iperf3.
+    let protocol = raw
+        .occurrences
+        .iter()
+        .rev()
+        .find_map(|o| match o.spec.id {
+            Opt::Udp => Some(Protocol::Udp),
+            Opt::Sctp => Some(Protocol::Sctp),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let udp = protocol == Protocol::Udp;
     let length = match raw.text(Opt::Length) {
         // Already known to parse; `as` saturates like the range check needs.
         Some(t) => parse_size(&t)? as i64,
@@ -293,7 +315,7 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
         } else {
             EndCondition::Time(DEFAULT_TIME)
         };
-        let mut cc = client(raw, udp, end, length, direction)?;
+        let mut cc = client(raw, protocol, end, length, direction)?;
         // A sent file with no end condition ends the test when it is all sent.
         cc.file_ends_test = raw.has(Opt::File) && !timed && bytes == 0 && blocks == 0;
         Role::Client(cc)
@@ -342,7 +364,7 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
 
 fn client(
     raw: &RawArgs,
-    udp: bool,
+    protocol: Protocol,
     end: EndCondition,
     length: i64,
     direction: Direction,
@@ -376,7 +398,7 @@ fn client(
     });
     Ok(ClientConfig {
         host: raw.text(Opt::Client).unwrap_or_default(),
-        protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
+        protocol,
         end,
         omit: atoi(&raw.text(Opt::Omit).unwrap_or_default()).unsigned_abs(),
         length: u32::try_from(length).ok().filter(|l| *l > 0),
@@ -417,6 +439,7 @@ fn client(
             .map(|t| parse_size(&t).map(|v| v as i32))
             .transpose()?,
         mptcp: raw.has(Opt::Mptcp),
+        nstreams: raw.text(Opt::NStreams).map(|n| nstreams(&n)).transpose()?,
         flowlabel: raw.text(Opt::FlowLabel).and_then(|v| qos::flowlabel(&v)),
         cport: raw
             .text(Opt::ClientPort)
@@ -472,6 +495,12 @@ fn common(raw: &RawArgs) -> Result<CommonConfig, ParamError> {
             .and_then(|p| u16::try_from(atoi(&p)).ok())
             .unwrap_or(DEFAULT_PORT),
         bind: raw.text(Opt::Bind),
+        xbind: raw
+            .occurrences
+            .iter()
+            .filter(|o| o.spec.id == Opt::Xbind)
+            .map(value)
+            .collect(),
         family,
         interval,
         rcv_timeout,

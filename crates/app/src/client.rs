@@ -20,7 +20,7 @@ use crate::ctrl::{Ctrl, Read0};
 use crate::driver::{Driver, Test, Wake};
 use crate::interrupt::Interrupt;
 use crate::setup::{client_params, stream_roles, test_info, version_string};
-use crate::streams::{connect_tcp_stream, DiskFile, LiveStream};
+use crate::streams::{connect_sctp_stream, connect_tcp_stream, DiskFile, LiveStream, SctpOptions};
 use crate::testrun::TestRun;
 use crate::Outcome;
 
@@ -374,30 +374,49 @@ impl Client<'_> {
             }
             let ls = if udp {
                 let len = self.params.len.max(1) as usize;
-                let s = crate::udp_setup::connect_stream(
-                    self.server,
-                    self.common.bind.as_deref(),
-                    local_port,
-                    dev,
-                    len,
-                    self.cc.window,
-                    left.min(UDP_CONNECT_TIMEOUT),
-                )
-                .map_err(|e| {
+                let io_err = |e: std::io::Error| {
                     let code = if e.kind() == std::io::ErrorKind::TimedOut {
                         IE_STREAM_READ
                     } else {
                         IE_STREAM_CONNECT
                     };
                     IperfError::from_io(code, &e)
-                })?;
+                };
+                let s = crate::udp_setup::open_stream(
+                    self.server,
+                    self.common.bind.as_deref(),
+                    local_port,
+                    dev,
+                    len,
+                    self.cc.window,
+                )
+                .map_err(io_err)?;
+                // Before the hello: it carries the TOS byte as every datagram does.
                 crate::sockopts::apply_tos(&s, self.server.is_ipv6(), &self.params)?;
                 crate::sockopts::apply_pacing(&s, &self.params);
                 if self.cc.dont_fragment && self.server.is_ipv4() {
                     rperf3_sys::sockopt::set_dont_fragment(&s)
                         .map_err(|e| IperfError::from_io(IE_SET_DONT_FRAGMENT, &e))?;
                 }
+                crate::udp_setup::hello(&s, len, left.min(UDP_CONNECT_TIMEOUT)).map_err(io_err)?;
                 LiveStream::udp(s, i, sender)
+            } else if self.params.protocol == Protocol::Sctp {
+                let sctp = SctpOptions {
+                    xbind: &self.common.xbind,
+                    nstreams: self.cc.nstreams,
+                    window: self.cc.window,
+                };
+                let s = connect_sctp_stream(
+                    self.server,
+                    self.common.bind.as_deref(),
+                    local_port,
+                    dev,
+                    &self.params,
+                    sctp,
+                    &self.cookie,
+                    left.min(STREAM_CONNECT_TIMEOUT),
+                )?;
+                LiveStream::sctp(s, i, sender)
             } else {
                 let s = connect_tcp_stream(
                     self.server,

@@ -64,6 +64,9 @@ pub struct CommonConfig {
     pub bind_dev: Option<String>,
     /// `-F`: the file to send, or to store what arrives in.
     pub file: Option<String>,
+    /// `-X`: local addresses of SCTP endpoints (client: its associations;
+    /// server: its SCTP listener).
+    pub xbind: Vec<String>,
 }
 
 /// Output options.
@@ -175,6 +178,8 @@ pub enum Protocol {
     Tcp,
     /// `-u`
     Udp,
+    /// `--sctp`
+    Sctp,
 }
 
 /// Client-only settings: what the test is.
@@ -239,6 +244,8 @@ pub struct ClientConfig {
     pub flowlabel: Option<u32>,
     /// `-m`: MPTCP data streams.
     pub mptcp: bool,
+    /// `--nstreams`: outbound streams of each SCTP association (SCTP_INITMSG).
+    pub nstreams: Option<u16>,
     /// `--cport`: local port of the first data stream; the others follow it.
     pub cport: Option<u16>,
     /// `-F` without `-t`/`-n`/`-k`: the file's size becomes the byte limit.

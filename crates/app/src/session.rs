@@ -263,7 +263,13 @@ impl Session {
         for msg in self.inbox.drain() {
             match msg {
                 ToSession::Stop => return Ok(Some(End::Interrupted)),
-                ToSession::Tcp(conn) => self.on_tcp(conn)?,
+                ToSession::Tcp(conn) => self.on_tcp(conn, false)?,
+                ToSession::Sctp(conn) => self.on_tcp(conn, true)?,
+                ToSession::SctpListening(r) => {
+                    r?;
+                    let bytes = self.d.machine.begin_create_streams();
+                    self.d.send(&bytes, IE_SEND_MESSAGE)?;
+                }
                 ToSession::UdpGranted => {
                     let bytes = self.d.machine.begin_create_streams();
                     self.d.send(&bytes, IE_SEND_MESSAGE)?;
@@ -277,9 +283,6 @@ impl Session {
     /// Valid parameters: announce the test, then CREATE_STREAMS (UDP: once the
     /// host has room for this client's hellos).
     fn on_params(&mut self, p: TestParams) -> Result<(), IperfError> {
-        if p.protocol == Protocol::Sctp {
-            return Err(IperfError::new(IE_NO_SCTP));
-        }
         if let Some(cpu) = p.server_affinity {
             // This session's thread, and the workers it starts: only this
             // test's threads move, not the other tests'.
@@ -347,6 +350,9 @@ impl Session {
                 ip: self.peer.ip(),
                 streams: roles.len(),
             });
+        } else if p.protocol == Protocol::Sctp {
+            // CREATE_STREAMS once the host listens for SCTP (or the error).
+            self.host.send(ToHost::SctpWanted { id: self.id });
         } else {
             let bytes = self.d.machine.begin_create_streams();
             self.d.send(&bytes, IE_SEND_MESSAGE)?;
@@ -361,19 +367,30 @@ impl Session {
         Ok(())
     }
 
-    /// A TCP connection with this test's cookie: a data stream while streams are
-    /// set up, else refused (as iperf3 refuses a connection outside that state).
-    fn on_tcp(&mut self, conn: TcpStream) -> Result<(), IperfError> {
+    /// A TCP connection (or SCTP association, `sctp`) with this test's cookie:
+    /// a data stream while streams are set up, else refused (as iperf3
+    /// refuses a connection outside that state).
+    fn on_tcp(&mut self, conn: TcpStream, sctp: bool) -> Result<(), IperfError> {
         let (Stage::Test(a), Test::Setup(streams)) = (&self.stage, &mut self.d.test) else {
             refuse(conn);
             return Ok(());
         };
-        if a.params.protocol != Protocol::Tcp || streams.len() >= a.roles.len() {
+        let wanted = if sctp { Protocol::Sctp } else { Protocol::Tcp };
+        if a.params.protocol != wanted || streams.len() >= a.roles.len() {
             refuse(conn);
             return Ok(());
         }
         if a.params.window > 0 {
             let _ = rperf3_sys::net::set_buffer_sizes(&conn, a.params.window as usize);
+        }
+        if sctp {
+            // iperf3's server sets nothing else on SCTP streams.
+            let i = streams.len();
+            let s = LiveStream::sctp(conn, i, a.roles[i])
+                .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
+            self.d.rep.stream_connected(&s.info);
+            streams.push(s);
+            return self.maybe_start();
         }
         let v6 = conn.local_addr().is_ok_and(|l| l.is_ipv6());
         let applied = crate::sockopts::apply_tcp(conn.as_fd(), v6, &a.params, true)?;

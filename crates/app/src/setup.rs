@@ -2,8 +2,8 @@
 
 use rperf3_proto::{Protocol as WireProto, TestParams};
 use rperf3_proto::{
-    DEFAULT_PACING_TIMER, DEFAULT_TCP_BLKSIZE, DEFAULT_UDP_BLKSIZE, DEFAULT_UDP_RATE,
-    MAX_UDP_BLOCKSIZE,
+    DEFAULT_PACING_TIMER, DEFAULT_SCTP_BLKSIZE, DEFAULT_TCP_BLKSIZE, DEFAULT_UDP_BLKSIZE,
+    DEFAULT_UDP_RATE, MAX_UDP_BLOCKSIZE,
 };
 use rperf3_report::input::{Proto, Side, TestInfo};
 use std::time::Duration;
@@ -31,18 +31,19 @@ pub fn default_udp_len(ctrl_mss: u32) -> u32 {
 /// (filled from the control MSS once connected).
 pub fn client_params(cc: &ClientConfig) -> TestParams {
     let udp = cc.protocol == Protocol::Udp;
+    let (protocol, default_len) = match cc.protocol {
+        Protocol::Tcp => (WireProto::Tcp, DEFAULT_TCP_BLKSIZE as i32),
+        Protocol::Udp => (WireProto::Udp, 0),
+        Protocol::Sctp => (WireProto::Sctp, DEFAULT_SCTP_BLKSIZE as i32),
+    };
     let mut p = TestParams {
         server_affinity: cc.server_affinity.map(|c| c as i32),
-        protocol: if udp { WireProto::Udp } else { WireProto::Tcp },
+        protocol,
         omit: cc.omit as i32,
         parallel: cc.parallel as i32,
         reverse: cc.direction == Direction::Reverse,
         bidirectional: cc.direction == Direction::Bidir,
-        len: cc
-            .length
-            .map_or(if udp { 0 } else { DEFAULT_TCP_BLKSIZE as i32 }, |l| {
-                l as i32
-            }),
+        len: cc.length.map_or(default_len, |l| l as i32),
         bandwidth: cc.bitrate.unwrap_or(if udp { DEFAULT_UDP_RATE } else { 0 }),
         burst: cc.burst.unwrap_or(0) as i32,
         window: cc.window.unwrap_or(0) as i32,
@@ -59,7 +60,7 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
         nodelay: cc.nodelay,
         tos: cc.tos.map_or(0, i32::from),
         fqrate: cc.fq_rate,
-        mptcp: cc.mptcp && !udp,
+        mptcp: cc.mptcp && cc.protocol == Protocol::Tcp,
         flowlabel: cc.flowlabel.map_or(0, |l| l as i32),
         pacing_timer: cc.pacing_timer.unwrap_or(DEFAULT_PACING_TIMER as i32),
         ..TestParams::default()
@@ -126,10 +127,10 @@ pub fn stream_roles(p: &TestParams, side: Side) -> Vec<bool> {
 pub fn test_info(p: &TestParams, common: &CommonConfig, side: Side) -> TestInfo {
     TestInfo {
         side,
-        protocol: if p.protocol == WireProto::Udp {
-            Proto::Udp
-        } else {
-            Proto::Tcp
+        protocol: match p.protocol {
+            WireProto::Tcp => Proto::Tcp,
+            WireProto::Udp => Proto::Udp,
+            WireProto::Sctp => Proto::Sctp,
         },
         num_streams: p.parallel.max(1) as u32,
         blksize: p.len.max(0) as u32,

@@ -12,11 +12,15 @@ use rperf3_engine::counters::{CounterSnapshot, StreamCounters};
 use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
 use rperf3_engine::worker::Worker;
-use rperf3_proto::{IperfError, TestParams, UdpRecvStats, IE_FILE, IE_STREAM_CONNECT};
+use rperf3_proto::{
+    IperfError, TestParams, UdpRecvStats, IE_FILE, IE_SEND_COOKIE, IE_SET_BUF, IE_SET_MSS,
+    IE_SET_NODELAY, IE_SET_SCTP_BINDX, IE_SET_SCTP_DISABLE_FRAG, IE_SET_SCTP_NSTREAM,
+    IE_STREAM_CONNECT,
+};
 use rperf3_report::input::StreamInfo;
 
 use crate::sockopts::{apply_flowlabel, apply_tcp};
-use rperf3_sys::net::{connect_tcp_prepared, unmap, Prepared, Transport};
+use rperf3_sys::net::{connect_tcp_prepared, unmap, Family, Prepared, Transport};
 use rperf3_sys::tcp_info::{tcp_info, TcpInfo};
 
 /// The protocol stream id of the `index`-th stream (0-based): 1, 3, 4, 5, ...
@@ -52,6 +56,8 @@ pub struct LiveStream {
     pub counters: Arc<StreamCounters>,
     /// UDP receiver statistics (receiving UDP streams only).
     pub udp_stats: Option<Arc<Mutex<UdpRecvStats>>>,
+    /// An SCTP association in a `TcpStream`: no sendfile, no MSG_TRUNC.
+    pub sctp: bool,
 }
 
 /// What a sending worker needs.
@@ -121,6 +127,13 @@ impl LiveStream {
         Ok(Self::new(info, DataSock::Tcp(Arc::new(sock))))
     }
 
+    /// Wraps a connected SCTP data socket (one-to-one style).
+    pub fn sctp(sock: TcpStream, index: usize, sender: bool) -> io::Result<Self> {
+        let mut s = Self::tcp(sock, index, sender)?;
+        s.sctp = true;
+        Ok(s)
+    }
+
     /// Wraps a connected UDP data socket.
     pub fn udp(sock: UdpSocket, index: usize, sender: bool) -> io::Result<Self> {
         let info = stream_info(&sock, sock.local_addr()?, sock.peer_addr()?, index, sender);
@@ -135,6 +148,7 @@ impl LiveStream {
             sock,
             counters: Arc::default(),
             udp_stats,
+            sctp: false,
         }
     }
 
@@ -218,7 +232,7 @@ impl LiveStream {
                     // Zero-copy sends when the OS allows, for large blocks only:
                     // small sendfile calls leave as small segments, where small
                     // writes coalesce as iperf3's do (`-l 100 -b R/N`).
-                    let file = (send.blksize >= MIN_ZEROCOPY_BLOCK)
+                    let file = (send.blksize >= MIN_ZEROCOPY_BLOCK && !self.sctp)
                         .then(|| rperf3_sys::zerocopy::PayloadFile::new(&buf).ok())
                         .flatten();
                     let (pacer, burst) = (send.pacer, send.burst);
@@ -234,7 +248,7 @@ impl LiveStream {
                         )
                     })
                 } else {
-                    let discard = send.skip_rx_copy;
+                    let discard = send.skip_rx_copy && !self.sctp;
                     Worker::spawn(name, ctl.clone(), false, move |c| {
                         rperf3_engine::tcp::recv_loop(&s, blksize, discard, c, &counters)
                     })
@@ -338,6 +352,87 @@ pub fn connect_tcp_stream(
         s.set_write_timeout(None)
     };
     cookie_write().map_err(|e| IperfError::from_io(IE_STREAM_CONNECT, &e))?;
+    Ok(s)
+}
+
+/// What an SCTP data stream needs beyond the parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct SctpOptions<'a> {
+    /// `-X` names: the association's local addresses.
+    pub xbind: &'a [String],
+    /// `--nstreams`: outbound streams (SCTP_INITMSG).
+    pub nstreams: Option<u16>,
+    /// `-w`: socket buffer size, set before connecting.
+    pub window: Option<u32>,
+}
+
+/// Opens one client SCTP data stream, as iperf3 does: buffers, SCTP_NODELAY,
+/// SCTP_MAXSEG, SCTP_INITMSG and the `-X` addresses before connect, then the
+/// cookie, then fragmentation allowed. A kernel without SCTP fails the socket
+/// with EPROTONOSUPPORT: error 203 ("unable to connect stream").
+#[allow(clippy::too_many_arguments)]
+pub fn connect_sctp_stream(
+    server: SocketAddr,
+    bind: Option<&str>,
+    local_port: u16,
+    device: Option<&str>,
+    params: &TestParams,
+    sctp: SctpOptions<'_>,
+    cookie: &[u8],
+    timeout: Duration,
+) -> Result<TcpStream, IperfError> {
+    use rperf3_sys::sctp;
+    let family = if server.is_ipv4() {
+        Family::V4
+    } else {
+        Family::Any
+    };
+    let prepare = |fd: BorrowedFd<'_>, _v6: bool| {
+        if let Some(w) = sctp.window {
+            rperf3_sys::net::set_buffer_sizes(&fd, w as usize)
+                .map_err(|e| IperfError::from_io(IE_SET_BUF, &e))?;
+        }
+        if params.nodelay {
+            sctp::set_nodelay(&fd).map_err(|e| IperfError::from_io(IE_SET_NODELAY, &e))?;
+        }
+        // iperf3 leaves SCTP_MAXSEG alone outside this range.
+        if let Ok(mss @ 512..=131072) = u32::try_from(params.mss) {
+            sctp::set_maxseg(&fd, mss).map_err(|e| IperfError::from_io(IE_SET_MSS, &e))?;
+        }
+        if let Some(n @ 1..) = sctp.nstreams {
+            sctp::set_out_streams(&fd, n)
+                .map_err(|e| IperfError::from_io(IE_SET_SCTP_NSTREAM, &e))?;
+        }
+        // After socket(), as iperf3 resolves them: a host without SCTP fails first.
+        let mut xaddrs = Vec::new();
+        for name in sctp.xbind {
+            let addrs = rperf3_sys::net::resolve(name, 0, family)
+                .map_err(|e| IperfError::from_io(IE_SET_SCTP_BINDX, &e))?;
+            xaddrs.extend(addrs);
+        }
+        sctp::bind_client(&fd, local_port, &xaddrs)
+            .map_err(|e| IperfError::from_io(IE_SET_SCTP_BINDX, &e))
+    };
+    let mut s = connect_tcp_prepared(
+        &[server],
+        bind,
+        local_port,
+        device,
+        Some(timeout),
+        Transport::Sctp,
+        &prepare,
+    )
+    .map_err(|e| match e {
+        Prepared::Options(e) => e,
+        Prepared::Connect(e) => IperfError::from_io(IE_STREAM_CONNECT, &e),
+    })?;
+    let mut cookie_write = || -> io::Result<()> {
+        s.set_write_timeout(Some(timeout))?;
+        s.write_all(cookie)?;
+        s.set_write_timeout(None)
+    };
+    cookie_write().map_err(|e| IperfError::from_io(IE_SEND_COOKIE, &e))?;
+    sctp::allow_fragments(&s).map_err(|e| IperfError::from_io(IE_SET_SCTP_DISABLE_FRAG, &e))?;
     Ok(s)
 }
 

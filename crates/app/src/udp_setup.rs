@@ -40,6 +40,21 @@ pub fn connect_stream(
     window: Option<u32>,
     timeout: Duration,
 ) -> io::Result<UdpSocket> {
+    let sock = open_stream(server, bind, local_port, device, len, window)?;
+    hello(&sock, len, timeout)?;
+    Ok(sock)
+}
+
+/// The client's socket of one stream, connected to the server, before the
+/// hello: options set now (the TOS byte) are on every datagram, the hello too.
+pub fn open_stream(
+    server: SocketAddr,
+    bind: Option<&str>,
+    local_port: u16,
+    device: Option<&str>,
+    len: usize,
+    window: Option<u32>,
+) -> io::Result<UdpSocket> {
     let local = match bind {
         Some(b) => {
             let fam = if server.is_ipv4() {
@@ -59,6 +74,11 @@ pub fn connect_stream(
     let sock = rperf3_sys::net::udp_bind(local, false, device)?;
     sock.connect(server)?;
     size_buffers(&sock, len, window)?;
+    Ok(sock)
+}
+
+/// Sends "9876" and waits up to `timeout` for the reply (TimedOut without it).
+pub fn hello(sock: &UdpSocket, len: usize, timeout: Duration) -> io::Result<()> {
     sock.send(&UDP_CONNECT_MSG)?;
     let deadline = Instant::now() + timeout;
     let mut buf = vec![0u8; len.max(4)];
@@ -70,8 +90,7 @@ pub fn connect_stream(
         sock.set_read_timeout(Some(left))?;
         let n = sock.recv(&mut buf)?;
         if is_connect_reply(&buf[..n.min(4)]) {
-            sock.set_read_timeout(None)?;
-            return Ok(sock);
+            return sock.set_read_timeout(None);
         }
     }
     Err(io::Error::new(
@@ -147,10 +166,9 @@ mod tests {
         let listen = SocketAddr::from(([127, 0, 0, 1], port));
         let mut acc = UdpAcceptor::bind(listen, None).unwrap();
         let client = std::thread::spawn(move || {
-            let a =
-                connect_stream(listen, None, 0, None, 100, None, Duration::from_secs(5)).unwrap();
-            let b =
-                connect_stream(listen, None, 0, None, 100, None, Duration::from_secs(5)).unwrap();
+            let t = Duration::from_secs(5);
+            let a = connect_stream(listen, None, 0, None, 100, None, t).unwrap();
+            let b = connect_stream(listen, None, 0, None, 100, None, t).unwrap();
             (a.local_addr().unwrap(), b.local_addr().unwrap())
         });
         let s1 = acc

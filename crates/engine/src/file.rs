@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
+use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::control::RunControl;
@@ -66,7 +66,7 @@ pub fn send_loop(
 fn finish(sock: &TcpStream, ctl: &RunControl) {
     wait_acked(sock, ctl);
     // A failure here means the stream is already gone: nothing to complete.
-    let _ = sock.shutdown(std::net::Shutdown::Write);
+    let _ = sock.shutdown(Shutdown::Write);
     if !ctl.stopped() {
         std::thread::sleep(READ_LINGER);
     }
@@ -145,7 +145,7 @@ pub fn recv_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::{Shutdown, TcpListener};
+    use std::net::TcpListener;
     use std::sync::Arc;
 
     fn temp(name: &str) -> std::path::PathBuf {
@@ -163,7 +163,11 @@ mod tests {
         let out = File::create(&dst).unwrap();
         let rc = Arc::new(StreamCounters::default());
         let r2 = rc.clone();
-        let h = std::thread::spawn(move || recv_loop(&rx, &out, 1000, &RunControl::new(None), &r2));
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = recv_loop(&rx, &out, 1000, &RunControl::new(None), &r2);
+            done_tx.send(r.map_err(|e| e.kind())).unwrap();
+        });
         let sc = StreamCounters::default();
         // No budget: only the end of the file stops the sender.
         send_loop(
@@ -175,8 +179,10 @@ mod tests {
             &sc,
         )
         .unwrap();
-        tx.shutdown(Shutdown::Write).unwrap();
-        h.join().unwrap().unwrap();
+        // The sender's own FIN ends the receiver (an iperf3 receiver's blocking
+        // read of a whole block returns the tail only then).
+        let ended = done_rx.recv_timeout(Duration::from_secs(10));
+        assert_eq!(ended, Ok(Ok(())), "the receiver did not see the file's end");
         assert_eq!(sc.snapshot().bytes, data.len() as u64);
         assert_eq!(rc.snapshot().bytes, data.len() as u64);
         assert_eq!(std::fs::read(&dst).unwrap(), data);

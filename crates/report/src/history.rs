@@ -128,7 +128,7 @@ mod tests {
                     }),
                     ..plain(-a, b, bytes)
                 },
-                (Proto::Tcp, _) => plain(a, b, bytes),
+                (Proto::Tcp | Proto::Sctp, _) => plain(a, b, bytes),
                 (Proto::Udp, true) => udp_tx(a, b, bytes, bytes / 1400),
                 (Proto::Udp, false) => udp_rx(a, b, bytes, 1.7e-5 * k as f64, bytes as i64 / 1400),
             });
@@ -142,7 +142,7 @@ mod tests {
     #[test]
     fn deferred_json_is_what_was_built_at_once() {
         for side in [Side::Client, Side::Server] {
-            for protocol in [Proto::Tcp, Proto::Udp] {
+            for protocol in [Proto::Tcp, Proto::Udp, Proto::Sctp] {
                 for (reverse, bidir) in [(false, false), (true, false), (false, true)] {
                     for n in [1, 3] {
                         let t = test(side, protocol, reverse, bidir, n);

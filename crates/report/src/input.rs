@@ -23,6 +23,19 @@ pub enum Proto {
     Tcp,
     /// UDP streams.
     Udp,
+    /// SCTP streams (reported as TCP's, without TCP_INFO).
+    Sctp,
+}
+
+impl Proto {
+    /// The name iperf3 prints and puts in `test_start.protocol`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Tcp => "TCP",
+            Self::Udp => "UDP",
+            Self::Sctp => "SCTP",
+        }
+    }
 }
 
 /// Test parameters as in effect, known at TEST_START (JSON `start.test_start`).

@@ -52,7 +52,7 @@ fn row(layout: &Layout, info: &StreamInfo, s: &StreamSample) -> IntervalStream {
     };
     let extra = match (layout.protocol, info.sender, s.extra) {
         (Proto::Tcp, true, SampleExtra::TcpSender(t)) => IntervalExtra::Tcp(t),
-        (Proto::Tcp, _, _) => IntervalExtra::None,
+        (Proto::Tcp | Proto::Sctp, _, _) => IntervalExtra::None,
         (Proto::Udp, true, SampleExtra::UdpSender { packets }) => {
             IntervalExtra::UdpSent { packets }
         }
@@ -106,7 +106,7 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], iv: &IntervalInput) -> Int
                             })
                             .sum(),
                     ),
-                    Proto::Tcp => SumExtra::None,
+                    Proto::Tcp | Proto::Sctp => SumExtra::None,
                     Proto::Udp if sender => SumExtra::UdpSent {
                         packets: rows
                             .iter()

@@ -51,7 +51,7 @@ pub fn connected_json(s: &StreamInfo) -> Value {
 /// `test_start`: the parameters in effect.
 pub fn test_start_json(t: &TestInfo) -> Value {
     json!({
-        "protocol": match t.protocol { Proto::Tcp => "TCP", Proto::Udp => "UDP" },
+        "protocol": t.protocol.name(),
         "num_streams": t.num_streams,
         "blksize": t.blksize,
         "omit": t.omit,
@@ -187,5 +187,18 @@ mod tests {
             crate::cjson::to_compact(&test_start_json(&t)["interval"]),
             "0.5"
         );
+    }
+
+    #[test]
+    fn protocol_names_are_iperf3s() {
+        for (p, name) in [
+            (Proto::Tcp, "TCP"),
+            (Proto::Udp, "UDP"),
+            (Proto::Sctp, "SCTP"),
+        ] {
+            let t = crate::testutil::test_info(Side::Client, p);
+            assert_eq!(test_start_json(&t)["protocol"], name);
+            assert!(crate::text::starting_test(&t).contains(&format!("protocol: {name},")));
+        }
     }
 }

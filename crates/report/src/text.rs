@@ -99,10 +99,7 @@ pub fn stream_connected(s: &StreamInfo) -> String {
 
 /// The verbose `Starting Test:` line.
 pub fn starting_test(test: &TestInfo) -> String {
-    let proto = match test.protocol {
-        Proto::Tcp => "TCP",
-        Proto::Udp => "UDP",
-    };
+    let proto = test.protocol.name();
     let head = format!(
         "Starting Test: protocol: {proto}, {} streams, {} byte blocks, omitting {} seconds, ",
         test.num_streams, test.blksize, test.omit
@@ -166,8 +163,8 @@ fn interval_header(layout: &Layout, report: &IntervalReport) -> &'static str {
     match (layout.protocol, layout.bidir) {
         (Proto::Tcp, false) if tcp_retrans => "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n",
         (Proto::Tcp, true) if tcp_retrans => "[ ID][Role] Interval           Transfer     Bitrate         Retr  Cwnd\n",
-        (Proto::Tcp, false) => "[ ID] Interval           Transfer     Bitrate\n",
-        (Proto::Tcp, true) => "[ ID][Role] Interval           Transfer     Bitrate\n",
+        (Proto::Tcp | Proto::Sctp, false) => "[ ID] Interval           Transfer     Bitrate\n",
+        (Proto::Tcp | Proto::Sctp, true) => "[ ID][Role] Interval           Transfer     Bitrate\n",
         (Proto::Udp, true) => {
             "[ ID][Role] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
         }
@@ -258,8 +255,8 @@ fn summary_header(r: &EndReport) -> &'static str {
     match (r.layout.protocol, r.layout.bidir) {
         (Proto::Tcp, false) if r.retransmits_header => "[ ID] Interval           Transfer     Bitrate         Retr\n",
         (Proto::Tcp, true) if r.retransmits_header => "[ ID][Role] Interval           Transfer     Bitrate         Retr\n",
-        (Proto::Tcp, false) => "[ ID] Interval           Transfer     Bitrate\n",
-        (Proto::Tcp, true) => "[ ID][Role] Interval           Transfer     Bitrate\n",
+        (Proto::Tcp | Proto::Sctp, false) => "[ ID] Interval           Transfer     Bitrate\n",
+        (Proto::Tcp | Proto::Sctp, true) => "[ ID][Role] Interval           Transfer     Bitrate\n",
         (Proto::Udp, false) => {
             "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
         }
@@ -513,7 +510,7 @@ pub fn end(report: &EndReport, fmt: char, verbose: bool) -> Vec<String> {
     for g in &report.groups {
         for s in &g.streams {
             match report.layout.protocol {
-                Proto::Tcp => ctx.tcp_stream(&mut out, g, s),
+                Proto::Tcp | Proto::Sctp => ctx.tcp_stream(&mut out, g, s),
                 Proto::Udp => ctx.udp_stream(&mut out, g, s),
             }
         }

@@ -6,6 +6,8 @@
 //! - `sockopt.rs`: `setsockopt` for options socket2 does not wrap (IP_MTU_DISCOVER,
 //!   TCP_MAXSEG with a signed value, SO_MAX_PACING_RATE, IPV6_FLOWINFO_SEND) and
 //!   IPV6_FLOWLABEL_MGR with its request struct.
+//! - `sctp.rs`: `setsockopt` at the SCTP level (SCTP_INITMSG, SCTP_MAXSEG and
+//!   sctp_bindx's packed address array), which libc does not wrap.
 //! - `mmsg.rs`: `sendmmsg` / `recvmmsg` over arrays of headers pointing at live buffers.
 //!
 //! Everything else goes through `socket2`, `nix` or `std`.
@@ -18,6 +20,7 @@ pub mod poll;
 pub mod process;
 pub mod random;
 pub mod rusage;
+pub mod sctp;
 pub mod sockopt;
 pub mod system;
 pub mod tcp_info;

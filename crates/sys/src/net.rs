@@ -121,6 +121,8 @@ pub enum Transport {
     Tcp,
     /// Multipath TCP (`-m`); the kernel falls back to TCP if the peer lacks it.
     Mptcp,
+    /// An SCTP one-to-one association (`--sctp`).
+    Sctp,
 }
 
 /// Why [`connect_tcp_prepared`] failed.
@@ -167,6 +169,7 @@ fn try_connect<E>(
     let proto = match transport {
         Transport::Tcp => None,
         Transport::Mptcp => Some(socket2::Protocol::MPTCP),
+        Transport::Sctp => Some(crate::sctp::protocol()),
     };
     let sock = Socket::new(Domain::for_address(*addr), Type::STREAM, proto).map_err(io)?;
     bind_device(&sock, device.or_else(|| bind.and_then(device_part))).map_err(io)?;
@@ -192,6 +195,10 @@ fn try_connect<E>(
 /// Opens the server's TCP listener: `[::]:port` accepting IPv4 too, unless `-4`,
 /// `-6` or `-B` narrow it. SO_REUSEADDR so a restarted server can bind at once.
 /// `device` (`--bind-dev`) takes precedence over a `%dev` in `bind`.
+///
+/// The listener is an MPTCP one where the kernel has MPTCP: a client's `-m`
+/// data streams are then MPTCP at both ends, as with iperf3 3.21's server,
+/// while a plain TCP client's connections are handed out as plain TCP sockets.
 pub fn listen_tcp(
     bind: Option<&str>,
     device: Option<&str>,
@@ -199,15 +206,20 @@ pub fn listen_tcp(
     family: Family,
 ) -> io::Result<TcpListener> {
     let addr = listen_addr(bind, port, family)?;
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
-    sock.set_reuse_address(true)?;
-    bind_device(&sock, device.or_else(|| bind.and_then(device_part)))?;
-    if addr.is_ipv6() && bind.is_none() {
-        sock.set_only_v6(family == Family::V6)?;
-    }
-    sock.bind(&addr.into())?;
-    sock.listen(128)?;
-    Ok(sock.into())
+    let device = device.or_else(|| bind.and_then(device_part));
+    let open = |proto: Option<socket2::Protocol>| -> io::Result<TcpListener> {
+        let sock = Socket::new(Domain::for_address(addr), Type::STREAM, proto)?;
+        sock.set_reuse_address(true)?;
+        bind_device(&sock, device)?;
+        if addr.is_ipv6() && bind.is_none() {
+            sock.set_only_v6(family == Family::V6)?;
+        }
+        sock.bind(&addr.into())?;
+        sock.listen(128)?;
+        Ok(sock.into())
+    };
+    // A kernel without MPTCP (or with it disabled) gets the plain listener.
+    open(Some(socket2::Protocol::MPTCP)).or_else(|_| open(None))
 }
 
 /// The address a server binds for `-B`, `-4`, `-6` and the port.

@@ -73,6 +73,10 @@ impl<T> Mailbox<T> {
 pub enum ToSession {
     /// A TCP connection that sent this session's cookie (already read).
     Tcp(TcpStream),
+    /// An SCTP association that sent this session's cookie (already read).
+    Sctp(TcpStream),
+    /// The SCTP listener for this session's streams is open, or why not.
+    SctpListening(Result<(), rperf3_proto::IperfError>),
     /// UDP stream setup may begin: the host listens for this client's hellos.
     UdpGranted,
     /// A UDP stream: the socket that got this client's hello, connected to it.
@@ -93,6 +97,12 @@ pub enum ToHost {
         ip: IpAddr,
         /// How many hellos to route to it.
         streams: usize,
+    },
+    /// The session's test is SCTP: its streams come to an SCTP listener on
+    /// the port, open until the session is released.
+    SctpWanted {
+        /// The session.
+        id: u64,
     },
     /// The session's UDP setup is over (done or failed).
     UdpDone {

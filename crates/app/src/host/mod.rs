@@ -11,6 +11,7 @@
 pub mod admission;
 pub mod mail;
 pub mod pending;
+pub mod sctp;
 pub mod udp;
 
 use std::collections::HashMap;
@@ -35,6 +36,7 @@ use crate::Outcome;
 use admission::{Admission, Decision, Ticket};
 use mail::{Inbox, Mailbox, ToHost, ToSession};
 use pending::Pending;
+use sctp::SctpListener;
 use udp::UdpRouter;
 
 /// Most data streams (threads) all tests together may have.
@@ -155,6 +157,12 @@ pub fn serve(
         sessions: HashMap::new(),
         closing: Vec::new(),
         udp: UdpRouter::new(udp_addr, device),
+        sctp: SctpListener::new(
+            udp_addr,
+            common.bind.as_deref(),
+            common.family.into(),
+            &common.xbind,
+        ),
         inbox,
         to_host,
         budget: Arc::new(StreamBudget::new(MAX_TOTAL_STREAMS)),
@@ -183,6 +191,7 @@ struct Host<'a, 'b> {
     /// Threads of released sessions that may still be closing.
     closing: Vec<JoinHandle<()>>,
     udp: UdpRouter,
+    sctp: SctpListener,
     inbox: Inbox<ToHost>,
     to_host: Mailbox<ToHost>,
     budget: Arc<StreamBudget>,
@@ -203,6 +212,7 @@ enum Slot {
     Signal,
     Inbox,
     Listener,
+    Sctp,
     Udp,
     Pending,
     Waiting(Ticket),
@@ -253,6 +263,13 @@ impl Host<'_, '_> {
                     }
                     Slot::Inbox => self.on_messages(),
                     Slot::Listener => self.accept(now),
+                    Slot::Sctp => {
+                        if let Some(e) = self.sctp.accept(&mut self.pending, now) {
+                            self.rep.log_error(
+                                &IperfError::from_io(rperf3_proto::IE_STREAM_ACCEPT, &e).text(),
+                            );
+                        }
+                    }
                     Slot::Udp => self.route_udp(),
                     Slot::Waiting(t) => gone.push(t),
                 }
@@ -270,7 +287,11 @@ impl Host<'_, '_> {
                 drop(h);
             }
             for (h, cookie) in done {
-                self.route(h.conn, h.peer, cookie);
+                if h.sctp {
+                    self.route_sctp(h.conn, cookie);
+                } else {
+                    self.route(h.conn, h.peer, cookie);
+                }
             }
             self.start_waiting();
             self.metrics
@@ -310,6 +331,10 @@ impl Host<'_, '_> {
         if let Some(u) = self.udp.socket() {
             fds.push(u.as_fd());
             slots.push(Slot::Udp);
+        }
+        if let Some(l) = self.sctp.socket() {
+            fds.push(l.as_fd());
+            slots.push(Slot::Sctp);
         }
         for (t, w) in &self.waiting {
             fds.push(w.conn.as_fd());
@@ -413,6 +438,17 @@ impl Host<'_, '_> {
         refuse(conn);
     }
 
+    /// An SCTP association's cookie: a data stream of a running SCTP test, or
+    /// refused (the SCTP listener carries no control connections).
+    fn route_sctp(&mut self, conn: TcpStream, cookie: [u8; COOKIE_LEN]) {
+        match self.sessions.values().find(|s| s.cookie == cookie) {
+            Some(s) if conn.set_nonblocking(false).is_ok() => {
+                s.mailbox.send(ToSession::Sctp(conn));
+            }
+            _ => refuse(conn),
+        }
+    }
+
     /// Starts waiting clients while slots are free.
     fn start_waiting(&mut self) {
         if self.exiting {
@@ -464,6 +500,7 @@ impl Host<'_, '_> {
                 max_duration: self.sc.max_duration,
                 total_rate_limit: self.sc.bitrate_limit.map(|l| l.bits_per_second),
                 file_transfer: self.common.file.is_some(),
+                sctp_supported: true,
                 ..ServerLimits::default()
             };
             let session = Session::new(setup, self.common.clone(), limits)?;
@@ -494,6 +531,12 @@ impl Host<'_, '_> {
                 ToHost::UdpWanted { id, ip, streams } => {
                     let r = self.udp.request(id, ip, streams);
                     self.grant_udp(r);
+                }
+                ToHost::SctpWanted { id } => {
+                    let r = self.sctp.request(id);
+                    if let Some(s) = self.sessions.get(&id) {
+                        s.mailbox.send(ToSession::SctpListening(r));
+                    }
                 }
                 ToHost::UdpDone { id } => {
                     let r = self.udp.release(id);
@@ -540,6 +583,7 @@ impl Host<'_, '_> {
             return;
         };
         self.admission.finished(s.ip);
+        self.sctp.release(id);
         let r = self.udp.release(id);
         self.grant_udp(r);
         self.closing.push(s.thread);

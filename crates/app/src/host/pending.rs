@@ -22,6 +22,8 @@ pub struct Handshake {
     pub conn: TcpStream,
     /// Its peer.
     pub peer: SocketAddr,
+    /// Came in on the SCTP listener: it can only be a data stream.
+    pub sctp: bool,
     cookie: [u8; COOKIE_LEN],
     have: usize,
     deadline: Instant,
@@ -62,11 +64,23 @@ impl Pending {
         peer: SocketAddr,
         now: Instant,
     ) -> io::Result<Option<Handshake>> {
+        self.add_from(conn, peer, false, now)
+    }
+
+    /// [`Pending::add`], saying whether it came from the SCTP listener.
+    pub fn add_from(
+        &mut self,
+        conn: TcpStream,
+        peer: SocketAddr,
+        sctp: bool,
+        now: Instant,
+    ) -> io::Result<Option<Handshake>> {
         conn.set_nonblocking(true)?;
         let evicted = (self.list.len() >= MAX_PENDING).then(|| self.list.remove(0));
         self.list.push(Handshake {
             conn,
             peer,
+            sctp,
             cookie: [0; COOKIE_LEN],
             have: 0,
             deadline: now + self.limit,
