@@ -19,6 +19,7 @@ use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition};
 use crate::ctrl::{Ctrl, Read0};
 use crate::driver::{Driver, Test, Wake};
 use crate::interrupt::Interrupt;
+use crate::auth::ClientAuth;
 use crate::setup::{client_params, stream_roles, test_info, version_string};
 use crate::streams::{connect_tcp_stream, DiskFile, LiveStream};
 use crate::testrun::TestRun;
@@ -36,6 +37,7 @@ pub fn run(
     common: &CommonConfig,
     mut rep: Reporter,
     intr: &mut Interrupt,
+    auth: Option<&ClientAuth>,
 ) -> Outcome {
     let mut params = client_params(cc);
     match connect(cc, common, &mut params) {
@@ -57,6 +59,14 @@ pub fn run(
                 params.num = d.size();
             }
             let cc = &sized;
+            if let Some(a) = auth {
+                // Made now, so its time is as close as can be to the server's check.
+                let now = (rperf3_sys::time::unix_millis() / 1000) as i64;
+                match a.token(now) {
+                    Ok(t) => params.authtoken = Some(t),
+                    Err(e) => return Outcome::finish(&mut rep, Some(e)),
+                }
+            }
             let phases = PhaseLimits {
                 first_reply: cc.connect_timeout,
                 ..PhaseLimits::default()

@@ -27,6 +27,7 @@ use rperf3_proto::{
 };
 use rperf3_report::Reporter;
 
+use crate::auth::ServerAuth;
 use crate::config::{CommonConfig, ServerConfig};
 use crate::interrupt::Interrupt;
 use crate::session::{refuse, Session, SessionSetup};
@@ -98,6 +99,7 @@ pub fn serve(
     common: &CommonConfig,
     make_reporter: &mut MakeReporter<'_>,
     intr: &mut Interrupt,
+    auth: Option<Arc<ServerAuth>>,
 ) -> Outcome {
     let mut rep = make_reporter(None);
     let listener = match rperf3_sys::net::listen_tcp(
@@ -131,6 +133,7 @@ pub fn serve(
             .map(str::to_string)
     });
     let mut host = Host {
+        auth,
         sc,
         common,
         make_reporter,
@@ -156,6 +159,8 @@ pub fn serve(
 }
 
 struct Host<'a, 'b> {
+    /// Clients must authenticate.
+    auth: Option<Arc<ServerAuth>>,
     sc: &'a ServerConfig,
     common: &'a CommonConfig,
     make_reporter: &'a mut MakeReporter<'b>,
@@ -430,6 +435,7 @@ impl Host<'_, '_> {
                 budget: self.budget.clone(),
                 rate_limit: self.sc.bitrate_limit,
                 listener: (self.sc.max_tests == 1).then(|| self.listener.clone()),
+                auth: self.auth.clone(),
             };
             let limits = ServerLimits {
                 max_duration: self.sc.max_duration,
