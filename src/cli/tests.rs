@@ -97,6 +97,7 @@ fn client_defaults() {
             flowlabel: None,
             cport: None,
             file_ends_test: false,
+            auth: None,
         }
     );
 }
@@ -422,4 +423,45 @@ mod properties {
             prop_assert_eq!(client(&["-c", "h", "-P", &n.to_string()]).parallel, n);
         }
     }
+}
+
+#[test]
+fn auth_settings() {
+    use rperf3_app::config::{ClientAuthConfig, ServerAuthConfig};
+    let c = client(&["-c", "h", "--username", "mario", "--rsa-public-key-path", "pub.pem"]);
+    assert_eq!(
+        c.auth,
+        Some(ClientAuthConfig {
+            username: "mario".into(),
+            public_key_path: "pub.pem".into(),
+            pkcs1: false,
+        })
+    );
+    let c = client(&[
+        "-c", "h", "--use-pkcs1-padding", "--user", "m", "--rsa-pub", "k",
+    ]);
+    assert!(c.auth.unwrap().pkcs1);
+    let s = server(&["-s", "--rsa-private-key-path", "k", "--authorized-users-path", "u"]);
+    assert_eq!(
+        s.auth,
+        Some(ServerAuthConfig {
+            private_key_path: "k".into(),
+            users_path: "u".into(),
+            skew_threshold: 10,
+        })
+    );
+    // A 3.21 server's command line: the padding flag is accepted (both paddings
+    // are always accepted).
+    let s = server(&[
+        "-s",
+        "--rsa-private-key-path",
+        "k",
+        "--authorized-users-path",
+        "u",
+        "--time-skew-threshold",
+        "3",
+        "--use-pkcs1-padding",
+    ]);
+    assert_eq!(s.auth.unwrap().skew_threshold, 3);
+    assert_eq!(server(&["-s", "--time-skew-threshold", "3"]).auth, None);
 }
