@@ -55,7 +55,8 @@ pub(crate) fn load(prog: &str, cfg: &Config) -> Result<Loaded, CliError> {
                 if let Ok(abs) = std::path::absolute(&a.users_path) {
                     a.users_path = abs;
                 }
-                let s = ServerAuth::new(&a).map_err(|d| fail(prog, &d, &ParamError::SetServerAuth))?;
+                let s =
+                    ServerAuth::new(&a).map_err(|d| fail(prog, &d, &ParamError::SetServerAuth))?;
                 s.read_users()
                     .map_err(|d| fail(prog, &d, &ParamError::ServerAuthUsers))?;
                 for line in s.broken_lines() {

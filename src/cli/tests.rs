@@ -428,7 +428,14 @@ mod properties {
 #[test]
 fn auth_settings() {
     use rperf3_app::config::{ClientAuthConfig, ServerAuthConfig};
-    let c = client(&["-c", "h", "--username", "mario", "--rsa-public-key-path", "pub.pem"]);
+    let c = client(&[
+        "-c",
+        "h",
+        "--username",
+        "mario",
+        "--rsa-public-key-path",
+        "pub.pem",
+    ]);
     assert_eq!(
         c.auth,
         Some(ClientAuthConfig {
@@ -438,10 +445,22 @@ fn auth_settings() {
         })
     );
     let c = client(&[
-        "-c", "h", "--use-pkcs1-padding", "--user", "m", "--rsa-pub", "k",
+        "-c",
+        "h",
+        "--use-pkcs1-padding",
+        "--user",
+        "m",
+        "--rsa-pub",
+        "k",
     ]);
     assert!(c.auth.unwrap().pkcs1);
-    let s = server(&["-s", "--rsa-private-key-path", "k", "--authorized-users-path", "u"]);
+    let s = server(&[
+        "-s",
+        "--rsa-private-key-path",
+        "k",
+        "--authorized-users-path",
+        "u",
+    ]);
     assert_eq!(
         s.auth,
         Some(ServerAuthConfig {

@@ -320,7 +320,10 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
             idle_timeout: raw
                 .text(Opt::IdleTimeout)
                 .map(|t| Duration::from_secs(u64::from(atoi(&t).unsigned_abs()))),
-            auth: match (raw.os(Opt::RsaPrivateKeyPath), raw.os(Opt::AuthorizedUsersPath)) {
+            auth: match (
+                raw.os(Opt::RsaPrivateKeyPath),
+                raw.os(Opt::AuthorizedUsersPath),
+            ) {
                 (Some(key), Some(users)) => Some(ServerAuthConfig {
                     private_key_path: PathBuf::from(key),
                     users_path: PathBuf::from(users),

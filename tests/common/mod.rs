@@ -289,6 +289,11 @@ impl Proc {
         self.out.wait_for(Instant::now() + timeout, pred)
     }
 
+    /// Waits (up to `timeout`) until stderr satisfies `pred`.
+    pub fn wait_stderr_until(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
+        self.err.wait_for(Instant::now() + timeout, pred)
+    }
+
     pub fn signal(&self, sig: Signal) {
         nix::sys::signal::kill(self.pid(), sig)
             .unwrap_or_else(|e| panic!("kill({sig}) {}: {e}", self.cmdline));

@@ -5,7 +5,9 @@ use std::io::Write as _;
 /// Fixtures made with `openssl genrsa 2048` and `openssl rsa -pubout`; the
 /// tokens were captured from real iperf3 clients encrypting to `server-pub.pem`.
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/auth").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/auth")
+        .join(name)
 }
 
 const TOKEN_3_12_TIME: i64 = 1_795_446_204;
@@ -72,8 +74,16 @@ fn real_iperf3_tokens_of_both_paddings_are_accepted() {
     for key in ["server-key.pem", "server-key-pkcs1.pem"] {
         let s = server(&users.0, key);
         for (file, time, padding) in [
-            ("token-3.12-mario-rossi-1795446204.txt", TOKEN_3_12_TIME, Padding::Pkcs1),
-            ("token-3.21-mario-rossi-1795446827.txt", TOKEN_3_21_TIME, Padding::Oaep),
+            (
+                "token-3.12-mario-rossi-1795446204.txt",
+                TOKEN_3_12_TIME,
+                Padding::Pkcs1,
+            ),
+            (
+                "token-3.21-mario-rossi-1795446827.txt",
+                TOKEN_3_21_TIME,
+                Padding::Oaep,
+            ),
         ] {
             let token = std::fs::read_to_string(fixture(file)).unwrap();
             let got = s.check(Some(&token), time + 3);
@@ -103,10 +113,7 @@ fn our_tokens_decrypt_with_openssl_paddings_both_ways() {
         // 2048-bit block, base64 without line breaks, as iperf3 sends it.
         assert_eq!(token.len(), 344);
         assert!(!token.contains('\n'));
-        assert_eq!(
-            s.check(Some(&token), 1000).map(|a| a.padding),
-            Ok(padding)
-        );
+        assert_eq!(s.check(Some(&token), 1000).map(|a| a.padding), Ok(padding));
         // Each token is freshly randomised.
         assert_ne!(token, c.token(1000).unwrap());
     }
@@ -120,7 +127,10 @@ fn refusals_say_why_without_the_secret() {
     let r = s.check(Some(&wrong), 50).unwrap_err();
     assert_eq!(r.reason, Reason::Auth(AuthFailure::WrongPassword));
     let line = r.to_string();
-    assert_eq!(line, "authentication failed for user 'mario': wrong password");
+    assert_eq!(
+        line,
+        "authentication failed for user 'mario': wrong password"
+    );
     assert!(!line.contains("verde"));
 
     let unknown = client("luigi", "rossi", true).unwrap().token(50).unwrap();
@@ -164,7 +174,9 @@ fn garbage_tokens_are_refused_not_panics() {
     )
     .unwrap();
     assert_eq!(
-        s.check(Some(&other.token(0).unwrap()), 0).unwrap_err().reason,
+        s.check(Some(&other.token(0).unwrap()), 0)
+            .unwrap_err()
+            .reason,
         Reason::Auth(AuthFailure::BadToken)
     );
 }
@@ -221,9 +233,13 @@ fn keys_in_every_openssl_form_and_clear_errors_for_bad_ones() {
 fn credentials_iperf3_could_not_carry_are_refused_up_front() {
     assert!(client("mario", "", false).unwrap_err().contains("password"));
     assert!(client("mario", "two words", false).is_err());
-    assert!(client("", "rossi", false).unwrap_err().contains("user name"));
+    assert!(client("", "rossi", false)
+        .unwrap_err()
+        .contains("user name"));
     let long = "x".repeat(300);
-    assert!(client("mario", &long, false).unwrap_err().contains("too long for a 2048-bit key"));
+    assert!(client("mario", &long, false)
+        .unwrap_err()
+        .contains("too long for a 2048-bit key"));
     // The Debug form has no password.
     let c = client("mario", "rossi", false).unwrap();
     assert!(!format!("{c:?}").contains("rossi"));

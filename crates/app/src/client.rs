@@ -15,11 +15,11 @@ use rperf3_proto::*;
 use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
 use rperf3_report::{Reporter, ServerOutput};
 
+use crate::auth::ClientAuth;
 use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition};
 use crate::ctrl::{Ctrl, Read0};
 use crate::driver::{Driver, Test, Wake};
 use crate::interrupt::Interrupt;
-use crate::auth::ClientAuth;
 use crate::setup::{client_params, stream_roles, test_info, version_string};
 use crate::streams::{connect_tcp_stream, DiskFile, LiveStream};
 use crate::testrun::TestRun;

@@ -64,7 +64,10 @@ fn token_parsing_is_scanf_like() {
 fn password_hash_is_the_spec_example() {
     assert_eq!(password_hash("mario", "rossi"), MARIO_HASH);
     // The braces are part of the salted text.
-    assert_ne!(password_hash("mario", "rossi"), password_hash("mari", "orossi"));
+    assert_ne!(
+        password_hash("mario", "rossi"),
+        password_hash("mari", "orossi")
+    );
 }
 
 #[test]
@@ -84,7 +87,11 @@ fn users_file_lines() {
         .collect();
     assert_eq!(
         got,
-        [("mario", "HASH1", 2), ("luigi", "HASH2", 5), ("toad", "HASH3", 8)]
+        [
+            ("mario", "HASH1", 2),
+            ("luigi", "HASH2", 5),
+            ("toad", "HASH3", 8)
+        ]
     );
     assert_eq!(broken, [4, 6]);
     // A CR ends the line even mid-way.
@@ -114,7 +121,10 @@ fn check_accepts_the_right_password_within_the_threshold() {
 
 #[test]
 fn check_tells_unknown_users_from_wrong_passwords() {
-    let u = users(&format!("mario,{MARIO_HASH}\nluigi,{}\n", password_hash("luigi", "verde")));
+    let u = users(&format!(
+        "mario,{MARIO_HASH}\nluigi,{}\n",
+        password_hash("luigi", "verde")
+    ));
     assert_eq!(check(&creds("luigi", "verde", 5), &u, 5, 10), Ok(()));
     assert_eq!(
         check(&creds("mario", "verde", 5), &u, 5, 10),
