@@ -147,6 +147,11 @@ impl ClientAuth {
         .map_err(|_| ())
     }
 
+    /// The padding the tokens use.
+    pub fn padding(&self) -> Padding {
+        self.padding
+    }
+
     /// The parameters' `authtoken` for a client whose clock reads `unix_secs`.
     pub fn token(&self, unix_secs: i64) -> Result<String, IperfError> {
         let block = self
