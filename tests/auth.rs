@@ -587,3 +587,64 @@ fn issue_8_users_file_with_broken_lines() {
     }
     assert_eq!(log.stderr.matches("it is ignored").count(), 3, "{log}");
 }
+
+/// Without `IPERF3_PASSWORD`, on a terminal (a pty from `script`), the client
+/// asks for the password with echo off, then authenticates.
+#[test]
+fn issue_8_password_prompt_on_a_terminal() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    if !common::require_tool("script") {
+        return;
+    }
+    let users = users_file(&format!("{MARIO}\n"));
+    let srv = start_server(Peer::Ours, &users, &[]).unwrap();
+    let cmd = format!(
+        "{} -c 127.0.0.1 -p {} -n 256K --username mario --rsa-public-key-path {}",
+        common::rperf3().display(),
+        srv.port,
+        fixture("server-pub.pem")
+    );
+    let mut child = Command::new("script")
+        .args(["-q", "-e", "-c", &cmd, "/dev/null"])
+        .env_remove("IPERF3_PASSWORD")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + WAIT;
+    let mut seen = Vec::new();
+    let mut typed = false;
+    let status = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(bytes) => seen.extend_from_slice(&bytes),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break child.wait().unwrap(),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("timed out:\n{}", String::from_utf8_lossy(&seen));
+            }
+        }
+        // Typed only once echo is off (the prompt comes after), as a person would.
+        if !typed && String::from_utf8_lossy(&seen).contains("Password: ") {
+            stdin.write_all(b"rossi\n").unwrap();
+            typed = true;
+        }
+    };
+    let text = String::from_utf8_lossy(&seen);
+    assert!(status.success(), "{text}");
+    assert!(text.contains("receiver"), "{text}");
+    assert!(!text.contains("rossi"), "the password was echoed:\n{text}");
+}
