@@ -8,6 +8,7 @@
 // the interface those binaries share.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod auth;
 pub mod interop;
 pub mod json;
 pub mod raw;
