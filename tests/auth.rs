@@ -291,3 +291,31 @@ fn issue_8_skew_refusal_is_logged_with_the_offset() {
         "{log}"
     );
 }
+
+/// Credentials come before the server's limits: a client without the right
+/// password learns only 142, not the limits (here error 37: `-n` tests have no
+/// duration, which a server with a maximum duration refuses).
+#[test]
+fn issue_8_credentials_are_checked_before_the_limits() {
+    let users = users_file(&format!("{MARIO}\n"));
+    let srv = start_server(Peer::Ours, &users, &["--server-max-duration", "5"]).unwrap();
+    let run = |password| {
+        client(
+            Peer::Ours,
+            &srv,
+            "mario",
+            password,
+            "server-pub.pem",
+            &[],
+            None,
+        )
+    };
+    let bad = run("verde");
+    assert_eq!(bad.code(), Some(1), "{bad}");
+    assert!(bad.stderr.contains(AUTH_FAILED), "{bad}");
+    assert!(srv.wait_banners(2, WAIT));
+    let good = run("rossi");
+    assert_eq!(good.code(), Some(1), "{good}");
+    assert!(!good.stderr.contains(AUTH_FAILED), "{good}");
+    assert!(good.stderr.contains("maximum"), "error 37:\n{good}");
+}

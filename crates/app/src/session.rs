@@ -92,6 +92,8 @@ pub struct Session {
     stage: Stage,
     reported_end: bool,
     auth: Option<Arc<ServerAuth>>,
+    /// The parameter checks, made here after the token when `auth_first`.
+    limits: ServerLimits,
     /// The client failed to authenticate: with `-1` this does not count as the
     /// one test (as in iperf3 3.21).
     auth_failed: bool,
@@ -113,7 +115,7 @@ impl Session {
         let now = Instant::now();
         crate::sockopts::apply_keepalive(&s.conn, common.cntl_ka);
         let ctrl = Ctrl::new(s.conn)?;
-        let machine = ServerMachine::new(limits, PhaseLimits::default(), now);
+        let machine = ServerMachine::new(limits.clone(), PhaseLimits::default(), now);
         Ok(Self {
             id: s.id,
             d: Driver::new(ctrl, machine, s.rep),
@@ -130,6 +132,7 @@ impl Session {
             stage: Stage::Handshake,
             reported_end: false,
             auth: s.auth,
+            limits,
             auth_failed: false,
         })
     }
@@ -279,6 +282,9 @@ impl Session {
                     return Err(IperfError::new(IE_AUTH_TEST));
                 }
             }
+        }
+        if self.limits.auth_first {
+            p.validate(&self.limits)?;
         }
         if p.protocol == Protocol::Sctp {
             return Err(IperfError::new(IE_NO_SCTP));

@@ -441,6 +441,7 @@ impl Host<'_, '_> {
                 max_duration: self.sc.max_duration,
                 total_rate_limit: self.sc.bitrate_limit.map(|l| l.bits_per_second),
                 file_transfer: self.common.file.is_some(),
+                auth_first: self.auth.is_some(),
                 ..ServerLimits::default()
             };
             let session = Session::new(setup, self.common.clone(), limits)?;
