@@ -50,13 +50,23 @@ fn main() -> ExitCode {
             return ExitCode::from(e.status.clamp(0, 255) as u8);
         }
     };
+    let auth = match cli::load_auth(&prog, &inv.config) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = std::io::stderr().write_all(e.message.as_bytes());
+            return ExitCode::from(e.status.clamp(0, 255) as u8);
+        }
+    };
+    for w in &auth.warnings {
+        eprintln!("{w}");
+    }
     for n in &inv.notices {
         println!("{n}");
     }
     for w in &inv.warnings {
         eprintln!("{w}");
     }
-    match run(&prog, &inv.config) {
+    match run(&prog, &inv.config, &auth) {
         Ok(status) => ExitCode::from(status.clamp(0, 255) as u8),
         Err(e) => {
             eprintln!("{prog}: error - {e:#}");
@@ -73,7 +83,7 @@ fn print_and_exit(text: &str, status: u8) -> ExitCode {
     ExitCode::from(status)
 }
 
-fn run(prog: &str, cfg: &Config) -> anyhow::Result<i32> {
+fn run(prog: &str, cfg: &Config, auth: &cli::LoadedAuth) -> anyhow::Result<i32> {
     let cfg = &process_setup(cfg)?;
     logger::init(cfg.common.debug, cfg.output.logfile.as_deref()).with_context(|| {
         let f = cfg
@@ -94,7 +104,7 @@ fn run(prog: &str, cfg: &Config) -> anyhow::Result<i32> {
     let outcome = match &cfg.role {
         Role::Client(cc) => {
             let rep = output::reporter(prog, cfg, rperf3_report::input::Side::Client)?;
-            rperf3_app::client::run(cc, &cfg.common, rep, &mut intr)
+            rperf3_app::client::run(cc, &cfg.common, rep, &mut intr, auth.client.as_ref())
         }
         Role::Server(sc) => {
             // Open the log file once; each test gets a reporter writing to it.
@@ -102,7 +112,7 @@ fn run(prog: &str, cfg: &Config) -> anyhow::Result<i32> {
             let mut make = |label: Option<u64>| {
                 output::reporter_to(prog, cfg, rperf3_report::input::Side::Server, &sink, label)
             };
-            rperf3_app::host::serve(sc, &cfg.common, &mut make, &mut intr)
+            rperf3_app::host::serve(sc, &cfg.common, &mut make, &mut intr, auth.server.clone())
         }
     };
     Ok(outcome.status)

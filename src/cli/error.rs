@@ -72,6 +72,16 @@ pub(crate) enum ParamError {
     PacingTimer,
     /// 127: `-L` not within 1..=0xFFFFF.
     FlowLabel,
+    /// 22: `--username` without `--rsa-public-key-path` or the reverse, or a
+    /// key or password that cannot be used.
+    SetClientAuth,
+    /// 23: `--rsa-private-key-path` without `--authorized-users-path` or the
+    /// reverse, or a key that cannot be used.
+    SetServerAuth,
+    /// 29: `--time-skew-threshold` not a positive number.
+    SkewThreshold,
+    /// 35: the users file cannot be read.
+    ServerAuthUsers,
     /// 38: a size or rate that does not parse.
     Unit(UnitError),
     /// An iperf3 option rperf3 does not implement yet (no iperf3 number): its long name.
@@ -134,6 +144,10 @@ impl ParamError {
             Self::PacingTimer => 0,
             Self::FlowLabel => 127,
             Self::Unit(_) => 38,
+            Self::SetClientAuth => 22,
+            Self::SetServerAuth => 23,
+            Self::SkewThreshold => 29,
+            Self::ServerAuthUsers => 35,
             Self::Dscp => 40,
             Self::Unsupported(_)
             | Self::BadCount(..)
@@ -211,6 +225,14 @@ impl fmt::Display for ParamError {
             Self::PacingTimer => f.write_str("no error"),
             Self::FlowLabel => f.write_str("unable to set IPv6 flow label"),
             Self::Unit(e) => e.fmt(f),
+            Self::SetClientAuth => f.write_str(
+                "you must specify a username, password, and path to a valid RSA public key",
+            ),
+            Self::SetServerAuth => f.write_str(
+                "you must specify a path to a valid RSA private key and a user credential file",
+            ),
+            Self::SkewThreshold => f.write_str("skew threshold must be a positive number"),
+            Self::ServerAuthUsers => f.write_str("cannot access authorized users file"),
             Self::Unsupported(long) => write!(f, "option --{long} is not supported yet"),
             Self::NStreams => f.write_str("--nstreams must be a whole number from 1 to 65535"),
             Self::BadCount(long, min) => {

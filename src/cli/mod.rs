@@ -8,6 +8,7 @@
 // Until the binary wires it.
 #![allow(dead_code, unused_imports)]
 
+mod auth;
 mod commands;
 mod complete;
 mod error;
@@ -33,6 +34,7 @@ use rperf3_app::config::Config;
 use self::getopt::{Getopt, Item};
 use self::table::Opt;
 
+pub(crate) use self::auth::{load as load_auth, Loaded as LoadedAuth};
 pub(crate) use self::commands::{Generate, PlotArgs};
 pub(crate) use self::help::{help_text, version_line, version_text};
 pub(crate) use self::raw::RawArgs;

@@ -234,14 +234,12 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "a one-off server exits after # seconds without a client"),
     row!(Metrics, None, "metrics", NO, Required, Server, true, true, "<addr>:<port>",
         "serve Prometheus metrics at http://<addr>:<port>/metrics"),
-    row!(RsaPrivateKeyPath, None, "rsa-private-key-path", NO, Required, Server, true, false,
-        "file", "RSA private key for authentication"),
-    row!(AuthorizedUsersPath, None, "authorized-users-path", NO, Required, Server, true, false,
-        "file", "user credentials file for authentication"),
-    row!(TimeSkewThreshold, None, "time-skew-threshold", NO, Required, Server, false, false,
-        "#", "allowed clock skew (seconds) in authentication"),
-    row!(UsePkcs1Padding, None, "use-pkcs1-padding", NO, None, Server, false, false, "",
-        "accept PKCS#1 v1.5 padded credentials"),
+    row!(RsaPrivateKeyPath, None, "rsa-private-key-path", NO, Required, Server, true, true,
+        "file", "RSA private key (PEM) for authentication"),
+    row!(AuthorizedUsersPath, None, "authorized-users-path", NO, Required, Server, true, true,
+        "file", "the users allowed in (user,sha256 lines)"),
+    row!(TimeSkewThreshold, None, "time-skew-threshold", NO, Required, Server, true, true,
+        "#", "clock difference allowed, seconds (default 10)"),
     row!(Client, Some('c'), "client", NO, Required, Client, false, true, "<host>[%<dev>]",
         "run as a client of <host>\n(optional <dev>: bind to that interface)"),
     row!(Sctp, None, "sctp", NO, None, Client, true, true, "",
@@ -316,10 +314,12 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "a repeating pattern as payload instead of random bytes"),
     row!(DontFragment, None, "dont-fragment", NO, None, Client, true, true, "",
         "set the IPv4 Don't Fragment flag"),
-    row!(Username, None, "username", NO, Required, Client, true, false, "name",
-        "user name for authentication"),
-    row!(RsaPublicKeyPath, None, "rsa-public-key-path", NO, Required, Client, true, false,
-        "file", "RSA public key for authentication"),
+    row!(Username, None, "username", NO, Required, Client, true, true, "name",
+        "user name for authentication (password: IPERF3_PASSWORD\nor asked for on the terminal)"),
+    row!(RsaPublicKeyPath, None, "rsa-public-key-path", NO, Required, Client, true, true,
+        "file", "the server's RSA public key (PEM)"),
+    row!(UsePkcs1Padding, None, "use-pkcs1-padding", NO, None, Client, false, true, "",
+        "PKCS#1 v1.5 padding, for servers of iperf3 3.16 or older\n(rperf3 servers accept both)"),
 ];
 
 /// Long names (aliases included) in iperf3 3.21's `longopts` order: the order in
@@ -600,6 +600,12 @@ mod tests {
             "sctp",
             "xbind",
             "nstreams",
+            "rsa-private-key-path",
+            "authorized-users-path",
+            "time-skew-threshold",
+            "username",
+            "rsa-public-key-path",
+            "use-pkcs1-padding",
         ]
         .into_iter()
         .collect();
@@ -622,7 +628,8 @@ mod tests {
     fn status_table_has_a_row_per_option() {
         let t = status_table_markdown();
         assert_eq!(t.lines().count(), OPTIONS.len() + 2);
-        assert!(t.contains("| `--username` | `name` | client | not yet |"));
+        assert!(t.contains("| `--username` | `name` | client | supported |"));
+        assert!(!t.contains("not yet"));
         assert!(t.contains("| `--sctp` |  | client | supported (the test machine's kernel"));
         assert!(
             t.contains("| `-b`, `--bitrate`, `--bandwidth` | `#[KMG][/#]` | client | supported |")

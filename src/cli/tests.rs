@@ -98,6 +98,7 @@ fn client_defaults() {
             flowlabel: None,
             cport: None,
             file_ends_test: false,
+            auth: None,
         }
     );
 }
@@ -420,8 +421,9 @@ fn help_and_version_act_in_order() {
     assert_eq!(parse("p", &argv(&["--vers"])).unwrap_err().status, 1);
     assert!(parse("p", &argv(&["--foo", "-h"])).is_err());
     assert!(parse("p", &argv(&["-s", "-c", "h", "-v"])).is_err());
+    // A bad value ends parsing before a later -v.
     assert_eq!(
-        parse("p", &argv(&["-s", "--username", "u", "-v"]))
+        parse("p", &argv(&["-c", "h", "--nstreams", "0", "-v"]))
             .unwrap_err()
             .code,
         None
@@ -522,4 +524,64 @@ fn metrics_address_is_an_ip_and_a_port() {
         err(&["-c", "h", "--metrics", "127.0.0.1:9464"]),
         param("some option you are trying to set is server only")
     );
+}
+
+#[test]
+fn auth_settings() {
+    use rperf3_app::config::{ClientAuthConfig, ServerAuthConfig};
+    let c = client(&[
+        "-c",
+        "h",
+        "--username",
+        "mario",
+        "--rsa-public-key-path",
+        "pub.pem",
+    ]);
+    assert_eq!(
+        c.auth,
+        Some(ClientAuthConfig {
+            username: "mario".into(),
+            public_key_path: "pub.pem".into(),
+            pkcs1: false,
+        })
+    );
+    let c = client(&[
+        "-c",
+        "h",
+        "--use-pkcs1-padding",
+        "--user",
+        "m",
+        "--rsa-pub",
+        "k",
+    ]);
+    assert!(c.auth.unwrap().pkcs1);
+    let s = server(&[
+        "-s",
+        "--rsa-private-key-path",
+        "k",
+        "--authorized-users-path",
+        "u",
+    ]);
+    assert_eq!(
+        s.auth,
+        Some(ServerAuthConfig {
+            private_key_path: "k".into(),
+            users_path: "u".into(),
+            skew_threshold: 10,
+        })
+    );
+    // A 3.21 server's command line: the padding flag is accepted (both paddings
+    // are always accepted).
+    let s = server(&[
+        "-s",
+        "--rsa-private-key-path",
+        "k",
+        "--authorized-users-path",
+        "u",
+        "--time-skew-threshold",
+        "3",
+        "--use-pkcs1-padding",
+    ]);
+    assert_eq!(s.auth.unwrap().skew_threshold, 3);
+    assert_eq!(server(&["-s", "--time-skew-threshold", "3"]).auth, None);
 }

@@ -330,34 +330,13 @@ fn getopt_errors_with_glibc_texts() {
 }
 
 #[test]
-fn every_unsupported_option_is_refused_by_name() {
-    for s in OPTIONS.iter().filter(|s| !s.supported) {
-        let mut line = vec!["-c".to_string(), "h".to_string(), format!("--{}", s.long)];
-        if s.arg == table::ArgKind::Required {
-            line.push("1".into());
-        }
-        let line: Vec<&str> = line.iter().map(String::as_str).collect();
-        assert_eq!(
-            err(&line),
-            param(&format!("option --{} is not supported yet", s.long))
-        );
-        if let Some(c) = s.short {
-            let short = format!("-{c}");
-            let mut line = vec!["-s", short.as_str()];
-            if s.arg == table::ArgKind::Required {
-                line.push("1");
-            }
-            assert_eq!(
-                err(&line),
-                param(&format!("option --{} is not supported yet", s.long))
-            );
-        }
-    }
-    // An abbreviation reports the whole name.
-    assert_eq!(
-        err(&["-c", "h", "--user", "u"]),
-        param("option --username is not supported yet")
-    );
+fn every_option_is_supported() {
+    let missing: Vec<&str> = OPTIONS
+        .iter()
+        .filter(|s| !s.supported)
+        .map(|s| s.long)
+        .collect();
+    assert!(missing.is_empty(), "{missing:?}");
 }
 
 #[test]
@@ -387,6 +366,13 @@ fn supported_options_all_parse() {
             Opt::Help => assert!(matches!(r, Ok(Command::Help(_)))),
             Opt::Version => assert_eq!(r, Ok(Command::Version)),
             Opt::Bidir => assert!(r.is_err(), "-R with --bidir"),
+            // Each needs its partner (see auth_options_come_in_pairs).
+            Opt::Username | Opt::RsaPublicKeyPath => {
+                assert_eq!(r.unwrap_err().code, Some(22), "{line:?}")
+            }
+            Opt::RsaPrivateKeyPath | Opt::AuthorizedUsersPath => {
+                assert_eq!(r.unwrap_err().code, Some(23), "{line:?}")
+            }
             _ => assert!(matches!(r, Ok(Command::Run(_))), "{line:?}: {r:?}"),
         }
     }
@@ -547,4 +533,41 @@ fn affinity_values_are_checked() {
     assert_eq!(client(&["-c", "h", "-A", "010"]).server_affinity, None);
     assert_eq!(config(&["-c", "h", "-A", "010"]).process.affinity, Some(8));
     assert_eq!(config(&["-s", "-A", "1"]).process.affinity, Some(1));
+}
+
+#[test]
+fn auth_options_come_in_pairs() {
+    assert_eq!(
+        err(&["-c", "h", "--username", "u"]),
+        param("you must specify a username, password, and path to a valid RSA public key")
+    );
+    assert_eq!(
+        err(&["-c", "h", "--rsa-public-key-path", "k"]),
+        param("you must specify a username, password, and path to a valid RSA public key")
+    );
+    assert_eq!(
+        err(&["-s", "--authorized-users-path", "u"]),
+        param("you must specify a path to a valid RSA private key and a user credential file")
+    );
+    assert_eq!(
+        err(&["-s", "--time-skew-threshold", "0"]),
+        param("skew threshold must be a positive number")
+    );
+    assert_eq!(
+        err(&["-s", "--time-skew-threshold", "-3"]),
+        param("skew threshold must be a positive number")
+    );
+    // iperf3 3.21's side checks.
+    assert_eq!(
+        err(&["-c", "h", "--time-skew-threshold", "5"]),
+        param("some option you are trying to set is server only")
+    );
+    assert_eq!(
+        err(&["-c", "h", "--rsa-private-key-path", "k"]),
+        param("some option you are trying to set is server only")
+    );
+    assert_eq!(
+        err(&["-s", "--username", "u"]),
+        param("some option you are trying to set is client only")
+    );
 }

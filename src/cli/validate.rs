@@ -9,8 +9,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rperf3_app::config::{
-    ClientConfig, CommonConfig, Config, Direction, EndCondition, Family, OutputConfig,
-    ProcessConfig, Protocol, RateLimit, Role, ServerConfig, DEFAULT_RATE_WINDOW,
+    ClientAuthConfig, ClientConfig, CommonConfig, Config, Direction, EndCondition, Family,
+    OutputConfig, ProcessConfig, Protocol, RateLimit, Role, ServerAuthConfig, ServerConfig,
+    DEFAULT_RATE_WINDOW,
 };
 
 use super::error::{
@@ -27,6 +28,8 @@ use super::units::{atof, atoi, parse_rate, parse_size, strtol0, to_count, UnitEr
 const DEFAULT_PORT: u16 = 5201;
 const DEFAULT_TIME: u32 = 10;
 const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
+/// iperf3's `--time-skew-threshold` default, seconds.
+const DEFAULT_SKEW_THRESHOLD: u32 = 10;
 const DEFAULT_TIMESTAMP_FORMAT: &str = "%c ";
 /// `-d` without a level, or with a level below 1, means every message.
 const DEBUG_LEVEL_MAX: u8 = 4;
@@ -209,6 +212,7 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
         }
         Opt::CntlKa => cntl_ka(occ.value.as_ref().map(|_| v.as_str())).map(|_| ()),
         Opt::NStreams => nstreams(&v).map(|_| ()),
+        Opt::TimeSkewThreshold if atoi(&v) <= 0 => Err(ParamError::SkewThreshold),
         Opt::MaxTests => server_count(&v, "max-tests", 1).map(|_| ()),
         Opt::Queue => server_count(&v, "queue", 0).map(|_| ()),
         Opt::Metrics => metrics_addr(&v).map(|_| ()),
@@ -231,6 +235,14 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
     }
     if is_server && used(Side::Client) {
         return Err(ParamError::ClientOnly);
+    }
+
+    // Both halves of a side's authentication settings, or neither.
+    if is_client && raw.has(Opt::Username) != raw.has(Opt::RsaPublicKeyPath) {
+        return Err(ParamError::SetClientAuth);
+    }
+    if is_server && raw.has(Opt::RsaPrivateKeyPath) != raw.has(Opt::AuthorizedUsersPath) {
+        return Err(ParamError::SetServerAuth);
     }
 
     // -u and --sctp each set the protocol; the last one wins, as in iperf3.
@@ -344,6 +356,19 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
                 .text(Opt::Metrics)
                 .map(|t| metrics_addr(&t))
                 .transpose()?,
+            auth: match (
+                raw.os(Opt::RsaPrivateKeyPath),
+                raw.os(Opt::AuthorizedUsersPath),
+            ) {
+                (Some(key), Some(users)) => Some(ServerAuthConfig {
+                    private_key_path: PathBuf::from(key),
+                    users_path: PathBuf::from(users),
+                    skew_threshold: raw
+                        .text(Opt::TimeSkewThreshold)
+                        .map_or(DEFAULT_SKEW_THRESHOLD, |t| atoi(&t).unsigned_abs()),
+                }),
+                _ => None,
+            },
         })
     };
     let config = Config {
@@ -445,6 +470,14 @@ fn client(
             .text(Opt::ClientPort)
             .and_then(|p| u16::try_from(atoi(&p)).ok()),
         file_ends_test: false,
+        auth: match (raw.text(Opt::Username), raw.os(Opt::RsaPublicKeyPath)) {
+            (Some(username), Some(key)) => Some(ClientAuthConfig {
+                username,
+                public_key_path: PathBuf::from(key),
+                pkcs1: raw.has(Opt::UsePkcs1Padding),
+            }),
+            _ => None,
+        },
     })
 }
 

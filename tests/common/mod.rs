@@ -8,6 +8,7 @@
 // the interface those binaries share.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod auth;
 pub mod interop;
 pub mod json;
 pub mod raw;
@@ -287,6 +288,11 @@ impl Proc {
     /// Waits (up to `timeout`) until stdout satisfies `pred`.
     pub fn wait_stdout_until(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
         self.out.wait_for(Instant::now() + timeout, pred)
+    }
+
+    /// Waits (up to `timeout`) until stderr satisfies `pred`.
+    pub fn wait_stderr_until(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
+        self.err.wait_for(Instant::now() + timeout, pred)
     }
 
     pub fn signal(&self, sig: Signal) {

@@ -15,6 +15,7 @@ use rperf3_proto::*;
 use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
 use rperf3_report::{Reporter, ServerOutput};
 
+use crate::auth::{ClientAuth, Padding};
 use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition};
 use crate::ctrl::{Ctrl, Read0};
 use crate::driver::{Driver, Test, Wake};
@@ -36,6 +37,7 @@ pub fn run(
     common: &CommonConfig,
     mut rep: Reporter,
     intr: &mut Interrupt,
+    auth: Option<&ClientAuth>,
 ) -> Outcome {
     let mut params = client_params(cc);
     match connect(cc, common, &mut params) {
@@ -57,6 +59,14 @@ pub fn run(
                 params.num = d.size();
             }
             let cc = &sized;
+            if let Some(a) = auth {
+                // Made now, so its time is as close as can be to the server's check.
+                let now = (rperf3_sys::time::unix_millis() / 1000) as i64;
+                match a.token(now) {
+                    Ok(t) => params.authtoken = Some(t),
+                    Err(e) => return Outcome::finish(&mut rep, Some(e)),
+                }
+            }
             let phases = PhaseLimits {
                 first_reply: cc.connect_timeout,
                 ..PhaseLimits::default()
@@ -89,6 +99,9 @@ pub fn run(
                 test_end: None,
             };
             let res = c.drive(intr);
+            if let (Some(a), Err(Stop::Error(e))) = (auth, &res) {
+                c.explain_refusal(a, e);
+            }
             c.conclude(res)
         }
         Err(e) => Outcome::finish(&mut rep, Some(e)),
@@ -447,6 +460,23 @@ impl Client<'_> {
             .run()
             .map(|r| r.results(r.congestion()))
             .unwrap_or_default()
+    }
+
+    /// The credentials were refused, or probably were: iperf3's message alone does
+    /// not say what to change, so a warning before it does.
+    fn explain_refusal(&mut self, auth: &ClientAuth, e: &IperfError) {
+        let before_streams = matches!(self.d.test, Test::Idle);
+        if e.code == IE_AUTH_TEST && auth.padding() == Padding::Oaep {
+            self.d.rep.warning(
+                "the server refused the credentials; if it is iperf3 3.16 or older, \
+                 add --use-pkcs1-padding",
+            );
+        } else if e.code == IE_CTRL_CLOSE && before_streams {
+            self.d.rep.warning(
+                "the server closed the connection after reading the credentials, as \
+                 iperf3 3.17 and newer do when they refuse them (user, password, key or clock)",
+            );
+        }
     }
 
     /// Prints the end of the test (full or partial) and the error, if any.

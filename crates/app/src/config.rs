@@ -108,6 +108,33 @@ pub struct ServerConfig {
     pub idle_timeout: Option<Duration>,
     /// `--metrics`: serve Prometheus metrics on this address.
     pub metrics: Option<std::net::SocketAddr>,
+    /// `--rsa-private-key-path` and `--authorized-users-path`: clients must
+    /// authenticate.
+    pub auth: Option<ServerAuthConfig>,
+}
+
+/// The server's authentication settings, as given on the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerAuthConfig {
+    /// PEM private key (PKCS#1 or PKCS#8, not encrypted).
+    pub private_key_path: PathBuf,
+    /// The users file, re-read for every test.
+    pub users_path: PathBuf,
+    /// `--time-skew-threshold` seconds (iperf3: 10).
+    pub skew_threshold: u32,
+}
+
+/// The client's authentication settings, as given on the command line (the
+/// password comes from the environment or the terminal, not from here).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientAuthConfig {
+    /// `--username`.
+    pub username: String,
+    /// `--rsa-public-key-path`: PEM public key (SubjectPublicKeyInfo or PKCS#1).
+    pub public_key_path: PathBuf,
+    /// `--use-pkcs1-padding`: PKCS#1 v1.5 instead of OAEP, for servers of
+    /// iperf3 3.16 and older.
+    pub pkcs1: bool,
 }
 
 /// `--server-bitrate-limit rate[/secs]`.
@@ -143,6 +170,7 @@ impl Default for ServerConfig {
             bitrate_limit: None,
             idle_timeout: None,
             metrics: None,
+            auth: None,
         }
     }
 }
@@ -250,4 +278,6 @@ pub struct ClientConfig {
     pub cport: Option<u16>,
     /// `-F` without `-t`/`-n`/`-k`: the file's size becomes the byte limit.
     pub file_ends_test: bool,
+    /// `--username` and `--rsa-public-key-path`.
+    pub auth: Option<ClientAuthConfig>,
 }

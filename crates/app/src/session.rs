@@ -14,6 +14,7 @@ use rperf3_proto::*;
 use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
 use rperf3_report::Reporter;
 
+use crate::auth::ServerAuth;
 use crate::config::{CommonConfig, RateLimit};
 use crate::ctrl::Ctrl;
 use crate::driver::{Driver, Test, Wake};
@@ -54,6 +55,8 @@ pub struct SessionSetup {
     /// streams (one slot): a client's `-M` then goes on it, so the SYN-ACKs of
     /// the data streams advertise that MSS as iperf3's do.
     pub listener: Option<Arc<TcpListener>>,
+    /// Clients must authenticate.
+    pub auth: Option<Arc<ServerAuth>>,
 }
 
 /// What the test is, once the parameters are accepted.
@@ -92,6 +95,12 @@ pub struct Session {
     common: CommonConfig,
     stage: Stage,
     reported_end: bool,
+    auth: Option<Arc<ServerAuth>>,
+    /// The parameter checks, made here after the token when `auth_first`.
+    limits: ServerLimits,
+    /// The client failed to authenticate: with `-1` this does not count as the
+    /// one test (as in iperf3 3.21).
+    auth_failed: bool,
 }
 
 enum End {
@@ -112,7 +121,7 @@ impl Session {
         log::debug!("test {}: control connection from {peer}", s.id);
         crate::sockopts::apply_keepalive(&s.conn, common.cntl_ka);
         let ctrl = Ctrl::new(s.conn)?;
-        let machine = ServerMachine::new(limits, PhaseLimits::default(), now);
+        let machine = ServerMachine::new(limits.clone(), PhaseLimits::default(), now);
         Ok(Self {
             id: s.id,
             d: Driver::new(ctrl, machine, s.rep),
@@ -129,6 +138,9 @@ impl Session {
             common,
             stage: Stage::Handshake,
             reported_end: false,
+            auth: s.auth,
+            limits,
+            auth_failed: false,
         })
     }
 
@@ -175,10 +187,19 @@ impl Session {
             // 0: the kernel's own choice again.
             let _ = rperf3_sys::sockopt::set_mss(&**l, 0);
         }
-        let Self { d, host, id, .. } = self;
+        let Self {
+            d,
+            host,
+            id,
+            auth_failed,
+            ..
+        } = self;
         let Driver { ctrl, test, .. } = d;
         drop(test);
-        host.send(ToHost::Released { id, counted: true });
+        host.send(ToHost::Released {
+            id,
+            counted: !auth_failed,
+        });
         ctrl.close_gracefully(CLOSE_GRACE);
     }
 
@@ -283,6 +304,28 @@ impl Session {
     /// Valid parameters: announce the test, then CREATE_STREAMS (UDP: once the
     /// host has room for this client's hellos).
     fn on_params(&mut self, p: TestParams) -> Result<(), IperfError> {
+        if let Some(auth) = &self.auth {
+            let now = (rperf3_sys::time::unix_millis() / 1000) as i64;
+            match auth.check(p.authtoken.as_deref(), now) {
+                Ok(ok) if self.common.debug > 0 => self.d.rep.message(&format!(
+                    "Authentication succeeded for user '{}' ({})",
+                    ok.user,
+                    ok.padding.name()
+                )),
+                Ok(_) => {}
+                Err(refused) => {
+                    // The reason stays here; the client learns only error 142.
+                    self.d
+                        .rep
+                        .warning(&format!("{refused} (client {})", self.peer));
+                    self.auth_failed = true;
+                    return Err(IperfError::new(IE_AUTH_TEST));
+                }
+            }
+        }
+        if self.limits.auth_first {
+            p.validate(&self.limits)?;
+        }
         if let Some(cpu) = p.server_affinity {
             // This session's thread, and the workers it starts: only this
             // test's threads move, not the other tests'.

@@ -4,11 +4,13 @@
 //! its caller, so the protocol can be tested byte for byte against captures of real
 //! iperf3 traffic without a network: control framing and state codes, the cookie,
 //! the parameters and results documents, iperf3's numbered errors and their texts,
-//! the UDP datagram header and handshake, the UDP receiver statistics, and the
-//! client and server control-connection machines.
+//! the UDP datagram header and handshake, the UDP receiver statistics, the
+//! authentication token and users file, and the client and server
+//! control-connection machines.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod auth;
 mod client_machine;
 pub mod constants;
 mod cookie;

@@ -32,6 +32,10 @@ pub struct ServerLimits {
     pub sctp_supported: bool,
     /// Server started with `-F`: UDP tests are refused (error 34).
     pub file_transfer: bool,
+    /// Clients must authenticate: the server machine leaves these checks to the
+    /// driver, which makes them after the token is accepted, so a client without
+    /// credentials learns only error 142, nothing about the limits.
+    pub auth_first: bool,
 }
 
 impl Default for ServerLimits {
@@ -42,6 +46,7 @@ impl Default for ServerLimits {
             sendfile_supported: true,
             sctp_supported: false,
             file_transfer: false,
+            auth_first: false,
         }
     }
 }

@@ -57,9 +57,10 @@ pub enum ServerEvent {
     Send(Vec<u8>),
     /// The client's cookie: the test's id, also expected on each TCP data stream.
     Cookie([u8; COOKIE_LEN]),
-    /// Parameters parsed and checked. The driver checks authentication (on failure:
-    /// write [`ServerMachine::fail`]), prepares listeners, then writes
-    /// [`ServerMachine::begin_create_streams`].
+    /// Parameters parsed and checked (with [`ServerLimits::auth_first`]: only
+    /// parsed). The driver checks authentication, then (`auth_first`)
+    /// [`TestParams::validate`] (on failure: write [`ServerMachine::fail`]),
+    /// prepares listeners, then writes [`ServerMachine::begin_create_streams`].
     ParamsReady(TestParams),
     /// TEST_END: stop and close the data streams, take the last sample, build our
     /// report, then write [`ServerMachine::exchange_results`].
@@ -259,7 +260,9 @@ impl ServerMachine {
                         Err(_) => return Err(IperfError::new(IE_RECV_PARAMS)),
                     };
                     let params = TestParams::from_json(&body)?;
-                    params.validate(&self.limits)?;
+                    if !self.limits.auth_first {
+                        params.validate(&self.limits)?;
+                    }
                     self.params = Some(params.clone());
                     events.push(ServerEvent::ParamsReady(params));
                     self.enter(ServerPhase::CreateStreams, now);

@@ -127,6 +127,23 @@ fn rate_limit_rejection_a6() {
 }
 
 #[test]
+fn auth_first_leaves_the_limits_to_the_driver() {
+    let limits = ServerLimits {
+        total_rate_limit: Some(1_000_000),
+        auth_first: true,
+        ..ServerLimits::default()
+    };
+    let mut m = ServerMachine::new(limits.clone(), PhaseLimits::default(), t0());
+    let params = r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072,"bandwidth":10000000,"pacing_timer":1000,"client_version":"3.21"}"#;
+    let events = m.on_bytes(&cookie_and_params(params), t0()).unwrap();
+    let Some(ServerEvent::ParamsReady(p)) = events.last() else {
+        panic!("{events:?}");
+    };
+    // The driver's check, after the token, finds what the machine left.
+    assert_eq!(p.validate(&limits).unwrap_err().code, 27);
+}
+
+#[test]
 fn parameter_errors() {
     let cases: [(Vec<u8>, i32); 6] = [
         (frame(r#"{"parallel":200}"#), 6),

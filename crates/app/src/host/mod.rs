@@ -28,6 +28,7 @@ use rperf3_proto::{
 };
 use rperf3_report::Reporter;
 
+use crate::auth::ServerAuth;
 use crate::config::{CommonConfig, ServerConfig};
 use crate::interrupt::Interrupt;
 use crate::metrics::{http::Endpoint, Metrics, TestOutcome};
@@ -101,6 +102,7 @@ pub fn serve(
     common: &CommonConfig,
     make_reporter: &mut MakeReporter<'_>,
     intr: &mut Interrupt,
+    auth: Option<Arc<ServerAuth>>,
 ) -> Outcome {
     let mut rep = make_reporter(None);
     let listener = match rperf3_sys::net::listen_tcp(
@@ -146,6 +148,7 @@ pub fn serve(
             .map(str::to_string)
     });
     let mut host = Host {
+        auth,
         sc,
         common,
         make_reporter,
@@ -178,6 +181,8 @@ pub fn serve(
 }
 
 struct Host<'a, 'b> {
+    /// Clients must authenticate.
+    auth: Option<Arc<ServerAuth>>,
     sc: &'a ServerConfig,
     common: &'a CommonConfig,
     make_reporter: &'a mut MakeReporter<'b>,
@@ -495,12 +500,14 @@ impl Host<'_, '_> {
                 metrics: self.metrics.clone(),
                 rate_limit: self.sc.bitrate_limit,
                 listener: (self.sc.max_tests == 1).then(|| self.listener.clone()),
+                auth: self.auth.clone(),
             };
             let limits = ServerLimits {
                 max_duration: self.sc.max_duration,
                 total_rate_limit: self.sc.bitrate_limit.map(|l| l.bits_per_second),
                 file_transfer: self.common.file.is_some(),
                 sctp_supported: true,
+                auth_first: self.auth.is_some(),
                 ..ServerLimits::default()
             };
             let session = Session::new(setup, self.common.clone(), limits)?;
