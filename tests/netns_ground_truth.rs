@@ -156,11 +156,13 @@ fn tcp_reverse_goodput_matches_tbf_rate() {
 
 // ------------------------------------------------------- UDP + counting rules
 
-/// iptables match for the test's data datagrams only (not the 4-byte UDP
-/// handshake, not the TCP control connection), in the direction of the data.
+/// iptables match for the test's data only (not the 4-byte UDP handshake, not
+/// the TCP control connection), in the direction of the data: single datagrams
+/// and, in the sender's OUTPUT chain, trains of them sent with UDP_SEGMENT
+/// (netfilter sees a train before the device cuts it up).
 fn data_match(reverse: bool) -> Vec<String> {
     let port = if reverse { "--sport" } else { "--dport" };
-    let ip_len = (UDP_LEN + UDP_IP_HEADERS).to_string();
+    let ip_len = format!("{}:65535", UDP_LEN + UDP_IP_HEADERS);
     let port_no = PORT.to_string();
     [
         "-p", "udp", port, &port_no, "-m", "length", "--length", &ip_len,
@@ -187,6 +189,18 @@ fn count_udp_data(pair: &Pair, reverse: bool) {
     add_rule(pair, receiver, "INPUT", &m, &["-j", "ACCEPT"]);
 }
 
+/// Datagrams in what a rule counted: each packet (a datagram or a train of
+/// them) has one IP + UDP header and `UDP_LEN`-byte payloads.
+fn datagrams((packets, bytes): (u64, u64)) -> u64 {
+    let payload = bytes - packets * u64::from(UDP_IP_HEADERS);
+    assert_eq!(
+        payload % u64::from(UDP_LEN),
+        0,
+        "{packets} packets, {bytes} bytes"
+    );
+    payload / u64::from(UDP_LEN)
+}
+
 /// What both UDP tests read from the two documents and the kernel.
 struct UdpFigures {
     /// Datagrams the sender reports (its `end.sum_sent.packets`).
@@ -199,6 +213,8 @@ struct UdpFigures {
     highest: u64,
     /// Kernel: data datagrams through the sender's OUTPUT chain.
     kernel_sent: u64,
+    /// Kernel: packets through that chain (fewer when datagrams went as trains).
+    kernel_sent_packets: u64,
     /// Kernel: UDP datagrams the receiver's sockets handed to rperf3
     /// (SNMP InDatagrams, counted on read; includes the one handshake datagram).
     kernel_read: u64,
@@ -214,12 +230,14 @@ impl UdpFigures {
         rdoc: &serde_json::Value,
     ) -> Self {
         let (sender, receiver) = roles(reverse);
+        let out = *pair.iptables_counters(sender, "OUTPUT").last().unwrap();
         Self {
             sent: count(sdoc, "end.sum_sent.packets"),
             received: count(rdoc, "end.sum_received.bytes") / u64::from(UDP_LEN),
             lost: count(rdoc, "end.sum_received.lost_packets"),
             highest: count(rdoc, "end.sum_received.packets"),
-            kernel_sent: *pair.iptables_packets(sender, "OUTPUT").last().unwrap(),
+            kernel_sent: datagrams(out),
+            kernel_sent_packets: out.0,
             kernel_read: pair.udp_snmp(receiver, "InDatagrams"),
             rcvbuf_errors: pair.udp_snmp(receiver, "RcvbufErrors"),
         }
@@ -227,10 +245,11 @@ impl UdpFigures {
 
     fn summary(&self) -> String {
         format!(
-            "sender sent {} (kernel OUTPUT {}); receiver read {} (kernel InDatagrams {} incl. 1 \
+            "sender sent {} (kernel OUTPUT {} in {} packets); receiver read {} (kernel InDatagrams {} incl. 1 \
              handshake; RcvbufErrors {}), highest seq {}, lost {}",
             self.sent,
             self.kernel_sent,
+            self.kernel_sent_packets,
             self.received,
             self.kernel_read,
             self.rcvbuf_errors,
@@ -273,8 +292,10 @@ impl UdpFigures {
 const DROP_SEQ_MAX: u64 = 9000;
 
 /// UDP at 50 Mbit/s while the receiver's INPUT drops 1% of the data datagrams
-/// at random: the loss rperf3 reports is exactly the rule's drop counter.
-fn udp_loss_equals_iptables_drops(reverse: bool) -> Attempt {
+/// at random: the loss rperf3 reports is exactly the rule's drop counter. With
+/// `burst`, datagrams go out in `-b 50M/burst` bursts, each one train sent with
+/// segmentation offload, so drops fall in the middle of trains.
+fn udp_loss_equals_iptables_drops(reverse: bool, burst: Option<u32>) -> Attempt {
     let Some(pair) = Pair::new() else {
         return Attempt::Skip;
     };
@@ -305,7 +326,8 @@ fn udp_loss_equals_iptables_drops(reverse: bool) -> Attempt {
     count_udp_data(&pair, reverse);
 
     let l = UDP_LEN.to_string();
-    let mut args = vec!["-u", "-b", "50M", "-l", &l, "-t", "4"];
+    let rate = burst.map_or("50M".to_string(), |b| format!("50M/{b}"));
+    let mut args = vec!["-u", "-b", &rate, "-l", &l, "-t", "4"];
     if reverse {
         args.push("-R");
     }
@@ -317,14 +339,14 @@ fn udp_loss_equals_iptables_drops(reverse: bool) -> Attempt {
     };
 
     let f = UdpFigures::read(&pair, reverse, tdoc, rdoc);
-    let dropped = pair.iptables_packets(receiver, "INPUT")[0];
+    let dropped = datagrams(pair.iptables_counters(receiver, "INPUT")[0]);
     let stream_lost = count(rdoc, "end.streams.0.udp.lost_packets");
     let client_lost = count(&cdoc, "end.sum_received.lost_packets");
     let lost_percent = num(rdoc, "end.sum_received.lost_percent");
     let client_percent = num(&cdoc, "end.sum_received.lost_percent");
     let client_packets = count(&cdoc, "end.sum_received.packets");
     let ctx = format!(
-        "UDP 50M, 1% random drop, reverse={reverse}: iptables dropped {dropped}; rperf3 lost {} \
+        "UDP -b {rate}, 1% random drop, reverse={reverse}: iptables dropped {dropped}; rperf3 lost {} \
          (stream {stream_lost}, client's view {client_lost}/{client_packets} = \
          {client_percent:.4}%); {}",
         f.lost,
@@ -333,6 +355,14 @@ fn udp_loss_equals_iptables_drops(reverse: bool) -> Attempt {
     eprintln!("{ctx}");
 
     assert!(dropped >= 20, "the drop rule hardly fired\n{ctx}");
+    if let Some(b) = burst {
+        // The bursts really left as trains (when the kernel has the offload).
+        let gso = num(tdoc, "start.test_start.gso") == 1.0;
+        assert!(
+            !gso || f.kernel_sent_packets * u64::from(b) / 2 <= f.kernel_sent,
+            "bursts of {b} did not go out as trains\n{ctx}"
+        );
+    }
     assert!(
         f.highest > DROP_SEQ_MAX,
         "too few datagrams for the drop window\n{ctx}"
@@ -375,14 +405,32 @@ fn udp_loss_equals_iptables_drops(reverse: bool) -> Attempt {
 #[test]
 fn udp_loss_equals_iptables_drops_forward() {
     let _one_at_a_time = netns::serial();
-    with_retries("UDP random drop", || udp_loss_equals_iptables_drops(false));
+    with_retries("UDP random drop", || {
+        udp_loss_equals_iptables_drops(false, None)
+    });
+}
+
+#[test]
+fn udp_loss_in_offloaded_trains_equals_iptables_drops() {
+    let _one_at_a_time = netns::serial();
+    with_retries("UDP trains, random drop", || {
+        udp_loss_equals_iptables_drops(false, Some(20))
+    });
+}
+
+#[test]
+fn udp_reverse_loss_in_offloaded_trains_equals_iptables_drops() {
+    let _one_at_a_time = netns::serial();
+    with_retries("UDP -R trains, random drop", || {
+        udp_loss_equals_iptables_drops(true, Some(20))
+    });
 }
 
 #[test]
 fn udp_reverse_loss_equals_iptables_drops() {
     let _one_at_a_time = netns::serial();
     with_retries("UDP -R random drop", || {
-        udp_loss_equals_iptables_drops(true)
+        udp_loss_equals_iptables_drops(true, None)
     });
 }
 

@@ -6,13 +6,13 @@
 //! - `sockopt.rs`: `setsockopt` for options socket2 does not wrap (IP_MTU_DISCOVER,
 //!   TCP_MAXSEG with a signed value, SO_MAX_PACING_RATE, IPV6_FLOWINFO_SEND) and
 //!   IPV6_FLOWLABEL_MGR with its request struct.
-//! - `mmsg.rs`: `sendmmsg` / `recvmmsg` over arrays of headers pointing at live buffers.
+//! - `udp_io.rs`: `sendmmsg` / `recvmmsg` over stack arrays of headers pointing at live
+//!   buffers, UDP_SEGMENT / UDP_GRO control messages and socket options.
 //!
 //! Everything else goes through `socket2`, `nix` or `std`.
 #![deny(missing_docs)]
 
 pub mod clock;
-pub mod mmsg;
 pub mod net;
 pub mod poll;
 pub mod process;
@@ -22,4 +22,5 @@ pub mod sockopt;
 pub mod system;
 pub mod tcp_info;
 pub mod time;
+pub mod udp_io;
 pub mod zerocopy;
