@@ -525,3 +525,82 @@ fn udp_reverse_overload_rate_and_loss_match_tbf() {
         udp_overload_through_tbf(true)
     });
 }
+
+// ------------------------------------------------------------ trains on the wire
+
+/// Datagrams sent as offloaded trains (`-b 100M/20`: bursts of 20, one train
+/// each) leave the device as ordinary iperf3 datagrams: a capture on the
+/// receiving veth shows every one with the `-l` size and the sequence numbers
+/// 1, 2, 3, ... without a gap.
+#[test]
+fn udp_trains_reach_the_wire_as_single_datagrams_in_sequence() {
+    let _one_at_a_time = netns::serial();
+    if std::process::Command::new("tshark")
+        .arg("-v")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "tshark is missing (CI=true makes this a failure)"
+        );
+        eprintln!("SKIP: tshark is missing");
+        return;
+    }
+    let Some(pair) = Pair::new() else {
+        return;
+    };
+    const COUNT: usize = 2000;
+    let filter = format!("udp and dst port {PORT} and greater 100");
+    let n = COUNT.to_string();
+    let capture = pair.spawn(
+        Side::Server,
+        &[
+            "tshark",
+            "-i",
+            DEV,
+            "-f",
+            &filter,
+            "-c",
+            &n,
+            "-T",
+            "fields",
+            "-e",
+            "udp.length",
+            "-e",
+            "data.data",
+        ],
+    );
+    // The capture is ready once its packet socket exists.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while pair
+        .on(Side::Server, &["cat", "/proc/net/packet"])
+        .lines()
+        .count()
+        < 2
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "tshark did not start capturing"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let l = UDP_LEN.to_string();
+    let (cdoc, _) = run_test(&pair, &["-u", "-b", "100M/20", "-l", &l, "-k", &n]);
+    let cap = capture.finish(Duration::from_secs(10));
+    let gso = num(&cdoc, "start.test_start.gso");
+    let mut seqs = Vec::new();
+    for line in cap.stdout.lines() {
+        let (len, data) = line.split_once('\t').unwrap_or_else(|| panic!("{line:?}"));
+        assert_eq!(
+            len,
+            (UDP_LEN + 8).to_string(),
+            "UDP length: {line}\n{cap:?}"
+        );
+        // The sequence number: payload bytes 8..12.
+        seqs.push(u64::from_str_radix(&data[16..24], 16).unwrap());
+    }
+    let want: Vec<u64> = (1..=COUNT as u64).collect();
+    assert_eq!(seqs, want, "test_start.gso = {gso}; {cap:?}");
+    assert_eq!(count(&cdoc, "end.sum_sent.packets"), COUNT as u64);
+}
