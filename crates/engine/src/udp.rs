@@ -41,15 +41,30 @@ const OFFLOAD_CALL_BYTES: usize = 256 * 1024;
 /// datagrams); pages are only touched as data arrives.
 const GRO_SLOTS: usize = 4;
 
+/// How far ahead a paced sender's buffer reaches: the datagrams due in this
+/// long are the most one wakeup sends (beyond that a burst takes two calls).
+const PACED_REACH: Duration = Duration::from_millis(10);
+
 /// Datagrams one send call carries at most: with offload, whole trains of
-/// [`udp_io::segments_per_message`] datagrams up to [`OFFLOAD_CALL_BYTES`];
-/// without, one sendmmsg batch.
-fn capacity(len: usize, gso: bool) -> usize {
+/// [`udp_io::segments_per_message`] datagrams; without, one sendmmsg batch;
+/// either way at most [`OFFLOAD_CALL_BYTES`]. A paced sender needs no more than
+/// its rate releases in [`PACED_REACH`] (or one `-b rate/N` burst): at
+/// iperf3's default 1 Mbit/s that is one datagram, which keeps `-P 128` small.
+fn capacity(spec: &UdpSendSpec, gso: bool) -> usize {
+    let len = spec.len.max(1);
     let per = udp_io::segments_per_message(len);
-    if gso && per > 1 {
-        per * (OFFLOAD_CALL_BYTES / (per * len.max(1))).clamp(1, udp_io::MAX_MSGS)
+    let cap = if gso && per > 1 {
+        per * (OFFLOAD_CALL_BYTES / (per * len)).clamp(1, udp_io::MAX_MSGS)
     } else {
-        udp_io::MAX_MSGS
+        udp_io::MAX_MSGS.min((OFFLOAD_CALL_BYTES / len).max(1))
+    };
+    match spec.pacer {
+        Some(p) => {
+            let reach = u128::from(p.rate()) * PACED_REACH.as_nanos() / 8_000_000_000;
+            let due = (reach / len as u128).max(1).max(u128::from(spec.burst));
+            cap.min(due.min(cap as u128) as usize)
+        }
+        None => cap,
     }
 }
 
@@ -85,8 +100,12 @@ pub fn send_loop(
 ) -> io::Result<()> {
     let len = spec.len.max(1);
     let mut gso = udp_io::offload().gso;
-    let cap = capacity(len, gso);
-    let mut buf = payload.repeat(cap);
+    let cap = capacity(&spec, gso);
+    let mut buf = if cap == 1 {
+        payload
+    } else {
+        payload.repeat(cap)
+    };
     let start = Instant::now();
     let mut seq: u64 = 0;
     let mut sent: u64 = 0;
@@ -308,10 +327,36 @@ mod tests {
 
     #[test]
     fn offloaded_calls_carry_whole_trains() {
-        assert_eq!(capacity(1448, true), 45 * 4);
-        assert_eq!(capacity(64, true), 64 * 64);
-        assert_eq!(capacity(40_000, true), udp_io::MAX_MSGS);
-        assert_eq!(capacity(1448, false), udp_io::MAX_MSGS);
+        let unpaced = |len| UdpSendSpec {
+            len,
+            pacer: None,
+            burst: 1,
+            counters_64bit: false,
+        };
+        assert_eq!(capacity(&unpaced(1448), true), 45 * 4);
+        assert_eq!(capacity(&unpaced(64), true), 64 * 64);
+        assert_eq!(capacity(&unpaced(1448), false), udp_io::MAX_MSGS);
+        // Large datagrams: one per message, 256 KiB per call.
+        assert_eq!(capacity(&unpaced(32_768), true), 8);
+        assert_eq!(capacity(&unpaced(32_768), false), 8);
+    }
+
+    #[test]
+    fn paced_senders_hold_what_their_rate_releases() {
+        let paced = |rate: u64, burst, len| UdpSendSpec {
+            len,
+            pacer: Some(Pacer::new(rate)),
+            burst,
+            counters_64bit: false,
+        };
+        // 1 Mbit/s: 1250 bytes per 10 ms, so one datagram at a time.
+        assert_eq!(capacity(&paced(1_000_000, 1, 32_768), true), 1);
+        // 1 Gbit/s: 1.25 MB per 10 ms, more than one call: the call's limit.
+        assert_eq!(capacity(&paced(1_000_000_000, 1, 1448), true), 45 * 4);
+        // 100 Mbit/s: 125 kB per 10 ms = 86 datagrams of 1448.
+        assert_eq!(capacity(&paced(100_000_000, 1, 1448), true), 86);
+        // A slow burst still goes out whole.
+        assert_eq!(capacity(&paced(1_000_000, 20, 1400), true), 20);
     }
 
     #[test]
