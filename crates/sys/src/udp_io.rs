@@ -10,6 +10,7 @@
 //! rather than by the callers.
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::os::fd::AsRawFd;
 use std::sync::OnceLock;
 
@@ -160,14 +161,19 @@ pub fn segments_per_message(size: usize) -> usize {
     (MAX_MESSAGE / size.max(1)).clamp(1, MAX_SEGMENTS)
 }
 
-fn zeroed_headers() -> [libc::mmsghdr; MAX_MSGS] {
-    // SAFETY: mmsghdr is plain data; all-zero is a valid empty header.
-    unsafe { std::mem::zeroed() }
-}
+/// Stack arrays for one call's descriptions. Only the entries a call uses are
+/// written, so a call for one datagram touches one page of stack, not eight:
+/// with `-P 128` that is most of a thread's footprint.
+type Slots<T> = [MaybeUninit<T>; MAX_MSGS];
 
-fn zeroed_iovecs() -> [libc::iovec; MAX_MSGS] {
-    // SAFETY: iovec is plain data; all-zero is a valid empty vector.
-    unsafe { std::mem::zeroed() }
+fn header(iov: *mut libc::iovec, control: *mut libc::c_void, controllen: usize) -> libc::mmsghdr {
+    // SAFETY: mmsghdr is plain data; all-zero is a valid empty header.
+    let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+    h.msg_hdr.msg_iov = iov;
+    h.msg_hdr.msg_iovlen = 1;
+    h.msg_hdr.msg_control = control;
+    h.msg_hdr.msg_controllen = controllen;
+    h
 }
 
 /// Sends the datagrams on a connected socket: with `gso`, up to
@@ -179,44 +185,48 @@ pub fn send(sock: &impl AsRawFd, d: Datagrams<'_>, gso: bool) -> Result<usize, F
     let per_msg = if gso { segments_per_message(size) } else { 1 };
     let gso = gso && per_msg > 1;
     let msg_bytes = per_msg * size;
-    let mut iov = zeroed_iovecs();
-    let mut hdrs = zeroed_headers();
-    let mut cmsg = [Cmsg::default(); MAX_MSGS];
-    let mut counts = [0usize; MAX_MSGS];
+    let mut iov: Slots<libc::iovec> = [const { MaybeUninit::uninit() }; MAX_MSGS];
+    let mut hdrs: Slots<libc::mmsghdr> = [const { MaybeUninit::uninit() }; MAX_MSGS];
+    let mut cmsg: Slots<Cmsg> = [const { MaybeUninit::uninit() }; MAX_MSGS];
+    let chunks = || d.buf.chunks(msg_bytes).take(MAX_MSGS);
     let mut n = 0;
-    for (i, chunk) in d.buf.chunks(msg_bytes).take(MAX_MSGS).enumerate() {
-        iov[i].iov_base = chunk.as_ptr() as *mut libc::c_void;
-        iov[i].iov_len = chunk.len();
-        hdrs[i].msg_hdr.msg_iov = &mut iov[i];
-        hdrs[i].msg_hdr.msg_iovlen = 1;
-        counts[i] = chunk.len().div_ceil(size);
-        if gso {
-            let c = &mut cmsg[i];
-            hdrs[i].msg_hdr.msg_control = c.as_mut_ptr().cast();
+    for (i, chunk) in chunks().enumerate() {
+        let v = iov[i].write(libc::iovec {
+            iov_base: chunk.as_ptr() as *mut libc::c_void,
+            iov_len: chunk.len(),
+        });
+        let h = if gso {
+            let c = cmsg[i].write(Cmsg::default());
             // SAFETY: CMSG_SPACE is a pure size computation.
-            hdrs[i].msg_hdr.msg_controllen = unsafe { libc::CMSG_SPACE(2) } as usize;
+            let space = unsafe { libc::CMSG_SPACE(2) } as usize;
+            let h = hdrs[i].write(header(v, c.as_mut_ptr().cast(), space));
             // SAFETY: the control buffer is 32 bytes, 8-byte aligned, and
             // CMSG_SPACE(2) (24) fits in it, so the first header and its
             // 2-byte payload are in bounds.
             unsafe {
-                let h = libc::CMSG_FIRSTHDR(&hdrs[i].msg_hdr);
-                (*h).cmsg_level = libc::SOL_UDP;
-                (*h).cmsg_type = libc::UDP_SEGMENT;
-                (*h).cmsg_len = libc::CMSG_LEN(2) as usize;
-                std::ptr::write_unaligned(libc::CMSG_DATA(h).cast::<u16>(), size as u16);
+                let c = libc::CMSG_FIRSTHDR(&h.msg_hdr);
+                (*c).cmsg_level = libc::SOL_UDP;
+                (*c).cmsg_type = libc::UDP_SEGMENT;
+                (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
+                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), size as u16);
             }
-        }
+            h
+        } else {
+            hdrs[i].write(header(v, std::ptr::null_mut(), 0))
+        };
+        debug_assert!(!h.msg_hdr.msg_iov.is_null());
         n = i + 1;
     }
     if n == 0 {
         return Ok(0);
     }
     let fd = sock.as_raw_fd();
-    // SAFETY: `hdrs[..n]` point at iovecs into `d.buf` and control buffers, all
-    // alive for the call; the kernel only reads them (send).
-    let sent = retry_eintr(|| unsafe { libc::sendmmsg(fd, hdrs.as_mut_ptr(), n as u32, 0) })
+    let hp = hdrs.as_mut_ptr().cast::<libc::mmsghdr>();
+    // SAFETY: `hdrs[..n]` were written above and point at iovecs into `d.buf`
+    // and control buffers, all alive for the call; the kernel only reads them.
+    let sent = retry_eintr(|| unsafe { libc::sendmmsg(fd, hp, n as u32, 0) })
         .map_err(|e| classify(e, gso))?;
-    Ok(counts[..sent].iter().sum())
+    Ok(chunks().take(sent).map(|c| c.len().div_ceil(size)).sum())
 }
 
 /// One received message: `len` bytes at the start of its slot; `seg` is the
@@ -240,18 +250,20 @@ pub fn recv(
     out: &mut [Received; MAX_MSGS],
 ) -> Result<usize, Failure> {
     let stride = stride.max(1);
-    let mut iov = zeroed_iovecs();
-    let mut hdrs = zeroed_headers();
-    let mut cmsg = [Cmsg::default(); MAX_MSGS];
+    let mut iov: Slots<libc::iovec> = [const { MaybeUninit::uninit() }; MAX_MSGS];
+    let mut hdrs: Slots<libc::mmsghdr> = [const { MaybeUninit::uninit() }; MAX_MSGS];
+    let mut cmsg: Slots<Cmsg> = [const { MaybeUninit::uninit() }; MAX_MSGS];
     let mut n = 0;
     for (i, slot) in buf.chunks_exact_mut(stride).take(MAX_MSGS).enumerate() {
-        iov[i].iov_base = slot.as_mut_ptr().cast();
-        iov[i].iov_len = slot.len();
-        hdrs[i].msg_hdr.msg_iov = &mut iov[i];
-        hdrs[i].msg_hdr.msg_iovlen = 1;
+        let v = iov[i].write(libc::iovec {
+            iov_base: slot.as_mut_ptr().cast(),
+            iov_len: slot.len(),
+        });
         if gro {
-            hdrs[i].msg_hdr.msg_control = cmsg[i].as_mut_ptr().cast();
-            hdrs[i].msg_hdr.msg_controllen = size_of::<Cmsg>();
+            let c = cmsg[i].write(Cmsg::default());
+            hdrs[i].write(header(v, c.as_mut_ptr().cast(), size_of::<Cmsg>()));
+        } else {
+            hdrs[i].write(header(v, std::ptr::null_mut(), 0));
         }
         n = i + 1;
     }
@@ -259,22 +271,21 @@ pub fn recv(
         return Ok(0);
     }
     let fd = sock.as_raw_fd();
-    // SAFETY: `hdrs[..n]` point at distinct, live, writable slots and control
-    // buffers of the stated lengths; no timeout pointer is passed.
+    let hp = hdrs.as_mut_ptr().cast::<libc::mmsghdr>();
+    // SAFETY: `hdrs[..n]` were written above and point at distinct, live,
+    // writable slots and control buffers of the stated lengths; no timeout
+    // pointer is passed.
     let got = retry_eintr(|| unsafe {
-        libc::recvmmsg(
-            fd,
-            hdrs.as_mut_ptr(),
-            n as u32,
-            libc::MSG_WAITFORONE,
-            std::ptr::null_mut(),
-        )
+        libc::recvmmsg(fd, hp, n as u32, libc::MSG_WAITFORONE, std::ptr::null_mut())
     })
     .map_err(|e| match e.kind() {
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Failure::Retry,
         _ => classify(e, false),
     })?;
-    for (o, h) in out.iter_mut().zip(&hdrs[..got]) {
+    for (o, h) in out.iter_mut().zip(&hdrs[..got.min(n)]) {
+        // SAFETY: the first `n` headers were written before the call, and the
+        // kernel filled `got` <= `n` of them.
+        let h = unsafe { h.assume_init_ref() };
         *o = Received {
             len: h.msg_len as usize,
             seg: if gro { gro_segment(&h.msg_hdr) } else { 0 },
