@@ -30,9 +30,6 @@ pub struct UdpSendSpec {
     pub counters_64bit: bool,
 }
 
-/// Longest a paced sender sleeps at once, so the stop flag stays responsive.
-const MAX_NAP: Duration = Duration::from_millis(5);
-
 /// Bytes one offloaded send call covers at most: a few 64 KiB trains, enough to
 /// make system calls rare without leaving the cache.
 const OFFLOAD_CALL_BYTES: usize = 256 * 1024;
@@ -115,7 +112,7 @@ pub fn send_loop(
                 .pacer
                 .and_then(|p| p.wait(sent, start.elapsed()))
                 .unwrap_or_default();
-            std::thread::sleep(w.min(MAX_NAP));
+            ctl.nap(w);
             continue;
         };
         while want > 0 && !ctl.stopped() {
