@@ -86,7 +86,10 @@ pub fn offload() -> Offload {
         if std::env::var_os("RPERF3_UDP_OFFLOAD").is_some_and(|v| v == "0") {
             return off;
         }
-        let Ok(s) = std::net::UdpSocket::bind("127.0.0.1:0") else {
+        // Unbound: the options belong to the protocol, not to an address.
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None)
+            .or_else(|_| socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::DGRAM, None));
+        let Ok(s) = s else {
             return off;
         };
         Offload {
