@@ -2,24 +2,27 @@
 # Compare rperf3 against iperf3 on loopback: throughput, CPU per side and
 # bits per CPU-second, as medians over interleaved rounds (see benches/README.md).
 #
-# Usage: benches/compare.sh [--cases tcp1,tcp2,tcpR,udp1448,udp64] [--rounds N]
-#                           [--time T] [--port P] [--out DIR]
-# Environment: RPERF3=path (skip the release build), IPERF3=path (default: iperf3 on PATH).
+# Usage: benches/compare.sh [--cases tcp1,tcp2,...] [--rounds N] [--time T]
+#                           [--port P] [--out DIR]
+# Cases: tcp1 tcp2 tcp4 tcp8 tcpR tcpZ udp1448 udp64 gsro1448 gsro64 tcp128 udp128 bidir128
+#   (default: all; gsro* need an iperf3 with --gsro and are left out otherwise)
+# Environment: RPERF3=path (skip the release build), IPERF3=path (any iperf3 binary;
+#   default: iperf3 on PATH).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 stats="$here/compare_stats.py"
 
-all_cases="tcp1,tcp2,tcpR,udp1448,udp64"
-cases=$all_cases
+all_cases="tcp1,tcp2,tcp4,tcp8,tcpR,tcpZ,udp1448,udp64,gsro1448,gsro64,tcp128,udp128,bidir128"
+cases=""
 rounds=5
 secs=5
 port=27950
 out=""
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
-usage() { sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -36,18 +39,25 @@ done
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer"
 [[ $secs =~ ^[1-9][0-9]*$ ]] || die "--time must be a positive whole number of seconds"
 [[ $port =~ ^[0-9]+$ ]] && [ "$port" -ge 1024 ] && [ "$port" -le 65535 ] || die "--port must be 1024..65535"
-IFS=, read -r -a case_list <<< "$cases"
-for c in "${case_list[@]}"; do
-    [[ ",$all_cases," == *",$c,"* ]] || die "unknown case '$c' (known: $all_cases)"
-done
 
+# Client arguments of case $1 for program $2. Both programs get the same flags,
+# except gsro*: iperf3 with --gsro against rperf3's defaults (which use UDP
+# segmentation and receive offload wherever the kernel has them).
 case_args() {
     case "$1" in
         tcp1) echo "" ;;
         tcp2) echo "-P 2" ;;
+        tcp4) echo "-P 4" ;;
+        tcp8) echo "-P 8" ;;
         tcpR) echo "-R" ;;
+        tcpZ) echo "-Z --skip-rx-copy" ;;
         udp1448) echo "-u -b 0 -l 1448" ;;
         udp64) echo "-u -b 0 -l 64" ;;
+        gsro1448) echo "-u -b 0 -l 1448$([ "$2" = iperf3 ] && echo " --gsro")" ;;
+        gsro64) echo "-u -b 0 -l 64$([ "$2" = iperf3 ] && echo " --gsro")" ;;
+        tcp128) echo "-P 128" ;;
+        udp128) echo "-u -P 128" ;;
+        bidir128) echo "-P 128 --bidir" ;;
     esac
 }
 
@@ -73,6 +83,18 @@ fi
 iperf3=${IPERF3:-$(command -v iperf3 || true)}
 [ -n "$iperf3" ] || die "iperf3 not found on PATH; install it or pass IPERF3=path"
 [ -x "$iperf3" ] || die "iperf3 binary not found or not executable: $iperf3"
+
+has_gsro=0
+"$iperf3" --help 2>&1 | grep -q -- --gsro && has_gsro=1
+if [ -z "$cases" ]; then
+    cases=$all_cases
+    [ "$has_gsro" = 1 ] || cases=${cases/gsro1448,gsro64,/}
+fi
+IFS=, read -r -a case_list <<< "$cases"
+for c in "${case_list[@]}"; do
+    [[ ",$all_cases," == *",$c,"* ]] || die "unknown case '$c' (known: $all_cases)"
+    [[ $c != gsro* || $has_gsro = 1 ]] || die "case $c needs an iperf3 with --gsro ($iperf3 has none)"
+done
 
 prog_path() { if [ "$1" = rperf3 ]; then echo "$rperf3"; else echo "$iperf3"; fi; }
 
@@ -135,7 +157,7 @@ run_pair() {
     await down 10 || die "port $port is still in use by another program; pick another with --port"
 
     snapshot > "$dir/stat.before"
-    timeout -k 2 $((secs + 40)) /usr/bin/time -f '%U %S %e' -o "$dir/server.time" \
+    timeout -k 2 $((secs + 40)) /usr/bin/time -f '%U %S %e %M' -o "$dir/server.time" \
         "$bin" -s -1 -J -p "$port" > "$dir/server.json" 2> "$dir/server.err" &
     server_pid=$!
     if ! await up 10; then
@@ -149,8 +171,8 @@ run_pair() {
     fi
 
     # shellcheck disable=SC2046  # the case arguments are meant to split
-    timeout -k 2 $((secs + 25)) /usr/bin/time -f '%U %S %e' -o "$dir/client.time" \
-        "$bin" -c 127.0.0.1 -p "$port" -J -t "$secs" $(case_args "$case") \
+    timeout -k 2 $((secs + 25)) /usr/bin/time -f '%U %S %e %M' -o "$dir/client.time" \
+        "$bin" -c 127.0.0.1 -p "$port" -J -t "$secs" $(case_args "$case" "$prog") \
         > "$dir/client.json" 2> "$dir/client.err" &
     client_pid=$!
     rc=0; wait "$client_pid" || rc=$?

@@ -22,6 +22,14 @@ PROGS = ("rperf3", "iperf3")
 CASES = {
     "tcp1": "TCP, 1 stream",
     "tcp2": "TCP, -P 2",
+    "tcp4": "TCP, -P 4",
+    "tcp8": "TCP, -P 8",
+    "tcpZ": "TCP, -Z --skip-rx-copy (both)",
+    "gsro1448": "UDP, -b 0 -l 1448; iperf3 with --gsro, rperf3 with its defaults",
+    "gsro64": "UDP, -b 0 -l 64; iperf3 with --gsro, rperf3 with its defaults",
+    "tcp128": "TCP, -P 128",
+    "udp128": "UDP, -P 128 (1 Mbit/s each)",
+    "bidir128": "TCP, -P 128 --bidir",
     "tcpR": "TCP, -R (server sends)",
     "udp1448": "UDP, -b 0 -l 1448",
     "udp64": "UDP, -b 0 -l 64",
@@ -68,18 +76,19 @@ def _num(v):
 
 
 def _rusage(path):
-    """CPU seconds (user + system) from `/usr/bin/time -f '%U %S %e'`, or None."""
+    """(CPU seconds (user + system), peak RSS in KiB) from
+    `/usr/bin/time -f '%U %S %e %M'`, or (None, None)."""
     text = _read(path)
     if not text:
-        return None
+        return None, None
     for line in reversed(text.strip().splitlines()):
         parts = line.split()
-        if len(parts) == 3:
+        if len(parts) == 4:
             try:
-                return float(parts[0]) + float(parts[1])
+                return float(parts[0]) + float(parts[1]), float(parts[3])
             except ValueError:
                 pass
-    return None
+    return None, None
 
 
 def _snapshot(path):
@@ -150,7 +159,7 @@ def extract(args):
     cc, cs = rec["cpu_client"], rec["cpu_server"]
     rec["eff"] = bps / ((cc + cs) / 100.0) if bps and cc is not None and cs is not None and cc + cs > 0 else None
 
-    if args.case.startswith("udp"):
+    if args.case.startswith(("udp", "gsro")):
         pk = _num(_get(recv, "packets"))
         lost = _num(_get(recv, "lost_packets"))
         secs = _num(_get(recv, "seconds"))
@@ -165,7 +174,8 @@ def extract(args):
             if rec["pps"] <= 0:
                 problems.append(f"{rside}: zero packets received")
 
-    ec, es = _rusage(os.path.join(d, "client.time")), _rusage(os.path.join(d, "server.time"))
+    (ec, rc_), (es, rs) = _rusage(os.path.join(d, "client.time")), _rusage(os.path.join(d, "server.time"))
+    rec["rss"] = (rc_ + rs) * 1024 if rc_ is not None and rs is not None else None
     rec["ext_cpu"] = ec + es if ec is not None and es is not None else None
     rec["ext_eff"] = rec["bytes"] * 8 / rec["ext_cpu"] if rec["bytes"] and rec["ext_cpu"] else None
 
@@ -191,6 +201,7 @@ METRICS = [
     ("eff", "efficiency Gbit/CPU-s", 1e-9, "{:.3f}"),
     ("ext_cpu", "ext CPU-s client+srv", 1, "{:.2f}"),
     ("ext_eff", "ext eff Gbit/CPU-s", 1e-9, "{:.3f}"),
+    ("rss", "peak RSS MiB clnt+srv", 1 / 1048576, "{:.1f}"),
     ("others", "others' CPU % (noise)", 1, "{:.0f}"),
 ]
 
@@ -203,6 +214,7 @@ SUMMARY_KEYS = {
     "eff": "eff",
     "ext_cpu": "ext_cpu",
     "ext_eff": "ext_eff",
+    "rss": "rss",
     "others": "others",
 }
 
@@ -245,7 +257,7 @@ def report(args):
                    "ok_rperf3": f"{len(ok['rperf3'])}/{n['rperf3']}",
                    "ok_iperf3": f"{len(ok['iperf3'])}/{n['iperf3']}"}
         for key, label, scale, fmt in METRICS:
-            if key in ("pps", "loss") and not case.startswith("udp"):
+            if key in ("pps", "loss") and not case.startswith(("udp", "gsro")):
                 continue
             med = {}
             for p in PROGS:

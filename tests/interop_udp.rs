@@ -1,10 +1,12 @@
 //! UDP between rperf3 and Debian's iperf3 3.12, both ways round, `-J` on both
 //! ends: packets, loss and bytes must reconcile between the two documents, and
 //! multi-stream handshakes (several streams on one UDP port) must never fail.
+//! Against iperf3 3.21 with `--gsro`, both ends send and receive datagram
+//! trains (UDP segmentation / receive offload) and the figures still reconcile.
 
 mod common;
 
-use common::interop::{run, Mode, Pairing};
+use common::interop::{run, run_with, Mode, Pairing};
 use common::json::num;
 
 macro_rules! both_ways {
@@ -46,6 +48,66 @@ fn udp(p: Pairing, args: &[&str], mode: Mode, streams: usize) -> Vec<String> {
         vec![format!("{}\n{}", r.problems.join("\n  "), r.transcript)]
     }
 }
+
+/// One UDP test against iperf3 3.21 with `--gsro`: figures reconcile, and each
+/// side's `test_start` says offload is on (rperf3's: for the directions it runs,
+/// where the kernel has it; iperf3's: as asked).
+fn udp_321_gsro(p: Pairing, args: &[&str], mode: Mode) {
+    let Some(peer) = common::iperf3_321() else {
+        return;
+    };
+    let mut a = vec!["--gsro"];
+    a.extend_from_slice(args);
+    let mut r = run_with(&peer, p, &a);
+    r.assert_clean();
+    r.check_stream_counts(if mode == Mode::Bidir { 2 } else { 1 });
+    r.check_udp_accounting(mode);
+    r.assert_clean();
+    let ours = match p {
+        Pairing::OursToIperf3 => &r.client,
+        Pairing::Iperf3ToOurs => &r.server,
+    };
+    let theirs = match p {
+        Pairing::OursToIperf3 => &r.server,
+        Pairing::Iperf3ToOurs => &r.client,
+    };
+    // iperf3 3.21 writes what `--gsro` asked for.
+    for k in ["gso", "gro"] {
+        assert_eq!(
+            num(theirs, &format!("start.test_start.{k}")),
+            1.0,
+            "{}",
+            r.transcript
+        );
+    }
+    // rperf3: segmentation where it sends, receive offload where it receives.
+    let ours_client = matches!(p, Pairing::OursToIperf3);
+    let sends = mode == Mode::Bidir || (mode == Mode::Normal) == ours_client;
+    let receives = mode == Mode::Bidir || (mode == Mode::Reverse) == ours_client;
+    let want = |b: bool| if b { 1.0 } else { 0.0 };
+    assert_eq!(
+        num(ours, "start.test_start.gso"),
+        want(sends),
+        "{}",
+        r.transcript
+    );
+    assert_eq!(
+        num(ours, "start.test_start.gro"),
+        want(receives),
+        "{}",
+        r.transcript
+    );
+}
+
+both_ways!(gsro_321, |p| {
+    udp_321_gsro(p, &["-u", "-b", "200M", "-t", "1"], Mode::Normal);
+    udp_321_gsro(p, &["-u", "-b", "200M", "-t", "1", "-R"], Mode::Reverse);
+    udp_321_gsro(
+        p,
+        &["-u", "-b", "100M/20", "-t", "1", "--bidir"],
+        Mode::Bidir,
+    );
+});
 
 fn assert_udp(p: Pairing, args: &[&str], mode: Mode, streams: usize) {
     let problems = udp(p, args, mode, streams);

@@ -156,11 +156,13 @@ fn tcp_reverse_goodput_matches_tbf_rate() {
 
 // ------------------------------------------------------- UDP + counting rules
 
-/// iptables match for the test's data datagrams only (not the 4-byte UDP
-/// handshake, not the TCP control connection), in the direction of the data.
+/// iptables match for the test's data only (not the 4-byte UDP handshake, not
+/// the TCP control connection), in the direction of the data: single datagrams
+/// and, in the sender's OUTPUT chain, trains of them sent with UDP_SEGMENT
+/// (netfilter sees a train before the device cuts it up).
 fn data_match(reverse: bool) -> Vec<String> {
     let port = if reverse { "--sport" } else { "--dport" };
-    let ip_len = (UDP_LEN + UDP_IP_HEADERS).to_string();
+    let ip_len = format!("{}:65535", UDP_LEN + UDP_IP_HEADERS);
     let port_no = PORT.to_string();
     [
         "-p", "udp", port, &port_no, "-m", "length", "--length", &ip_len,
@@ -187,6 +189,18 @@ fn count_udp_data(pair: &Pair, reverse: bool) {
     add_rule(pair, receiver, "INPUT", &m, &["-j", "ACCEPT"]);
 }
 
+/// Datagrams in what a rule counted: each packet (a datagram or a train of
+/// them) has one IP + UDP header and `UDP_LEN`-byte payloads.
+fn datagrams((packets, bytes): (u64, u64)) -> u64 {
+    let payload = bytes - packets * u64::from(UDP_IP_HEADERS);
+    assert_eq!(
+        payload % u64::from(UDP_LEN),
+        0,
+        "{packets} packets, {bytes} bytes"
+    );
+    payload / u64::from(UDP_LEN)
+}
+
 /// What both UDP tests read from the two documents and the kernel.
 struct UdpFigures {
     /// Datagrams the sender reports (its `end.sum_sent.packets`).
@@ -199,6 +213,8 @@ struct UdpFigures {
     highest: u64,
     /// Kernel: data datagrams through the sender's OUTPUT chain.
     kernel_sent: u64,
+    /// Kernel: packets through that chain (fewer when datagrams went as trains).
+    kernel_sent_packets: u64,
     /// Kernel: UDP datagrams the receiver's sockets handed to rperf3
     /// (SNMP InDatagrams, counted on read; includes the one handshake datagram).
     kernel_read: u64,
@@ -214,12 +230,14 @@ impl UdpFigures {
         rdoc: &serde_json::Value,
     ) -> Self {
         let (sender, receiver) = roles(reverse);
+        let out = *pair.iptables_counters(sender, "OUTPUT").last().unwrap();
         Self {
             sent: count(sdoc, "end.sum_sent.packets"),
             received: count(rdoc, "end.sum_received.bytes") / u64::from(UDP_LEN),
             lost: count(rdoc, "end.sum_received.lost_packets"),
             highest: count(rdoc, "end.sum_received.packets"),
-            kernel_sent: *pair.iptables_packets(sender, "OUTPUT").last().unwrap(),
+            kernel_sent: datagrams(out),
+            kernel_sent_packets: out.0,
             kernel_read: pair.udp_snmp(receiver, "InDatagrams"),
             rcvbuf_errors: pair.udp_snmp(receiver, "RcvbufErrors"),
         }
@@ -227,10 +245,11 @@ impl UdpFigures {
 
     fn summary(&self) -> String {
         format!(
-            "sender sent {} (kernel OUTPUT {}); receiver read {} (kernel InDatagrams {} incl. 1 \
+            "sender sent {} (kernel OUTPUT {} in {} packets); receiver read {} (kernel InDatagrams {} incl. 1 \
              handshake; RcvbufErrors {}), highest seq {}, lost {}",
             self.sent,
             self.kernel_sent,
+            self.kernel_sent_packets,
             self.received,
             self.kernel_read,
             self.rcvbuf_errors,
@@ -242,7 +261,7 @@ impl UdpFigures {
     /// Checks that hold whatever the machine's load: each end counts exactly
     /// what went through its socket, and the loss is the gaps below the
     /// highest sequence number (a veth never reorders).
-    fn assert_exact_counts(&self, ctx: &str) {
+    fn assert_exact_counts(&self, burst: u32, ctx: &str) {
         assert_eq!(
             self.sent, self.kernel_sent,
             "sender's end.sum_sent.packets != datagrams the kernel's OUTPUT chain saw\n{ctx}"
@@ -254,11 +273,12 @@ impl UdpFigures {
              in the receiver's end.sum_received\n{ctx}"
         );
         // The receiver's worker may read a datagram or two after the final sample
-        // (in -R the server keeps sending until TEST_END); those are outside the
-        // test, as in iperf3, and the counts above stay consistent without them.
+        // (in -R the server keeps sending until TEST_END), or with `-b rate/N`
+        // what one burst queued; those are outside the test, as in iperf3, and
+        // the counts above stay consistent without them.
         let after_end = self.kernel_read.saturating_sub(self.received + 1);
         assert!(
-            self.received < self.kernel_read && after_end <= 2,
+            self.received < self.kernel_read && after_end <= u64::from(burst.max(2)),
             "receiver's end.sum_received.bytes / {UDP_LEN} (+1 handshake) vs datagrams the \
              kernel handed to rperf3 (SNMP Udp InDatagrams): {after_end} read after the end\n{ctx}"
         );
@@ -273,8 +293,10 @@ impl UdpFigures {
 const DROP_SEQ_MAX: u64 = 9000;
 
 /// UDP at 50 Mbit/s while the receiver's INPUT drops 1% of the data datagrams
-/// at random: the loss rperf3 reports is exactly the rule's drop counter.
-fn udp_loss_equals_iptables_drops(reverse: bool) -> Attempt {
+/// at random: the loss rperf3 reports is exactly the rule's drop counter. With
+/// `burst`, datagrams go out in `-b 50M/burst` bursts, each one train sent with
+/// segmentation offload, so drops fall in the middle of trains.
+fn udp_loss_equals_iptables_drops(reverse: bool, burst: Option<u32>) -> Attempt {
     let Some(pair) = Pair::new() else {
         return Attempt::Skip;
     };
@@ -305,7 +327,8 @@ fn udp_loss_equals_iptables_drops(reverse: bool) -> Attempt {
     count_udp_data(&pair, reverse);
 
     let l = UDP_LEN.to_string();
-    let mut args = vec!["-u", "-b", "50M", "-l", &l, "-t", "4"];
+    let rate = burst.map_or("50M".to_string(), |b| format!("50M/{b}"));
+    let mut args = vec!["-u", "-b", &rate, "-l", &l, "-t", "4"];
     if reverse {
         args.push("-R");
     }
@@ -317,14 +340,14 @@ fn udp_loss_equals_iptables_drops(reverse: bool) -> Attempt {
     };
 
     let f = UdpFigures::read(&pair, reverse, tdoc, rdoc);
-    let dropped = pair.iptables_packets(receiver, "INPUT")[0];
+    let dropped = datagrams(pair.iptables_counters(receiver, "INPUT")[0]);
     let stream_lost = count(rdoc, "end.streams.0.udp.lost_packets");
     let client_lost = count(&cdoc, "end.sum_received.lost_packets");
     let lost_percent = num(rdoc, "end.sum_received.lost_percent");
     let client_percent = num(&cdoc, "end.sum_received.lost_percent");
     let client_packets = count(&cdoc, "end.sum_received.packets");
     let ctx = format!(
-        "UDP 50M, 1% random drop, reverse={reverse}: iptables dropped {dropped}; rperf3 lost {} \
+        "UDP -b {rate}, 1% random drop, reverse={reverse}: iptables dropped {dropped}; rperf3 lost {} \
          (stream {stream_lost}, client's view {client_lost}/{client_packets} = \
          {client_percent:.4}%); {}",
         f.lost,
@@ -333,6 +356,14 @@ fn udp_loss_equals_iptables_drops(reverse: bool) -> Attempt {
     eprintln!("{ctx}");
 
     assert!(dropped >= 20, "the drop rule hardly fired\n{ctx}");
+    if let Some(b) = burst {
+        // The bursts really left as trains (when the kernel has the offload).
+        let gso = num(tdoc, "start.test_start.gso") == 1.0;
+        assert!(
+            !gso || f.kernel_sent_packets * u64::from(b) / 2 <= f.kernel_sent,
+            "bursts of {b} did not go out as trains\n{ctx}"
+        );
+    }
     assert!(
         f.highest > DROP_SEQ_MAX,
         "too few datagrams for the drop window\n{ctx}"
@@ -368,21 +399,39 @@ fn udp_loss_equals_iptables_drops(reverse: bool) -> Attempt {
             "lost_percent {pct} != 100 x {lost} / {packets} = {want}\n{ctx}"
         );
     }
-    f.assert_exact_counts(&ctx);
+    f.assert_exact_counts(burst.unwrap_or(1), &ctx);
     outcome
 }
 
 #[test]
 fn udp_loss_equals_iptables_drops_forward() {
     let _one_at_a_time = netns::serial();
-    with_retries("UDP random drop", || udp_loss_equals_iptables_drops(false));
+    with_retries("UDP random drop", || {
+        udp_loss_equals_iptables_drops(false, None)
+    });
+}
+
+#[test]
+fn udp_loss_in_offloaded_trains_equals_iptables_drops() {
+    let _one_at_a_time = netns::serial();
+    with_retries("UDP trains, random drop", || {
+        udp_loss_equals_iptables_drops(false, Some(20))
+    });
+}
+
+#[test]
+fn udp_reverse_loss_in_offloaded_trains_equals_iptables_drops() {
+    let _one_at_a_time = netns::serial();
+    with_retries("UDP -R trains, random drop", || {
+        udp_loss_equals_iptables_drops(true, Some(20))
+    });
 }
 
 #[test]
 fn udp_reverse_loss_equals_iptables_drops() {
     let _one_at_a_time = netns::serial();
     with_retries("UDP -R random drop", || {
-        udp_loss_equals_iptables_drops(true)
+        udp_loss_equals_iptables_drops(true, None)
     });
 }
 
@@ -447,7 +496,7 @@ fn udp_overload_through_tbf(reverse: bool) -> Attempt {
     // sent after the last it read (no sequence number above them shows the
     // gap: the shaper's drops at the very end, and with -R what the server
     // still sent after the client had stopped reading). Those are few.
-    f.assert_exact_counts(&ctx);
+    f.assert_exact_counts(1, &ctx);
     assert_eq!(
         (f.lost + tail) as i64,
         f.sent as i64 - f.received as i64,
@@ -476,4 +525,83 @@ fn udp_reverse_overload_rate_and_loss_match_tbf() {
     with_retries("UDP -R overload through tbf", || {
         udp_overload_through_tbf(true)
     });
+}
+
+// ------------------------------------------------------------ trains on the wire
+
+/// Datagrams sent as offloaded trains (`-b 100M/20`: bursts of 20, one train
+/// each) leave the device as ordinary iperf3 datagrams: a capture on the
+/// receiving veth shows every one with the `-l` size and the sequence numbers
+/// 1, 2, 3, ... without a gap.
+#[test]
+fn udp_trains_reach_the_wire_as_single_datagrams_in_sequence() {
+    let _one_at_a_time = netns::serial();
+    if std::process::Command::new("tshark")
+        .arg("-v")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "tshark is missing (CI=true makes this a failure)"
+        );
+        eprintln!("SKIP: tshark is missing");
+        return;
+    }
+    let Some(pair) = Pair::new() else {
+        return;
+    };
+    const COUNT: usize = 2000;
+    let filter = format!("udp and dst port {PORT} and greater 100");
+    let n = COUNT.to_string();
+    let capture = pair.spawn(
+        Side::Server,
+        &[
+            "tshark",
+            "-i",
+            DEV,
+            "-f",
+            &filter,
+            "-c",
+            &n,
+            "-T",
+            "fields",
+            "-e",
+            "udp.length",
+            "-e",
+            "data.data",
+        ],
+    );
+    // The capture is ready once its packet socket exists.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while pair
+        .on(Side::Server, &["cat", "/proc/net/packet"])
+        .lines()
+        .count()
+        < 2
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "tshark did not start capturing"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let l = UDP_LEN.to_string();
+    let (cdoc, _) = run_test(&pair, &["-u", "-b", "100M/20", "-l", &l, "-k", &n]);
+    let cap = capture.finish(Duration::from_secs(10));
+    let gso = num(&cdoc, "start.test_start.gso");
+    let mut seqs = Vec::new();
+    for line in cap.stdout.lines() {
+        let (len, data) = line.split_once('\t').unwrap_or_else(|| panic!("{line:?}"));
+        assert_eq!(
+            len,
+            (UDP_LEN + 8).to_string(),
+            "UDP length: {line}\n{cap:?}"
+        );
+        // The sequence number: payload bytes 8..12.
+        seqs.push(u64::from_str_radix(&data[16..24], 16).unwrap());
+    }
+    let want: Vec<u64> = (1..=COUNT as u64).collect();
+    assert_eq!(seqs, want, "test_start.gso = {gso}; {cap:?}");
+    assert_eq!(count(&cdoc, "end.sum_sent.packets"), COUNT as u64);
 }

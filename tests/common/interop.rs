@@ -31,8 +31,12 @@ pub struct Run {
 /// Runs `client_args` (after `-c 127.0.0.1 -p PORT -J`) against a one-off
 /// `-J` server.
 pub fn run(pairing: Pairing, client_args: &[&str]) -> Run {
+    run_with(Path::new("iperf3"), pairing, client_args)
+}
+
+/// As [`run`], with a given iperf3 binary.
+pub fn run_with(iperf3: &Path, pairing: Pairing, client_args: &[&str]) -> Run {
     let ours = rperf3();
-    let iperf3 = Path::new("iperf3");
     match pairing {
         Pairing::OursToIperf3 => run_between(&ours, iperf3, client_args),
         Pairing::Iperf3ToOurs => run_between(iperf3, &ours, client_args),

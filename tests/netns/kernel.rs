@@ -3,19 +3,28 @@
 //! rperf3's reports are compared with, so each parser is strict and panics with
 //! the raw text when it cannot find what it expects.
 
-/// Packet counters of every rule of an `iptables -L CHAIN -v -n -x` listing,
-/// in rule order.
-pub(crate) fn iptables_rule_packets(listing: &str) -> Vec<u64> {
+/// (packets, bytes) counters of every rule of an `iptables -L CHAIN -v -n -x`
+/// listing, in rule order.
+pub(crate) fn iptables_rule_counters(listing: &str) -> Vec<(u64, u64)> {
     listing
         .lines()
         .skip(2) // "Chain ..." and the column header
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
-            l.split_whitespace()
-                .next()
-                .and_then(|p| p.parse().ok())
-                .unwrap_or_else(|| panic!("bad iptables line {l:?} in:\n{listing}"))
+            let mut f = l.split_whitespace().map(|v| v.parse().ok());
+            match (f.next().flatten(), f.next().flatten()) {
+                (Some(p), Some(b)) => (p, b),
+                _ => panic!("bad iptables line {l:?} in:\n{listing}"),
+            }
         })
+        .collect()
+}
+
+/// Packet counters of every rule, in rule order.
+pub(crate) fn iptables_rule_packets(listing: &str) -> Vec<u64> {
+    iptables_rule_counters(listing)
+        .into_iter()
+        .map(|(p, _)| p)
         .collect()
 }
 
@@ -57,6 +66,10 @@ mod tests {
     fn rule_counters_in_order() {
         let l = "Chain INPUT (policy ACCEPT 9 packets, 540 bytes)\n    pkts      bytes target     prot opt in     out     source               destination\n      81   115668 DROP       17   --  *      *       0.0.0.0/0            0.0.0.0/0            udp dpt:5201\n   17776 25384128 ACCEPT     17   --  *      *       0.0.0.0/0            0.0.0.0/0\n";
         assert_eq!(iptables_rule_packets(l), vec![81, 17776]);
+        assert_eq!(
+            iptables_rule_counters(l),
+            vec![(81, 115668), (17776, 25384128)]
+        );
     }
 
     #[test]

@@ -136,6 +136,11 @@ impl Pair {
             pair.exec(ns, &["ip", "addr", "add", &format!("{ip}/30"), "dev", DEV]);
             pair.exec(ns, &["ip", "link", "set", "lo", "up"]);
             pair.exec(ns, &["ip", "link", "set", DEV, "up"]);
+            // Like a NIC without UDP segmentation offload: the kernel cuts a
+            // sender's datagram trains (UDP_SEGMENT) into datagrams at the
+            // device, so the peer's netfilter sees each one. (A veth would
+            // otherwise carry a train whole into the other namespace.)
+            pair.exec(ns, &["ip", "link", "set", DEV, "gso_max_segs", "1"]);
         }
         Some(pair)
     }
@@ -236,6 +241,12 @@ impl Pair {
     pub(crate) fn iptables_packets(&self, side: Side, chain: &str) -> Vec<u64> {
         let l = self.on(side, &["iptables", "-L", chain, "-v", "-n", "-x"]);
         kernel::iptables_rule_packets(&l)
+    }
+
+    /// (packets, bytes) of every rule of `chain` in `side`'s namespace.
+    pub(crate) fn iptables_counters(&self, side: Side, chain: &str) -> Vec<(u64, u64)> {
+        let l = self.on(side, &["iptables", "-L", chain, "-v", "-n", "-x"]);
+        kernel::iptables_rule_counters(&l)
     }
 
     /// A `Udp:` SNMP counter of `side`'s namespace.

@@ -125,6 +125,9 @@ pub fn stream_roles(p: &TestParams, side: Side) -> Vec<bool> {
 
 /// The report's `test_start` facts from the parameters in effect.
 pub fn test_info(p: &TestParams, common: &CommonConfig, side: Side) -> TestInfo {
+    let udp = p.protocol == WireProto::Udp;
+    let off = rperf3_sys::udp_io::offload();
+    let roles = stream_roles(p, side);
     TestInfo {
         side,
         protocol: match p.protocol {
@@ -144,10 +147,10 @@ pub fn test_info(p: &TestParams, common: &CommonConfig, side: Side) -> TestInfo 
         target_bitrate: p.bandwidth,
         fq_rate: p.fqrate,
         interval: common.interval.map_or(0.0, |d| d.as_secs_f64()),
-        // What is in effect here: rperf3 batches with sendmmsg/recvmmsg but does
-        // not use UDP GSO/GRO yet, whatever the peer asked for.
-        gso: false,
-        gro: false,
+        // What is in effect here, whatever the peer asked for: the offloads this
+        // kernel has, for the directions this side runs.
+        gso: udp && off.gso && roles.contains(&true),
+        gro: udp && off.gro && roles.contains(&false),
     }
 }
 

@@ -2,7 +2,8 @@
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
 
 use crate::budget::Budget;
 
@@ -22,6 +23,9 @@ pub struct RunControl {
     stop: AtomicBool,
     budget: Option<Budget>,
     error: Mutex<Option<WorkerFailure>>,
+    /// Paced workers wait on this until their next block is due or the run stops.
+    nap_lock: Mutex<()>,
+    wake: Condvar,
 }
 
 impl RunControl {
@@ -31,12 +35,27 @@ impl RunControl {
             stop: AtomicBool::new(false),
             budget,
             error: Mutex::new(None),
+            nap_lock: Mutex::new(()),
+            wake: Condvar::new(),
         }
     }
 
     /// Tells workers to finish their current block and return.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
+        let _g = self.nap_lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.wake.notify_all();
+    }
+
+    /// Waits up to `d`, returning early when the run stops: a paced worker
+    /// sleeps until its next block is due instead of polling the stop flag
+    /// (128 streams polling every 5 ms cost a quarter of a core).
+    pub fn nap(&self, d: Duration) {
+        let g = self.nap_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.stopped() {
+            return;
+        }
+        let _ = self.wake.wait_timeout(g, d);
     }
 
     /// Whether workers should return.
@@ -67,6 +86,23 @@ impl RunControl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stop_ends_a_nap_at_once() {
+        let ctl = std::sync::Arc::new(RunControl::new(None));
+        let c = ctl.clone();
+        let h = std::thread::spawn(move || {
+            let t = std::time::Instant::now();
+            c.nap(Duration::from_secs(30));
+            t.elapsed()
+        });
+        // Whether the stop comes before or during the nap, the nap ends.
+        ctl.stop();
+        assert!(h.join().unwrap() < Duration::from_secs(10));
+        let t = std::time::Instant::now();
+        ctl.nap(Duration::from_secs(30));
+        assert!(t.elapsed() < Duration::from_secs(1));
+    }
 
     #[test]
     fn first_error_wins() {

@@ -29,6 +29,13 @@ impl StreamCounters {
         self.blocks.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records `blocks` blocks of `bytes` bytes in all.
+    #[inline]
+    pub fn add_many(&self, blocks: u64, bytes: u64) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.blocks.fetch_add(blocks, Ordering::Relaxed);
+    }
+
     /// Reads both counters.
     pub fn snapshot(&self) -> CounterSnapshot {
         CounterSnapshot {

@@ -27,8 +27,7 @@ pub fn send_loop(
     let mut sent: u64 = 0;
     while !ctl.stopped() {
         if let Some(w) = pacer.and_then(|p| p.wait(sent, start.elapsed())) {
-            // Short naps keep the stop flag responsive at low rates.
-            std::thread::sleep(w.min(Duration::from_millis(5)));
+            ctl.nap(w);
             continue;
         }
         let want = match ctl.budget() {

@@ -29,8 +29,7 @@ pub fn send_loop(
     while !ctl.stopped() {
         if let (Some(p), 0) = (pacer, burst_left) {
             if let Some(w) = p.wait(sent, start.elapsed()) {
-                // Short naps keep the stop flag responsive at low rates.
-                std::thread::sleep(w.min(std::time::Duration::from_millis(5)));
+                ctl.nap(w);
                 continue;
             }
             burst_left = burst.max(1);

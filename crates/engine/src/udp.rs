@@ -1,9 +1,9 @@
 //! UDP stream loops: paced datagrams with iperf3's header, and the receiver that
 //! keeps iperf3's loss, reordering and jitter statistics.
 //!
-//! One datagram per system call for now; the loops keep the header writing and
-//! the statistics separate from the send/receive calls so batched and offloaded
-//! I/O can replace the calls alone.
+//! Many datagrams per system call: trains with UDP segmentation / receive
+//! offload where the kernel has them, sendmmsg / recvmmsg batches otherwise
+//! (`rperf3_sys::udp_io`). Headers are written and read per datagram either way.
 
 use std::io;
 use std::net::UdpSocket;
@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rperf3_proto::{UdpHeader, UdpRecvStats};
+use rperf3_sys::udp_io::{self, Failure};
 
 use crate::control::RunControl;
 use crate::counters::StreamCounters;
@@ -29,17 +30,46 @@ pub struct UdpSendSpec {
     pub counters_64bit: bool,
 }
 
-/// Longest a paced sender sleeps at once, so the stop flag stays responsive.
-const MAX_NAP: Duration = Duration::from_millis(5);
+/// Bytes one offloaded send call covers at most: a few 64 KiB trains, enough to
+/// make system calls rare without leaving the cache.
+const OFFLOAD_CALL_BYTES: usize = 256 * 1024;
 
-/// Datagrams per system call at most (sendmmsg / recvmmsg).
-const BATCH: usize = rperf3_sys::mmsg::MAX_BATCH;
+/// Receive slots of 64 KiB with UDP_GRO (each holds a train of up to 64
+/// datagrams); pages are only touched as data arrives.
+const GRO_SLOTS: usize = 4;
+
+/// How far ahead a paced sender's buffer reaches: the datagrams due in this
+/// long are the most one wakeup sends (beyond that a burst takes two calls).
+const PACED_REACH: Duration = Duration::from_millis(10);
+
+/// Datagrams one send call carries at most: with offload, whole trains of
+/// [`udp_io::segments_per_message`] datagrams; without, one sendmmsg batch;
+/// either way at most [`OFFLOAD_CALL_BYTES`]. A paced sender needs no more than
+/// its rate releases in [`PACED_REACH`] (or one `-b rate/N` burst): at
+/// iperf3's default 1 Mbit/s that is one datagram, which keeps `-P 128` small.
+fn capacity(spec: &UdpSendSpec, gso: bool) -> usize {
+    let len = spec.len.max(1);
+    let per = udp_io::segments_per_message(len);
+    let cap = if gso && per > 1 {
+        per * (OFFLOAD_CALL_BYTES / (per * len)).clamp(1, udp_io::MAX_MSGS)
+    } else {
+        udp_io::MAX_MSGS.min((OFFLOAD_CALL_BYTES / len).max(1))
+    };
+    match spec.pacer {
+        Some(p) => {
+            let reach = u128::from(p.rate()) * PACED_REACH.as_nanos() / 8_000_000_000;
+            let due = (reach / len as u128).max(1).max(u128::from(spec.burst));
+            cap.min(due.min(cap as u128) as usize)
+        }
+        None => cap,
+    }
+}
 
 /// How many datagrams are due now: those whose send time at the target rate has
-/// come (at least one), or a whole `-b rate/N` burst. Unpaced: a full batch.
-fn due_now(spec: &UdpSendSpec, sent: u64, elapsed: Duration) -> Option<usize> {
+/// come (at least one), or a whole `-b rate/N` burst. Unpaced: `cap`, a full call.
+fn due_now(spec: &UdpSendSpec, sent: u64, elapsed: Duration, cap: usize) -> Option<usize> {
     let Some(p) = spec.pacer else {
-        return Some(BATCH);
+        return Some(cap);
     };
     if p.wait(sent, elapsed).is_some() {
         return None;
@@ -47,15 +77,17 @@ fn due_now(spec: &UdpSendSpec, sent: u64, elapsed: Duration) -> Option<usize> {
     if spec.burst > 1 {
         return Some(spec.burst as usize);
     }
-    // Behind schedule after a late wakeup: catch up, at most one batch at once.
+    // Behind schedule after a late wakeup: catch up, at most one call at once.
     let allowed = (u128::from(p.rate()) * elapsed.as_nanos() / 8_000_000_000) as u64;
     let behind = allowed.saturating_sub(sent) / spec.len.max(1) as u64;
-    Some((behind as usize + 1).min(BATCH))
+    Some((behind as usize + 1).min(cap))
 }
 
 /// Sends datagrams until stopped or the budget is used up. `payload` is `len`
-/// bytes; each datagram is a copy with its own header. Due datagrams go out in
-/// one sendmmsg call.
+/// bytes; the send buffer holds it repeated, and each due datagram gets its own
+/// header at its offset. With segmentation offload the due datagrams go out as
+/// trains (one message each), otherwise one sendmmsg batch; a refused offload
+/// falls back to batches for good.
 pub fn send_loop(
     sock: &UdpSocket,
     payload: Vec<u8>,
@@ -63,24 +95,31 @@ pub fn send_loop(
     ctl: &RunControl,
     counters: &StreamCounters,
 ) -> io::Result<()> {
+    let len = spec.len.max(1);
+    let mut gso = udp_io::offload().gso;
+    let cap = capacity(&spec, gso);
+    let mut buf = if cap == 1 {
+        payload
+    } else {
+        payload.repeat(cap)
+    };
     let start = Instant::now();
     let mut seq: u64 = 0;
     let mut sent: u64 = 0;
-    let mut bufs = vec![payload; BATCH];
     while !ctl.stopped() {
-        let Some(mut want) = due_now(&spec, sent, start.elapsed()) else {
+        let Some(mut want) = due_now(&spec, sent, start.elapsed(), cap) else {
             let w = spec
                 .pacer
                 .and_then(|p| p.wait(sent, start.elapsed()))
                 .unwrap_or_default();
-            std::thread::sleep(w.min(MAX_NAP));
+            ctl.nap(w);
             continue;
         };
         while want > 0 && !ctl.stopped() {
-            let mut n = want.min(BATCH);
+            let mut n = want.min(cap);
             if let Some(b) = ctl.budget() {
                 let mut claimed = 0;
-                while claimed < n && b.claim(spec.len) > 0 {
+                while claimed < n && b.claim(len) > 0 {
                     claimed += 1;
                 }
                 n = claimed;
@@ -89,48 +128,50 @@ pub fn send_loop(
                 }
             }
             let now = rperf3_sys::clock::monotonic();
-            for (i, buf) in bufs[..n].iter_mut().enumerate() {
-                UdpHeader::new(now, seq + 1 + i as u64).encode(buf, spec.counters_64bit);
+            for (i, d) in buf.chunks_mut(len).take(n).enumerate() {
+                UdpHeader::new(now, seq + 1 + i as u64).encode(d, spec.counters_64bit);
             }
-            let refs: Vec<&[u8]> = bufs[..n].iter().map(Vec::as_slice).collect();
-            match rperf3_sys::mmsg::send_batch(sock, &refs) {
-                Ok(k) => {
-                    // Unsent datagrams do not use up sequence numbers.
-                    seq += k as u64;
-                    for b in &refs[..k] {
-                        sent += b.len() as u64;
-                        counters.add(b.len() as u64);
+            let d = udp_io::Datagrams {
+                buf: &buf[..n * len],
+                size: len,
+            };
+            let k = match udp_io::send(sock, d, gso) {
+                Ok(k) => k,
+                Err(f) => {
+                    match f {
+                        Failure::Retry => std::thread::yield_now(),
+                        Failure::NoOffload => gso = false,
+                        Failure::Fatal(e) => return Err(e),
                     }
-                    want -= k.min(want);
-                    if k < n {
-                        if let Some(b) = ctl.budget() {
-                            b.refund(spec.len, n - k);
-                        }
-                    }
+                    0
                 }
-                Err(e) if is_transient(&e) => {
-                    if let Some(b) = ctl.budget() {
-                        b.refund(spec.len, n);
-                    }
-                    std::thread::yield_now();
+            };
+            // Unsent datagrams use up neither sequence numbers nor budget.
+            seq += k as u64;
+            sent += (k * len) as u64;
+            counters.add_many(k as u64, (k * len) as u64);
+            want -= k.min(want);
+            if k < n {
+                if let Some(b) = ctl.budget() {
+                    b.refund(len, n - k);
                 }
-                Err(e) => return Err(e),
             }
         }
     }
     Ok(())
 }
 
-fn is_transient(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted)
-        || e.raw_os_error() == Some(libc::ENOBUFS)
-        // A receiver not yet listening (ICMP port unreachable) is not fatal for UDP.
-        || e.kind() == io::ErrorKind::ConnectionRefused
+/// The datagrams in one received message: `seg`-byte pieces, the last one
+/// possibly shorter (a UDP_GRO train), or the whole message when `seg` is 0.
+pub fn datagrams(msg: &[u8], seg: usize) -> std::slice::Chunks<'_, u8> {
+    msg.chunks(if seg == 0 { msg.len().max(1) } else { seg })
 }
 
 /// Receives datagrams, counting bytes and updating `stats`, until the socket is
-/// shut down or the run stops. Datagrams too short for a header are ignored; the
-/// socket is connected, so strangers' datagrams never arrive here.
+/// shut down or the run stops. Trains received with UDP_GRO are split into their
+/// datagrams before any header is read, so every statistic stays per datagram.
+/// Datagrams too short for a header are ignored; the socket is connected, so
+/// strangers' datagrams never arrive here.
 pub fn recv_loop(
     sock: &UdpSocket,
     len: usize,
@@ -139,40 +180,41 @@ pub fn recv_loop(
     counters: &StreamCounters,
     stats: &Mutex<UdpRecvStats>,
 ) -> io::Result<()> {
-    let mut bufs = vec![vec![0u8; len.max(UdpHeader::len(counters_64bit))]; BATCH];
-    let mut lens = [0usize; BATCH];
+    let gro = udp_io::enable_gro(sock);
+    let (stride, slots) = if gro {
+        (udp_io::GRO_SLOT, GRO_SLOTS)
+    } else {
+        (len.max(UdpHeader::len(counters_64bit)), udp_io::MAX_MSGS)
+    };
+    let mut buf = vec![0u8; stride * slots];
+    let mut msgs = [udp_io::Received::default(); udp_io::MAX_MSGS];
     while !ctl.stopped() {
-        let got = match rperf3_sys::mmsg::recv_batch(sock, &mut bufs, &mut lens) {
+        let got = match udp_io::recv(sock, &mut buf, stride, gro, &mut msgs) {
             Ok(g) => g,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                        | io::ErrorKind::ConnectionRefused
-                ) =>
-            {
-                continue
-            }
-            Err(e) => return Err(e),
+            Err(Failure::Fatal(e)) => return Err(e),
+            Err(_) => continue,
         };
         // shutdown() wakes a blocked receive with nothing (or an empty datagram).
         if ctl.stopped() {
             return Ok(());
         }
         let now = rperf3_sys::clock::monotonic();
+        let (mut blocks, mut bytes) = (0u64, 0u64);
         // Counters and statistics change under one lock, so a sample sees a
         // batch entirely or not at all.
         let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
-        for (buf, &n) in bufs.iter().zip(&lens[..got]) {
-            // Too short for a header (a stray handshake datagram): not test data.
-            let Some(h) = UdpHeader::decode(&buf[..n], counters_64bit) else {
-                continue;
-            };
-            s.on_datagram(h.seq, h.sec, h.usec, now, n);
-            counters.add(n as u64);
+        for (slot, m) in buf.chunks_exact(stride).zip(&msgs[..got]) {
+            for d in datagrams(&slot[..m.len], m.seg) {
+                // Too short for a header (a stray handshake datagram): not test data.
+                let Some(h) = UdpHeader::decode(d, counters_64bit) else {
+                    continue;
+                };
+                s.on_datagram(h.seq, h.sec, h.usec, now, d.len());
+                blocks += 1;
+                bytes += d.len() as u64;
+            }
         }
+        counters.add_many(blocks, bytes);
     }
     Ok(())
 }
@@ -202,33 +244,116 @@ mod tests {
 
     #[test]
     fn unpaced_sends_full_batches() {
-        assert_eq!(due_now(&spec(None, 1), 0, Duration::ZERO), Some(BATCH));
+        assert_eq!(due_now(&spec(None, 1), 0, Duration::ZERO, 180), Some(180));
     }
 
     #[test]
     fn on_schedule_one_datagram_at_a_time() {
         // 10 Mbit/s, 1250-byte datagrams: one due every millisecond.
         let s = spec(Some(10_000_000), 1);
-        assert_eq!(due_now(&s, 0, Duration::ZERO), Some(1));
-        assert_eq!(due_now(&s, 1250, Duration::from_micros(500)), None);
-        assert_eq!(due_now(&s, 1250, Duration::from_millis(1)), Some(1));
+        assert_eq!(due_now(&s, 0, Duration::ZERO, 64), Some(1));
+        assert_eq!(due_now(&s, 1250, Duration::from_micros(500), 64), None);
+        assert_eq!(due_now(&s, 1250, Duration::from_millis(1), 64), Some(1));
     }
 
     #[test]
     fn a_late_wakeup_catches_up_in_one_bounded_batch() {
         let s = spec(Some(10_000_000), 1);
         // 5 ms late: the 5 datagrams that became due, plus the current one.
-        assert_eq!(due_now(&s, 0, Duration::from_millis(5)), Some(6));
+        assert_eq!(due_now(&s, 0, Duration::from_millis(5), 64), Some(6));
         // Never more than one batch at once, however late.
-        assert_eq!(due_now(&s, 0, Duration::from_secs(10)), Some(BATCH));
+        assert_eq!(due_now(&s, 0, Duration::from_secs(10), 64), Some(64));
     }
 
     #[test]
     fn burst_sends_n_back_to_back() {
         let s = spec(Some(10_000_000), 10);
-        assert_eq!(due_now(&s, 0, Duration::ZERO), Some(10));
-        assert_eq!(due_now(&s, 12_500, Duration::from_millis(5)), None);
-        assert_eq!(due_now(&s, 12_500, Duration::from_millis(10)), Some(10));
+        assert_eq!(due_now(&s, 0, Duration::ZERO, 64), Some(10));
+        assert_eq!(due_now(&s, 12_500, Duration::from_millis(5), 64), None);
+        assert_eq!(due_now(&s, 12_500, Duration::from_millis(10), 64), Some(10));
+    }
+
+    #[test]
+    fn trains_split_at_the_segment_size_with_an_odd_last_one() {
+        let msg: Vec<u8> = (0..250u8).collect();
+        let parts: Vec<&[u8]> = datagrams(&msg, 100).collect();
+        assert_eq!(parts.len(), 3);
+        assert_eq!(
+            (parts[0].len(), parts[1].len(), parts[2].len()),
+            (100, 100, 50)
+        );
+        assert_eq!((parts[1][0], parts[2][0]), (100, 200));
+        // A train of one, one byte short of the segment size.
+        assert_eq!(datagrams(&msg[..99], 100).count(), 1);
+        // No segment size: the message is one datagram, however long.
+        assert_eq!(
+            datagrams(&msg, 0).map(<[u8]>::len).collect::<Vec<_>>(),
+            [250]
+        );
+        assert_eq!(datagrams(&[], 0).count(), 0);
+    }
+
+    #[test]
+    fn split_trains_keep_loss_reordering_and_duplicates_per_datagram() {
+        // Two received trains of 20-byte datagrams, the second with an odd
+        // 15-byte tail: seqs 1,2,4 then 3,3,5 (4 lost until 3 arrives late,
+        // then 3 again, a duplicate).
+        let seg = 20;
+        let mk = |seqs: &[u64], tail: usize| {
+            let mut v = Vec::new();
+            for (i, &q) in seqs.iter().enumerate() {
+                let mut d = vec![0u8; if i + 1 == seqs.len() { tail } else { seg }];
+                UdpHeader::new(Duration::from_millis(q), q).encode(&mut d, false);
+                v.extend_from_slice(&d);
+            }
+            v
+        };
+        let mut s = UdpRecvStats::new();
+        let now = Duration::from_secs(1);
+        for train in [mk(&[1, 2, 4], seg), mk(&[3, 3, 5], 15)] {
+            for d in datagrams(&train, seg) {
+                let h = UdpHeader::decode(d, false).unwrap();
+                s.on_datagram(h.seq, h.sec, h.usec, now, d.len());
+            }
+        }
+        // Six datagrams, 115 bytes; highest sequence 5; 3 and its duplicate
+        // came in below the highest; send times 1 ms apart give jitter.
+        assert_eq!((s.bytes, s.packets, s.out_of_order), (115, 5, 2));
+        assert!(s.jitter > 0.0);
+    }
+
+    #[test]
+    fn offloaded_calls_carry_whole_trains() {
+        let unpaced = |len| UdpSendSpec {
+            len,
+            pacer: None,
+            burst: 1,
+            counters_64bit: false,
+        };
+        assert_eq!(capacity(&unpaced(1448), true), 45 * 4);
+        assert_eq!(capacity(&unpaced(64), true), 64 * 64);
+        assert_eq!(capacity(&unpaced(1448), false), udp_io::MAX_MSGS);
+        // Large datagrams: one per message, 256 KiB per call.
+        assert_eq!(capacity(&unpaced(32_768), true), 8);
+        assert_eq!(capacity(&unpaced(32_768), false), 8);
+    }
+
+    #[test]
+    fn paced_senders_hold_what_their_rate_releases() {
+        let paced = |rate: u64, burst, len| UdpSendSpec {
+            len,
+            pacer: Some(Pacer::new(rate)),
+            burst,
+            counters_64bit: false,
+        };
+        // 1 Mbit/s: 1250 bytes per 10 ms, so one datagram at a time.
+        assert_eq!(capacity(&paced(1_000_000, 1, 32_768), true), 1);
+        // 1 Gbit/s: 1.25 MB per 10 ms, more than one call: the call's limit.
+        assert_eq!(capacity(&paced(1_000_000_000, 1, 1448), true), 45 * 4);
+        // 100 Mbit/s: 125 kB per 10 ms = 86 datagrams of 1448.
+        assert_eq!(capacity(&paced(100_000_000, 1, 1448), true), 86);
+        // A slow burst still goes out whole.
+        assert_eq!(capacity(&paced(1_000_000, 20, 1400), true), 20);
     }
 
     #[test]

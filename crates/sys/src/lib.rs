@@ -8,13 +8,13 @@
 //!   IPV6_FLOWLABEL_MGR with its request struct.
 //! - `sctp.rs`: `setsockopt` at the SCTP level (SCTP_INITMSG, SCTP_MAXSEG and
 //!   sctp_bindx's packed address array), which libc does not wrap.
-//! - `mmsg.rs`: `sendmmsg` / `recvmmsg` over arrays of headers pointing at live buffers.
+//! - `udp_io.rs`: `sendmmsg` / `recvmmsg` over stack arrays of headers pointing at live
+//!   buffers, UDP_SEGMENT / UDP_GRO control messages and socket options.
 //!
 //! Everything else goes through `socket2`, `nix` or `std`.
 #![deny(missing_docs)]
 
 pub mod clock;
-pub mod mmsg;
 pub mod net;
 pub mod poll;
 pub mod process;
@@ -25,4 +25,5 @@ pub mod sockopt;
 pub mod system;
 pub mod tcp_info;
 pub mod time;
+pub mod udp_io;
 pub mod zerocopy;

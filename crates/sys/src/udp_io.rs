@@ -1,0 +1,319 @@
+//! UDP data I/O: many datagrams per system call. With segmentation offload
+//! (UDP_SEGMENT) one message carries a train of equal-sized datagrams that the
+//! kernel cuts up; with receive offload (UDP_GRO) one read returns a train and
+//! the segment size it was cut at. Without them, sendmmsg / recvmmsg move one
+//! datagram per message. The datagrams on the wire are the same either way.
+//!
+//! The call descriptions live on the stack (fixed arrays of headers, iovecs and
+//! control buffers), so no call allocates. EINTR is retried here, and the errno
+//! policy (what is worth retrying, what means "no offload here") is decided here
+//! rather than by the callers.
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::AsRawFd;
+use std::sync::OnceLock;
+
+/// Messages per system call at most.
+pub const MAX_MSGS: usize = 64;
+/// Datagrams in one offloaded message at most (the kernel's UDP_MAX_SEGMENTS on
+/// every kernel that has UDP_SEGMENT; newer ones allow more).
+pub const MAX_SEGMENTS: usize = 64;
+/// Largest UDP payload of one message (IPv4's limit, the smaller of the two).
+pub const MAX_MESSAGE: usize = 65_507;
+/// Receive slot size with UDP_GRO: room for any coalesced train.
+pub const GRO_SLOT: usize = 65_536;
+
+/// Control buffer per message: CMSG_SPACE of an int, 8-byte aligned.
+type Cmsg = [u64; 4];
+
+/// What a failed data call means for the caller.
+#[derive(Debug)]
+pub enum Failure {
+    /// Nothing moved this time (full buffers, nothing to read yet, a receiver
+    /// not yet listening, a receive timeout); try again.
+    Retry,
+    /// The kernel refused the offload (EINVAL, EIO, ENOPROTOOPT on an offloaded
+    /// call): use plain batches from now on. Nothing was sent.
+    NoOffload,
+    /// Anything else ends the stream.
+    Fatal(io::Error),
+}
+
+fn classify(e: io::Error, offloaded: bool) -> Failure {
+    let code = e.raw_os_error().unwrap_or(0);
+    if offloaded && matches!(code, libc::EINVAL | libc::EIO | libc::ENOPROTOOPT) {
+        return Failure::NoOffload;
+    }
+    match code {
+        libc::EAGAIN | libc::ENOBUFS | libc::ECONNREFUSED => Failure::Retry,
+        _ => Failure::Fatal(e),
+    }
+}
+
+/// Runs a system call, retrying it while it fails with EINTR.
+fn retry_eintr(mut call: impl FnMut() -> libc::c_int) -> io::Result<usize> {
+    loop {
+        let rc = call();
+        if rc >= 0 {
+            return Ok(rc as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// Which offloads this kernel has, probed once on a scratch socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offload {
+    /// UDP_SEGMENT on send.
+    pub gso: bool,
+    /// UDP_GRO on receive.
+    pub gro: bool,
+}
+
+/// The offloads the kernel offers. `RPERF3_UDP_OFFLOAD=0` in the environment
+/// turns both off (to compare, or to work around a broken path).
+pub fn offload() -> Offload {
+    static PROBE: OnceLock<Offload> = OnceLock::new();
+    *PROBE.get_or_init(|| {
+        let off = Offload {
+            gso: false,
+            gro: false,
+        };
+        if std::env::var_os("RPERF3_UDP_OFFLOAD").is_some_and(|v| v == "0") {
+            return off;
+        }
+        // Unbound: the options belong to the protocol, not to an address.
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None)
+            .or_else(|_| socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::DGRAM, None));
+        let Ok(s) = s else {
+            return off;
+        };
+        Offload {
+            gso: get_int(&s, libc::UDP_SEGMENT).is_ok(),
+            gro: set_int(&s, libc::UDP_GRO, 1).is_ok(),
+        }
+    })
+}
+
+fn get_int(sock: &impl AsRawFd, opt: libc::c_int) -> io::Result<libc::c_int> {
+    let mut v: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are live locals of the sizes the kernel is told.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_UDP,
+            opt,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(v)
+    }
+}
+
+fn set_int(sock: &impl AsRawFd, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {
+    // SAFETY: passes a pointer to a live int and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_UDP,
+            opt,
+            (&v as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Turns on UDP_GRO for a socket if the kernel has it; whether it is on.
+pub fn enable_gro(sock: &impl AsRawFd) -> bool {
+    offload().gro && set_int(sock, libc::UDP_GRO, 1).is_ok()
+}
+
+/// Datagrams back to back in one buffer: every `size` bytes a new one begins
+/// (the last may be shorter).
+#[derive(Debug, Clone, Copy)]
+pub struct Datagrams<'a> {
+    /// The datagrams.
+    pub buf: &'a [u8],
+    /// Size of each.
+    pub size: usize,
+}
+
+impl Datagrams<'_> {
+    /// How many datagrams the buffer holds.
+    pub fn count(&self) -> usize {
+        self.buf.len().div_ceil(self.size.max(1))
+    }
+}
+
+/// Datagrams one offloaded message may carry at `size` bytes each (1: no gain).
+pub fn segments_per_message(size: usize) -> usize {
+    (MAX_MESSAGE / size.max(1)).clamp(1, MAX_SEGMENTS)
+}
+
+/// Stack arrays for one call's descriptions. Only the entries a call uses are
+/// written, so a call for one datagram touches one page of stack, not eight:
+/// with `-P 128` that is most of a thread's footprint.
+type Slots<T> = [MaybeUninit<T>; MAX_MSGS];
+
+fn header(iov: *mut libc::iovec, control: *mut libc::c_void, controllen: usize) -> libc::mmsghdr {
+    // SAFETY: mmsghdr is plain data; all-zero is a valid empty header.
+    let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+    h.msg_hdr.msg_iov = iov;
+    h.msg_hdr.msg_iovlen = 1;
+    h.msg_hdr.msg_control = control;
+    h.msg_hdr.msg_controllen = controllen;
+    h
+}
+
+/// Sends the datagrams on a connected socket: with `gso`, up to
+/// [`segments_per_message`] per message with a UDP_SEGMENT control message;
+/// otherwise one per message. Returns how many datagrams went out (a prefix;
+/// up to [`MAX_MSGS`] messages per call).
+pub fn send(sock: &impl AsRawFd, d: Datagrams<'_>, gso: bool) -> Result<usize, Failure> {
+    let size = d.size.max(1);
+    let per_msg = if gso { segments_per_message(size) } else { 1 };
+    let gso = gso && per_msg > 1;
+    let msg_bytes = per_msg * size;
+    let mut iov: Slots<libc::iovec> = [const { MaybeUninit::uninit() }; MAX_MSGS];
+    let mut hdrs: Slots<libc::mmsghdr> = [const { MaybeUninit::uninit() }; MAX_MSGS];
+    let mut cmsg: Slots<Cmsg> = [const { MaybeUninit::uninit() }; MAX_MSGS];
+    let chunks = || d.buf.chunks(msg_bytes).take(MAX_MSGS);
+    let mut n = 0;
+    for (i, chunk) in chunks().enumerate() {
+        let v = iov[i].write(libc::iovec {
+            iov_base: chunk.as_ptr() as *mut libc::c_void,
+            iov_len: chunk.len(),
+        });
+        let h = if gso {
+            let c = cmsg[i].write(Cmsg::default());
+            // SAFETY: CMSG_SPACE is a pure size computation.
+            let space = unsafe { libc::CMSG_SPACE(2) } as usize;
+            let h = hdrs[i].write(header(v, c.as_mut_ptr().cast(), space));
+            // SAFETY: the control buffer is 32 bytes, 8-byte aligned, and
+            // CMSG_SPACE(2) (24) fits in it, so the first header and its
+            // 2-byte payload are in bounds.
+            unsafe {
+                let c = libc::CMSG_FIRSTHDR(&h.msg_hdr);
+                (*c).cmsg_level = libc::SOL_UDP;
+                (*c).cmsg_type = libc::UDP_SEGMENT;
+                (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
+                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), size as u16);
+            }
+            h
+        } else {
+            hdrs[i].write(header(v, std::ptr::null_mut(), 0))
+        };
+        debug_assert!(!h.msg_hdr.msg_iov.is_null());
+        n = i + 1;
+    }
+    if n == 0 {
+        return Ok(0);
+    }
+    let fd = sock.as_raw_fd();
+    let hp = hdrs.as_mut_ptr().cast::<libc::mmsghdr>();
+    // SAFETY: `hdrs[..n]` were written above and point at iovecs into `d.buf`
+    // and control buffers, all alive for the call; the kernel only reads them.
+    let sent = retry_eintr(|| unsafe { libc::sendmmsg(fd, hp, n as u32, 0) })
+        .map_err(|e| classify(e, gso))?;
+    Ok(chunks().take(sent).map(|c| c.len().div_ceil(size)).sum())
+}
+
+/// One received message: `len` bytes at the start of its slot; `seg` is the
+/// size the kernel coalesced equal datagrams at (0: one datagram).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Received {
+    /// Bytes in the slot.
+    pub len: usize,
+    /// Segment size from UDP_GRO, 0 when the message is a single datagram.
+    pub seg: usize,
+}
+
+/// Receives into `buf` cut into slots of `stride` bytes (one message each),
+/// blocking for the first only (MSG_WAITFORONE). Fills `out` and returns the
+/// number of messages. With `gro`, reads each message's UDP_GRO segment size.
+pub fn recv(
+    sock: &impl AsRawFd,
+    buf: &mut [u8],
+    stride: usize,
+    gro: bool,
+    out: &mut [Received; MAX_MSGS],
+) -> Result<usize, Failure> {
+    let stride = stride.max(1);
+    let mut iov: Slots<libc::iovec> = [const { MaybeUninit::uninit() }; MAX_MSGS];
+    let mut hdrs: Slots<libc::mmsghdr> = [const { MaybeUninit::uninit() }; MAX_MSGS];
+    let mut cmsg: Slots<Cmsg> = [const { MaybeUninit::uninit() }; MAX_MSGS];
+    let mut n = 0;
+    for (i, slot) in buf.chunks_exact_mut(stride).take(MAX_MSGS).enumerate() {
+        let v = iov[i].write(libc::iovec {
+            iov_base: slot.as_mut_ptr().cast(),
+            iov_len: slot.len(),
+        });
+        if gro {
+            let c = cmsg[i].write(Cmsg::default());
+            hdrs[i].write(header(v, c.as_mut_ptr().cast(), size_of::<Cmsg>()));
+        } else {
+            hdrs[i].write(header(v, std::ptr::null_mut(), 0));
+        }
+        n = i + 1;
+    }
+    if n == 0 {
+        return Ok(0);
+    }
+    let fd = sock.as_raw_fd();
+    let hp = hdrs.as_mut_ptr().cast::<libc::mmsghdr>();
+    // SAFETY: `hdrs[..n]` were written above and point at distinct, live,
+    // writable slots and control buffers of the stated lengths; no timeout
+    // pointer is passed.
+    let got = retry_eintr(|| unsafe {
+        libc::recvmmsg(fd, hp, n as u32, libc::MSG_WAITFORONE, std::ptr::null_mut())
+    })
+    .map_err(|e| match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Failure::Retry,
+        _ => classify(e, false),
+    })?;
+    for (o, h) in out.iter_mut().zip(&hdrs[..got.min(n)]) {
+        // SAFETY: the first `n` headers were written before the call, and the
+        // kernel filled `got` <= `n` of them.
+        let h = unsafe { h.assume_init_ref() };
+        *o = Received {
+            len: h.msg_len as usize,
+            seg: if gro { gro_segment(&h.msg_hdr) } else { 0 },
+        };
+    }
+    Ok(got)
+}
+
+/// The UDP_GRO segment size in a received message's control data, or 0.
+fn gro_segment(m: &libc::msghdr) -> usize {
+    // SAFETY: `m` was filled by recvmmsg; CMSG_FIRSTHDR/NXTHDR stay within
+    // msg_controllen, and a UDP_GRO message carries an int.
+    unsafe {
+        let mut h = libc::CMSG_FIRSTHDR(m);
+        while !h.is_null() {
+            if (*h).cmsg_level == libc::SOL_UDP && (*h).cmsg_type == libc::UDP_GRO {
+                let v = std::ptr::read_unaligned(libc::CMSG_DATA(h).cast::<libc::c_int>());
+                return v.max(0) as usize;
+            }
+            h = libc::CMSG_NXTHDR(m, h);
+        }
+    }
+    0
+}
+
+#[cfg(test)]
+#[path = "udp_io_tests.rs"]
+mod tests;

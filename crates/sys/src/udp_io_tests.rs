@@ -1,0 +1,164 @@
+use super::*;
+use std::net::UdpSocket;
+use std::time::Duration;
+
+fn pair() -> (UdpSocket, UdpSocket) {
+    let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    a.connect(b.local_addr().unwrap()).unwrap();
+    b.connect(a.local_addr().unwrap()).unwrap();
+    b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    (a, b)
+}
+
+/// Ten datagrams of 100 bytes, the last one 37: byte i of datagram k is k.
+fn train() -> Vec<u8> {
+    let mut v = Vec::new();
+    for k in 0..10u8 {
+        let n = if k == 9 { 37 } else { 100 };
+        v.extend(std::iter::repeat_n(k, n));
+    }
+    v
+}
+
+/// Reads single datagrams with plain recv until `count` arrived.
+fn read_plain(b: &UdpSocket, count: usize) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 2000];
+    while out.len() < count {
+        let n = b.recv(&mut buf).unwrap();
+        out.push(buf[..n].to_vec());
+    }
+    out
+}
+
+#[test]
+fn plain_batches_send_one_datagram_per_message() {
+    let (a, b) = pair();
+    let t = train();
+    let d = Datagrams { buf: &t, size: 100 };
+    assert_eq!(d.count(), 10);
+    assert_eq!(send(&a, d, false).unwrap(), 10);
+    let got = read_plain(&b, 10);
+    for (k, g) in got.iter().enumerate() {
+        assert_eq!(g.len(), if k == 9 { 37 } else { 100 });
+        assert!(g.iter().all(|&x| x == k as u8));
+    }
+}
+
+#[test]
+fn an_offloaded_train_arrives_as_the_same_datagrams() {
+    if !offload().gso {
+        eprintln!("note: no UDP_SEGMENT in this kernel");
+        return;
+    }
+    let (a, b) = pair();
+    let t = train();
+    let d = Datagrams { buf: &t, size: 100 };
+    assert_eq!(send(&a, d, true).unwrap(), 10);
+    // A receiver without GRO gets the train cut into the original datagrams.
+    let got = read_plain(&b, 10);
+    for (k, g) in got.iter().enumerate() {
+        assert_eq!(g.len(), if k == 9 { 37 } else { 100 }, "datagram {k}");
+        assert!(g.iter().all(|&x| x == k as u8));
+    }
+}
+
+#[test]
+fn a_gro_receiver_gets_the_train_and_its_segment_size() {
+    let o = offload();
+    if !(o.gso && o.gro) {
+        eprintln!("note: no UDP_SEGMENT/UDP_GRO in this kernel");
+        return;
+    }
+    let (a, b) = pair();
+    assert!(enable_gro(&b));
+    let t = train();
+    let d = Datagrams { buf: &t, size: 100 };
+    assert_eq!(send(&a, d, true).unwrap(), 10);
+    let mut buf = vec![0u8; 2 * GRO_SLOT];
+    let mut out = [Received::default(); MAX_MSGS];
+    let mut bytes = Vec::new();
+    let mut segs = Vec::new();
+    while bytes.len() < t.len() {
+        let n = recv(&b, &mut buf, GRO_SLOT, true, &mut out).unwrap();
+        for (i, r) in out[..n].iter().enumerate() {
+            bytes.extend_from_slice(&buf[i * GRO_SLOT..][..r.len]);
+            segs.push(r.seg);
+        }
+    }
+    assert_eq!(bytes, t);
+    // Loopback hands the offloaded train over whole.
+    assert_eq!(segs, [100]);
+}
+
+#[test]
+fn plain_receive_reports_no_segment_size() {
+    let (a, b) = pair();
+    let t = train();
+    send(&a, Datagrams { buf: &t, size: 100 }, false).unwrap();
+    let mut buf = vec![0u8; 16 * 128];
+    let mut out = [Received::default(); MAX_MSGS];
+    let mut lens = Vec::new();
+    while lens.len() < 10 {
+        let n = recv(&b, &mut buf, 128, false, &mut out).unwrap();
+        lens.extend(out[..n].iter().map(|r| (r.len, r.seg)));
+    }
+    assert_eq!(lens[8], (100, 0));
+    assert_eq!(lens[9], (37, 0));
+}
+
+#[test]
+fn a_refused_offload_says_so_and_sends_nothing() {
+    if !offload().gso {
+        eprintln!("note: no UDP_SEGMENT in this kernel");
+        return;
+    }
+    let (a, b) = pair();
+    // SO_NO_CHECK (11 on the common architectures): the kernel refuses
+    // segmentation without checksums with EINVAL.
+    let one: libc::c_int = 1;
+    // SAFETY: a pointer to a live int and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            a.as_raw_fd(),
+            libc::SOL_SOCKET,
+            11,
+            (&one as *const libc::c_int).cast(),
+            4,
+        )
+    };
+    assert_eq!(rc, 0);
+    let t = train();
+    let d = Datagrams { buf: &t, size: 100 };
+    assert!(matches!(send(&a, d, true), Err(Failure::NoOffload)));
+    // The plain path still works on the same socket.
+    assert_eq!(send(&a, d, false).unwrap(), 10);
+    assert_eq!(read_plain(&b, 10).len(), 10);
+}
+
+#[test]
+fn errno_policy() {
+    let e = |c| io::Error::from_raw_os_error(c);
+    assert!(matches!(
+        classify(e(libc::EINVAL), true),
+        Failure::NoOffload
+    ));
+    assert!(matches!(classify(e(libc::EIO), true), Failure::NoOffload));
+    assert!(matches!(
+        classify(e(libc::EINVAL), false),
+        Failure::Fatal(_)
+    ));
+    for c in [libc::EAGAIN, libc::ENOBUFS, libc::ECONNREFUSED] {
+        assert!(matches!(classify(e(c), true), Failure::Retry));
+    }
+    assert!(matches!(classify(e(libc::EBADF), false), Failure::Fatal(_)));
+}
+
+#[test]
+fn message_sizes() {
+    assert_eq!(segments_per_message(1448), 45);
+    assert_eq!(segments_per_message(64), MAX_SEGMENTS);
+    assert_eq!(segments_per_message(40_000), 1);
+    assert_eq!(segments_per_message(0), MAX_SEGMENTS);
+}
