@@ -64,16 +64,6 @@ fn too_many_streams_is_a_parameter_error() {
 }
 
 #[test]
-fn unsupported_option_says_so() {
-    let out = run_client(&["-c", "127.0.0.1", "--sctp"], CLIENT_TIMEOUT);
-    assert_eq!(out.code(), Some(1), "{out}");
-    assert!(
-        out.stderr.contains("option --sctp is not supported yet"),
-        "{out}"
-    );
-}
-
-#[test]
 fn second_client_is_told_server_is_busy() {
     let srv = Server::start(&[]);
     let first = srv.spawn_client(&["-t", "3"]);

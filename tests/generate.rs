@@ -41,7 +41,8 @@ fn man_page_renders_without_warnings() {
         "EXAMPLES",
         "-t, --time #",
         "--server-bitrate-limit #[KMG][/#]",
-        "not supported yet",
+        "--sctp",
+        "--username name",
         "plot RUN.json",
     ] {
         assert!(plain.contains(want), "{want:?} missing:\n{plain}");
@@ -97,8 +98,12 @@ fn bash_completion_completes_options() {
     );
     // An option's numeric argument: nothing to offer.
     assert!(bash_complete(&script, &["rperf3", "-t", ""]).is_empty());
-    // Options rperf3 refuses are not offered.
-    assert!(bash_complete(&script, &["rperf3", "--sct"]).is_empty());
+    // Every iperf3 option is offered, the newest ones included.
+    assert_eq!(bash_complete(&script, &["rperf3", "--sct"]), ["--sctp"]);
+    assert_eq!(
+        bash_complete(&script, &["rperf3", "--rsa-pu"]),
+        ["--rsa-public-key-path"]
+    );
 }
 
 /// Runs `shell -n` on the script when the shell is installed; these shells are

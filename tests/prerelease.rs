@@ -67,16 +67,34 @@ fn the_release_checklist_passes_where_iperf3_passes() {
     let Some(newest) = iperf3_321() else {
         return;
     };
-    let reference = Server::start_program(&newest, &[]);
+    // --forceflush: its "Server listening" banner tells when it is ready again.
+    let reference = Server::start_program(&newest, &["--forceflush"]);
     let ours = Server::start(&[]);
     let mut problems = Vec::new();
+    // A 3.21 server closes its listener after each test and opens a new one; a
+    // client that connects in between is reset. Wait until its output ends
+    // with the "Server listening" banner again (a client that never connected
+    // leaves it there).
+    let idle = |reference: &Server| {
+        let ready = reference.wait_stdout_until(Duration::from_secs(30), |out| {
+            let mut tail = out.trim_end().lines().rev();
+            let (dashes, banner) = (tail.next(), tail.next());
+            dashes.is_some_and(|l| l.starts_with("-----"))
+                && banner.is_some_and(|l| l.starts_with("Server listening on"))
+        });
+        assert!(ready, "the 3.21 server is not listening again:\n{}", reference.stdout());
+    };
     for args in COMMANDS {
         let (want, _) = passes(&newest, &reference, args);
+        idle(&reference);
         for (who, client, srv) in [
             ("rperf3 -> iperf3 3.21", rperf3(), &reference),
             ("iperf3 3.21 -> rperf3", newest.clone(), &ours),
         ] {
             let (got, transcript) = passes(&client, srv, args);
+            if std::ptr::eq(srv, &reference) {
+                idle(&reference);
+            }
             if got != want {
                 problems.push(format!(
                     "{who} {args:?}: {} where iperf3 3.21 {}\n{transcript}",

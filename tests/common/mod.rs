@@ -438,6 +438,11 @@ impl Server {
         Proc::spawn(rperf3(), &self.args(extra))
     }
 
+    /// Waits (up to `timeout`) until the server's stdout satisfies `pred`.
+    pub fn wait_stdout_until(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
+        self.proc().wait_stdout_until(timeout, pred)
+    }
+
     /// Waits until a text-mode server has printed its "Server listening" banner
     /// `n` times: the n-th banner comes once the (n-1)-th session is over and
     /// the server is back to listening.
