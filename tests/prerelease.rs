@@ -82,7 +82,11 @@ fn the_release_checklist_passes_where_iperf3_passes() {
             dashes.is_some_and(|l| l.starts_with("-----"))
                 && banner.is_some_and(|l| l.starts_with("Server listening on"))
         });
-        assert!(ready, "the 3.21 server is not listening again:\n{}", reference.stdout());
+        assert!(
+            ready,
+            "the 3.21 server is not listening again:\n{}",
+            reference.stdout()
+        );
     };
     for args in COMMANDS {
         let (want, _) = passes(&newest, &reference, args);
