@@ -333,25 +333,53 @@ pub fn connect_tcp_stream(
     } else {
         Transport::Tcp
     };
-    let mut s = connect_tcp_prepared(
-        &[server],
+    let at = StreamEnds {
+        server,
         bind,
         local_port,
         device,
-        Some(timeout),
+        timeout,
+    };
+    connect_with_cookie(&at, transport, &prepare, cookie, IE_STREAM_CONNECT)
+}
+
+/// Where a client data stream connects from and to, and how long it may take.
+struct StreamEnds<'a> {
+    server: SocketAddr,
+    bind: Option<&'a str>,
+    local_port: u16,
+    device: Option<&'a str>,
+    timeout: Duration,
+}
+
+/// Connects a socket `prepare`d with the test's options and writes the cookie,
+/// both within `at.timeout`; a failed cookie write reports `cookie_error`.
+fn connect_with_cookie(
+    at: &StreamEnds<'_>,
+    transport: Transport,
+    prepare: &dyn Fn(BorrowedFd<'_>, bool) -> Result<(), IperfError>,
+    cookie: &[u8],
+    cookie_error: i32,
+) -> Result<TcpStream, IperfError> {
+    let mut s = connect_tcp_prepared(
+        &[at.server],
+        at.bind,
+        at.local_port,
+        at.device,
+        Some(at.timeout),
         transport,
-        &prepare,
+        prepare,
     )
     .map_err(|e| match e {
         Prepared::Options(e) => e,
         Prepared::Connect(e) => IperfError::from_io(IE_STREAM_CONNECT, &e),
     })?;
     let mut cookie_write = || -> io::Result<()> {
-        s.set_write_timeout(Some(timeout))?;
+        s.set_write_timeout(Some(at.timeout))?;
         s.write_all(cookie)?;
         s.set_write_timeout(None)
     };
-    cookie_write().map_err(|e| IperfError::from_io(IE_STREAM_CONNECT, &e))?;
+    cookie_write().map_err(|e| IperfError::from_io(cookie_error, &e))?;
     Ok(s)
 }
 
@@ -413,25 +441,14 @@ pub fn connect_sctp_stream(
         sctp::bind_client(&fd, local_port, &xaddrs)
             .map_err(|e| IperfError::from_io(IE_SET_SCTP_BINDX, &e))
     };
-    let mut s = connect_tcp_prepared(
-        &[server],
+    let at = StreamEnds {
+        server,
         bind,
         local_port,
         device,
-        Some(timeout),
-        Transport::Sctp,
-        &prepare,
-    )
-    .map_err(|e| match e {
-        Prepared::Options(e) => e,
-        Prepared::Connect(e) => IperfError::from_io(IE_STREAM_CONNECT, &e),
-    })?;
-    let mut cookie_write = || -> io::Result<()> {
-        s.set_write_timeout(Some(timeout))?;
-        s.write_all(cookie)?;
-        s.set_write_timeout(None)
+        timeout,
     };
-    cookie_write().map_err(|e| IperfError::from_io(IE_SEND_COOKIE, &e))?;
+    let s = connect_with_cookie(&at, Transport::Sctp, &prepare, cookie, IE_SEND_COOKIE)?;
     sctp::allow_fragments(&s).map_err(|e| IperfError::from_io(IE_SET_SCTP_DISABLE_FRAG, &e))?;
     Ok(s)
 }

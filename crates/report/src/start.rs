@@ -9,6 +9,20 @@ use crate::input::{MssInfo, Proto, Side, StartInfo, StreamInfo, TestInfo};
 use crate::text::host;
 use serde_json::{json, Map, Value};
 
+/// The proleptic Gregorian (year, month 1-12, day 1-31) of a day count since
+/// 1970-01-01 (H. Hinnant's days-to-civil algorithm).
+pub fn civil_date(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
 /// RFC 1123 time in GMT ("Sat, 21 Nov 2026 04:53:47 GMT") of a Unix time.
 pub fn rfc1123(secs: u64) -> String {
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
@@ -18,16 +32,7 @@ pub fn rfc1123(secs: u64) -> String {
     let days = secs / 86_400;
     let rem = secs % 86_400;
     let weekday = DAYS[((days + 4) % 7) as usize];
-    // Civil date from days since 1970-01-01 (proleptic Gregorian).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = civil_date(days as i64);
     format!(
         "{weekday}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
         MONTHS[(month - 1) as usize],
