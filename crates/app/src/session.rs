@@ -163,10 +163,6 @@ impl Session {
             let bytes = self.d.machine.terminate();
             let _ = self.d.send(&bytes, IE_SEND_MESSAGE);
             self.d.ctrl.drain_until_closed(CLOSE_GRACE);
-        } else if matches!(&end, End::Failed(e) if tells_client(e)) && self.d.test.run().is_some() {
-            // The same for an error: a client writing to a stream closed under
-            // it reports "Broken pipe" instead of the reason it was just sent.
-            self.d.ctrl.drain_until_closed(CLOSE_GRACE);
         }
         self.d.stop_test();
         self.budget.give_back(self.reserved);
@@ -252,7 +248,7 @@ impl Session {
     /// Logs the error and tells the client (SERVER_ERROR), as 3.21 does for most
     /// failures after the cookie.
     fn fail(&mut self, e: IperfError) -> End {
-        if tells_client(&e) {
+        if e.code != IE_CTRL_CLOSE && e.code != IE_CLIENT_TERM && e.code != IE_RECV_COOKIE {
             let bytes = self.d.machine.fail(&e);
             let _ = self.d.send(&bytes, IE_SEND_MESSAGE);
         }
@@ -580,10 +576,4 @@ impl Session {
 pub fn refuse(conn: TcpStream) {
     let _ = conn.set_nonblocking(true);
     let _ = std::io::Write::write(&mut &conn, &ACCESS_DENIED_BYTES);
-}
-
-/// Whether a session ending with `e` sends it to the client: not when the
-/// client is gone or ended the session itself.
-fn tells_client(e: &IperfError) -> bool {
-    e.code != IE_CTRL_CLOSE && e.code != IE_CLIENT_TERM && e.code != IE_RECV_COOKIE
 }
