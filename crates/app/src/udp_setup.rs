@@ -30,21 +30,6 @@ pub fn size_buffers(s: &UdpSocket, len: usize, window: Option<u32>) -> io::Resul
     }
 }
 
-/// Client side of one stream: connect, send "9876", wait for the reply.
-pub fn connect_stream(
-    server: SocketAddr,
-    bind: Option<&str>,
-    local_port: u16,
-    device: Option<&str>,
-    len: usize,
-    window: Option<u32>,
-    timeout: Duration,
-) -> io::Result<UdpSocket> {
-    let sock = open_stream(server, bind, local_port, device, len, window)?;
-    hello(&sock, len, timeout)?;
-    Ok(sock)
-}
-
 /// The client's socket of one stream, connected to the server, before the
 /// hello: options set now (the TOS byte) are on every datagram, the hello too.
 pub fn open_stream(
@@ -167,8 +152,12 @@ mod tests {
         let mut acc = UdpAcceptor::bind(listen, None).unwrap();
         let client = std::thread::spawn(move || {
             let t = Duration::from_secs(5);
-            let a = connect_stream(listen, None, 0, None, 100, None, t).unwrap();
-            let b = connect_stream(listen, None, 0, None, 100, None, t).unwrap();
+            let connect = || {
+                let s = open_stream(listen, None, 0, None, 100, None).unwrap();
+                hello(&s, 100, t).unwrap();
+                s
+            };
+            let (a, b) = (connect(), connect());
             (a.local_addr().unwrap(), b.local_addr().unwrap())
         });
         let s1 = acc
