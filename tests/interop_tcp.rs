@@ -129,23 +129,35 @@ both_ways!(get_server_output, |p| {
 /// iperf3 reads the control connection's TCP_MAXSEG after writing the cookie
 /// (the first write settles the kernel's current MSS). That value is
 /// `tcp_mss_default`, the `-V` "Control connection MSS" and the default UDP
-/// datagram size, so ours must read it at the same point to match.
+/// datagram size, so ours must read it at the same point to match. The kernel
+/// bounds it by half the server's largest window so far, which the cookie's
+/// ACK raises: iperf3 reads without waiting for that ACK and, on a loaded
+/// machine, now and then reports the smaller figure (32741 instead of 32768
+/// here). rperf3 waits for the ACK, so its figure is iperf3's usual one: it
+/// must be among three of iperf3's.
 #[test]
 fn control_mss_matches_iperf3() {
     if !common::require_tool("iperf3") {
         return;
     }
-    let srv = common::Server::start_iperf3(&[]);
+    // Flushed, so its banners are events to wait for.
+    let srv = common::Server::start_iperf3(&["--forceflush"]);
     let args = srv.args(&["-J", "-n", "1M"]);
-    let theirs = common::run_program("iperf3", &args, common::CLIENT_TIMEOUT);
-    theirs.assert_ok();
     let ours = common::run_client(&args, common::CLIENT_TIMEOUT);
     ours.assert_ok();
-    assert_eq!(
-        num(&ours.json(), "start.tcp_mss_default"),
-        num(&theirs.json(), "start.tcp_mss_default"),
-        "same loopback, same server"
-    );
+    let ours = num(&ours.json(), "start.tcp_mss_default");
+    let mut theirs = Vec::new();
+    for n in 2..5 {
+        // The n-th banner: the server is back to listening.
+        assert!(srv.wait_banners(n, EVENT), "{}", srv.stdout());
+        let run = common::run_program("iperf3", &args, common::CLIENT_TIMEOUT);
+        run.assert_ok();
+        theirs.push(num(&run.json(), "start.tcp_mss_default"));
+        if theirs.contains(&ours) {
+            return;
+        }
+    }
+    panic!("same loopback, same server: ours {ours}, iperf3's {theirs:?}");
 }
 
 /// Up to this long for a first interval line or a banner.

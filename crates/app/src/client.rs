@@ -27,6 +27,8 @@ use crate::Outcome;
 
 /// How often a byte/block-limited client checks its totals.
 const LIMIT_CHECK: Duration = Duration::from_millis(10);
+/// Longest wait for the cookie's ACK before reading the control MSS.
+const MSS_SETTLE: Duration = Duration::from_millis(200);
 /// Longest wait for one data connection.
 const STREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -141,8 +143,9 @@ fn connect(
             _ => e,
         });
     }
-    // Read after the first write, as iperf3: that settles the kernel's MSS.
-    let ctrl_mss = rperf3_sys::net::tcp_mss(ctrl.sock());
+    // Read after the first write, as iperf3 does, and once it is acknowledged,
+    // so the figure does not depend on how busy the machine is.
+    let ctrl_mss = rperf3_sys::net::tcp_mss_settled(ctrl.sock(), MSS_SETTLE);
     if params.len == 0 {
         // UDP without -l: the control connection's MSS, as iperf3.
         params.len = crate::setup::default_udp_len(ctrl_mss) as i32;

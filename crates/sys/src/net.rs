@@ -299,6 +299,23 @@ pub fn tcp_mss(s: &TcpStream) -> u32 {
     SockRef::from(s).tcp_mss().unwrap_or(0)
 }
 
+/// TCP_MAXSEG once everything written so far is acknowledged (or `limit`
+/// has passed). The kernel bounds the MSS by half the largest window the
+/// peer has shown, and the peer's first ACK (window scaled) usually raises
+/// that above the SYN-ACK's unscaled window: read earlier, a loaded machine
+/// gives e.g. 32741 where an idle one gives 32768.
+pub fn tcp_mss_settled(s: &TcpStream, limit: Duration) -> u32 {
+    let until = std::time::Instant::now() + limit;
+    // Polled, as the kernel has no event for "acknowledged"; on loopback the
+    // ACK is usually there at the first look.
+    while crate::tcp_info::tcp_info(s).is_some_and(|i| i.unacked > 0)
+        && std::time::Instant::now() < until
+    {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    tcp_mss(s)
+}
+
 /// The congestion control algorithm of a TCP socket.
 pub fn tcp_congestion(s: &TcpStream) -> Option<String> {
     let v = SockRef::from(s).tcp_congestion().ok()?;
