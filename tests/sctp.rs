@@ -10,6 +10,7 @@
 mod common;
 
 use std::path::Path;
+use std::time::Duration;
 
 use common::{run_program, Output, Server, CLIENT_TIMEOUT};
 
@@ -100,10 +101,12 @@ fn rperf3_client_against_stock_servers_issue_7() {
     let server = Server::start_iperf3(&[]);
     let out = server.client(&["--sctp", "-t", "1"]);
     assert_text_error(&out, "rperf3", LISTENER_ERROR);
-    let err = server.stderr();
+    // The server prints its error after telling the client: wait for it.
+    let want = format!("iperf3: error - {LISTENER_ERROR}");
     assert!(
-        err.contains(&format!("iperf3: error - {LISTENER_ERROR}")),
-        "{err}"
+        server.proc().wait_stderr(&want, Duration::from_secs(10)),
+        "{}",
+        server.stderr()
     );
     still_serves(&server);
     let Some(peer) = common::iperf3_321() else {
