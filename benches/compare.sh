@@ -3,9 +3,10 @@
 # bits per CPU-second, as medians over interleaved rounds (see benches/README.md).
 #
 # Usage: benches/compare.sh [--cases tcp1,tcp2,...] [--rounds N] [--time T]
-#                           [--port P] [--out DIR]
+#                           [--port P] [--out DIR] [--extra "ARGS"]
 # Cases: tcp1 tcp2 tcp4 tcp8 tcpR tcpZ udp1448 udp64 gsro1448 gsro64 tcp128 udp128 bidir128
 #   (default: all; gsro* need an iperf3 with --gsro and are left out otherwise)
+# --extra adds client arguments to every case for both programs (e.g. "-C cubic").
 # Environment: RPERF3=path (skip the release build), IPERF3=path (any iperf3 binary;
 #   default: iperf3 on PATH).
 set -euo pipefail
@@ -20,9 +21,10 @@ rounds=5
 secs=5
 port=27950
 out=""
+extra=""
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
-usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -31,6 +33,7 @@ while [ $# -gt 0 ]; do
         --time) secs=${2:?}; shift 2 ;;
         --port) port=${2:?}; shift 2 ;;
         --out) out=${2:?}; shift 2 ;;
+        --extra) extra=${2:?}; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
@@ -172,7 +175,7 @@ run_pair() {
 
     # shellcheck disable=SC2046  # the case arguments are meant to split
     timeout -k 2 $((secs + 25)) /usr/bin/time -f '%U %S %e %M' -o "$dir/client.time" \
-        "$bin" -c 127.0.0.1 -p "$port" -J -t "$secs" $(case_args "$case" "$prog") \
+        "$bin" -c 127.0.0.1 -p "$port" -J -t "$secs" $(case_args "$case" "$prog") $extra \
         > "$dir/client.json" 2> "$dir/client.err" &
     client_pid=$!
     rc=0; wait "$client_pid" || rc=$?
@@ -194,6 +197,7 @@ run_pair() {
 
 echo "rperf3: $rperf3 ($rperf3_from)"
 echo "iperf3: $iperf3 ($("$iperf3" --version 2> /dev/null | head -1))"
+[ -n "$extra" ] && echo "extra client arguments: $extra"
 echo "cases: ${case_list[*]}; rounds: $rounds; -t $secs; port $port; $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "$keep" = 1 ] && echo "raw results: $work"
 

@@ -92,3 +92,54 @@ fn udp_with_128_streams_sets_up_every_stream() {
         }
     }
 }
+
+/// The receive buffer of the server's UDP stream socket, from `ss` while
+/// the test runs (the kernel reports twice the size asked for).
+fn server_udp_rcvbuf(extra: &[&str]) -> u64 {
+    let srv = Server::start(&["-1"]);
+    let mut args = vec!["-u", "-b", "10M", "-t", "3", "--forceflush"];
+    args.extend_from_slice(extra);
+    let c = srv.spawn_client(&args);
+    assert!(
+        c.wait_stdout("0.00-1.00   sec", std::time::Duration::from_secs(10)),
+        "no first interval:\n{}",
+        c.stdout()
+    );
+    let out = std::process::Command::new("ss")
+        .args([
+            "-uamnH",
+            "state",
+            "established",
+            "sport",
+            "=",
+            &format!(":{}", srv.port),
+        ])
+        .output()
+        .expect("ss");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rb = text
+        .split(['(', ',', ')'])
+        .find_map(|f| f.strip_prefix("rb").and_then(|v| v.parse().ok()))
+        .unwrap_or_else(|| panic!("no skmem rb in ss output:\n{text}"));
+    c.finish(std::time::Duration::from_secs(20)).assert_ok();
+    rb
+}
+
+/// Without `-w`, a UDP stream asks for a 4 MiB receive buffer (the kernel
+/// caps it at `net.core.rmem_max`), so a burst of offloaded trains is not
+/// lost in the socket while the receiver thread wakes up; with `-w` the
+/// buffer is what was asked, as in iperf3.
+#[test]
+fn udp_receive_buffer_is_raised_unless_w_is_given_issue_9() {
+    if !common::require_tool("ss") {
+        return;
+    }
+    let rmem_max: u64 = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .expect("rmem_max")
+        .trim()
+        .parse()
+        .expect("a number");
+    let want = 2 * rmem_max.clamp(212_992, 4 << 20);
+    assert!(server_udp_rcvbuf(&[]) >= want, "want at least {want}");
+    assert_eq!(server_udp_rcvbuf(&["-w", "100K"]), 2 * 102_400);
+}

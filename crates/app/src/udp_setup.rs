@@ -15,8 +15,16 @@ use rperf3_proto::{is_connect_reply, UDP_CONNECT_MSG, UDP_CONNECT_REPLY};
 /// Largest number of non-reply datagrams a client skips while waiting for the reply.
 const MAX_SKIPPED: usize = 64;
 
+/// Receive buffer a UDP stream asks for when `-w` is not given. With
+/// offload, one send call delivers up to 256 KiB of trains at once; the usual
+/// 208 KiB default overflows before a sleeping receiver thread is back, so
+/// `-b 0` on loopback lost 30-50% in the socket, not on the path. The kernel
+/// caps the request at `net.core.rmem_max`.
+pub const UDP_RECV_BUFFER: usize = 4 << 20;
+
 /// Makes sure the socket buffers hold at least one datagram (iperf3 raises them to
-/// `len + 1024` when smaller), or sets `-w`.
+/// `len + 1024` when smaller) and the receive buffer [`UDP_RECV_BUFFER`], or
+/// sets `-w`.
 pub fn size_buffers(s: &UdpSocket, len: usize, window: Option<u32>) -> io::Result<()> {
     match window {
         Some(w) => rperf3_sys::net::set_buffer_sizes(s, w as usize),
@@ -25,6 +33,7 @@ pub fn size_buffers(s: &UdpSocket, len: usize, window: Option<u32>) -> io::Resul
             if (snd as usize) < len || (rcv as usize) < len {
                 rperf3_sys::net::set_buffer_sizes(s, len + 1024)?;
             }
+            rperf3_sys::net::raise_recv_buffer(s, UDP_RECV_BUFFER.max(len + 1024))?;
             Ok(())
         }
     }

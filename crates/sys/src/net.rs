@@ -339,6 +339,22 @@ pub fn set_buffer_sizes(s: &impl AsFd, size: usize) -> io::Result<()> {
     r.set_recv_buffer_size(size)
 }
 
+/// Raises SO_RCVBUF to at least `size` bytes (the kernel caps it at
+/// `net.core.rmem_max`); never lowers it. Returns the size now in effect.
+pub fn raise_recv_buffer(s: &impl AsFd, size: usize) -> io::Result<usize> {
+    let r = SockRef::from(s);
+    // The kernel reports twice what was asked (its bookkeeping overhead).
+    let before = r.recv_buffer_size()?;
+    if before < size.saturating_mul(2) {
+        r.set_recv_buffer_size(size)?;
+        // Where rmem_max is below the default, the capped request would lower it.
+        if r.recv_buffer_size()? < before {
+            r.set_recv_buffer_size(before / 2)?;
+        }
+    }
+    r.recv_buffer_size()
+}
+
 /// Sets TCP_NODELAY.
 pub fn set_nodelay(s: &TcpStream) -> io::Result<()> {
     s.set_nodelay(true)
@@ -347,6 +363,15 @@ pub fn set_nodelay(s: &TcpStream) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raise_recv_buffer_raises_and_never_lowers() {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        SockRef::from(&s).set_recv_buffer_size(100_000).unwrap();
+        let before = SockRef::from(&s).recv_buffer_size().unwrap();
+        assert_eq!(raise_recv_buffer(&s, 4096).unwrap(), before);
+        assert!(raise_recv_buffer(&s, 150_000).unwrap() > before);
+    }
 
     #[test]
     fn host_part_strips_device_but_not_zone() {
