@@ -34,8 +34,8 @@ pub struct UdpSendSpec {
 /// make system calls rare without leaving the cache.
 const OFFLOAD_CALL_BYTES: usize = 256 * 1024;
 
-/// Receive slots of 64 KiB with UDP_GRO (each holds a train of up to 64
-/// datagrams); pages are only touched as data arrives.
+/// Receive slots of 64 KiB with UDP_GRO (each holds any train, up to the
+/// kernel's 64 KiB message limit); pages are only touched as data arrives.
 const GRO_SLOTS: usize = 4;
 
 /// How far ahead a paced sender's buffer reaches: the datagrams due in this
@@ -161,12 +161,6 @@ pub fn send_loop(
     Ok(())
 }
 
-/// The datagrams in one received message: `seg`-byte pieces, the last one
-/// possibly shorter (a UDP_GRO train), or the whole message when `seg` is 0.
-pub fn datagrams(msg: &[u8], seg: usize) -> std::slice::Chunks<'_, u8> {
-    msg.chunks(if seg == 0 { msg.len().max(1) } else { seg })
-}
-
 /// Receives datagrams, counting bytes and updating `stats`, until the socket is
 /// shut down or the run stops. Trains received with UDP_GRO are split into their
 /// datagrams before any header is read, so every statistic stays per datagram.
@@ -204,15 +198,11 @@ pub fn recv_loop(
         // batch entirely or not at all.
         let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
         for (slot, m) in buf.chunks_exact(stride).zip(&msgs[..got]) {
-            for d in datagrams(&slot[..m.len], m.seg) {
-                // Too short for a header (a stray handshake datagram): not test data.
-                let Some(h) = UdpHeader::decode(d, counters_64bit) else {
-                    continue;
-                };
-                s.on_datagram(h.seq, h.sec, h.usec, now, d.len());
-                blocks += 1;
-                bytes += d.len() as u64;
-            }
+            // Trains are split per datagram inside; pieces too short for a
+            // header (a stray handshake datagram) are not test data.
+            let (b, n) = s.on_message(&slot[..m.len], m.seg, counters_64bit, now);
+            blocks += b;
+            bytes += n;
         }
         counters.add_many(blocks, bytes);
     }
@@ -274,55 +264,6 @@ mod tests {
     }
 
     #[test]
-    fn trains_split_at_the_segment_size_with_an_odd_last_one() {
-        let msg: Vec<u8> = (0..250u8).collect();
-        let parts: Vec<&[u8]> = datagrams(&msg, 100).collect();
-        assert_eq!(parts.len(), 3);
-        assert_eq!(
-            (parts[0].len(), parts[1].len(), parts[2].len()),
-            (100, 100, 50)
-        );
-        assert_eq!((parts[1][0], parts[2][0]), (100, 200));
-        // A train of one, one byte short of the segment size.
-        assert_eq!(datagrams(&msg[..99], 100).count(), 1);
-        // No segment size: the message is one datagram, however long.
-        assert_eq!(
-            datagrams(&msg, 0).map(<[u8]>::len).collect::<Vec<_>>(),
-            [250]
-        );
-        assert_eq!(datagrams(&[], 0).count(), 0);
-    }
-
-    #[test]
-    fn split_trains_keep_loss_reordering_and_duplicates_per_datagram() {
-        // Two received trains of 20-byte datagrams, the second with an odd
-        // 15-byte tail: seqs 1,2,4 then 3,3,5 (4 lost until 3 arrives late,
-        // then 3 again, a duplicate).
-        let seg = 20;
-        let mk = |seqs: &[u64], tail: usize| {
-            let mut v = Vec::new();
-            for (i, &q) in seqs.iter().enumerate() {
-                let mut d = vec![0u8; if i + 1 == seqs.len() { tail } else { seg }];
-                UdpHeader::new(Duration::from_millis(q), q).encode(&mut d, false);
-                v.extend_from_slice(&d);
-            }
-            v
-        };
-        let mut s = UdpRecvStats::new();
-        let now = Duration::from_secs(1);
-        for train in [mk(&[1, 2, 4], seg), mk(&[3, 3, 5], 15)] {
-            for d in datagrams(&train, seg) {
-                let h = UdpHeader::decode(d, false).unwrap();
-                s.on_datagram(h.seq, h.sec, h.usec, now, d.len());
-            }
-        }
-        // Six datagrams, 115 bytes; highest sequence 5; 3 and its duplicate
-        // came in below the highest; send times 1 ms apart give jitter.
-        assert_eq!((s.bytes, s.packets, s.out_of_order), (115, 5, 2));
-        assert!(s.jitter > 0.0);
-    }
-
-    #[test]
     fn offloaded_calls_carry_whole_trains() {
         let unpaced = |len| UdpSendSpec {
             len,
@@ -331,7 +272,7 @@ mod tests {
             counters_64bit: false,
         };
         assert_eq!(capacity(&unpaced(1448), true), 45 * 4);
-        assert_eq!(capacity(&unpaced(64), true), 64 * 64);
+        assert_eq!(capacity(&unpaced(64), true), 128 * 32);
         assert_eq!(capacity(&unpaced(1448), false), udp_io::MAX_MSGS);
         // Large datagrams: one per message, 256 KiB per call.
         assert_eq!(capacity(&unpaced(32_768), true), 8);

@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use crate::UdpHeader;
+
 /// Per-stream receiver counters. Feed every datagram counted while the test runs.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UdpRecvStats {
@@ -64,9 +66,10 @@ impl UdpRecvStats {
         }
 
         // Absolute difference between arrival and send time, at microsecond
-        // resolution like iperf3's time arithmetic.
-        let now_us = now.as_micros();
-        let sent_us = u128::from(sent_sec) * 1_000_000 + u128::from(sent_usec);
+        // resolution like iperf3's time arithmetic. In u64, not u128: this runs
+        // once per datagram and a u128 to f64 conversion is a library call.
+        let now_us = u64::try_from(now.as_micros()).unwrap_or(u64::MAX);
+        let sent_us = u64::from(sent_sec) * 1_000_000 + u64::from(sent_usec);
         let transit = now_us.abs_diff(sent_us) as f64 / 1e6;
         if first {
             self.prev_transit = transit;
@@ -74,6 +77,34 @@ impl UdpRecvStats {
         let d = (transit - self.prev_transit).abs();
         self.prev_transit = transit;
         self.jitter += (d - self.jitter) / 16.0;
+    }
+
+    /// Accounts one received message: a single datagram (`seg` 0) or a UDP_GRO
+    /// train cut every `seg` bytes (the last piece may be shorter). Every
+    /// datagram counts on its own, exactly as if it had been read alone; pieces
+    /// too short for a header are not test data and are skipped. Returns the
+    /// datagrams and bytes counted.
+    pub fn on_message(
+        &mut self,
+        msg: &[u8],
+        seg: usize,
+        counters_64bit: bool,
+        now: Duration,
+    ) -> (u64, u64) {
+        // Work on a local copy: its fields live in registers for the whole
+        // train instead of going through memory once per datagram.
+        let mut st = self.clone();
+        let (mut blocks, mut bytes) = (0u64, 0u64);
+        for d in msg.chunks(if seg == 0 { msg.len().max(1) } else { seg }) {
+            let Some(h) = UdpHeader::decode(d, counters_64bit) else {
+                continue;
+            };
+            st.on_datagram(h.seq, h.sec, h.usec, now, d.len());
+            blocks += 1;
+            bytes += d.len() as u64;
+        }
+        *self = st;
+        (blocks, bytes)
     }
 
     /// The end of the omit period: snapshot the packet, loss and reordering counts

@@ -185,7 +185,7 @@ proptest! {
                 bytes = 0;
             }
             // Short datagrams are dropped by the receiver before the statistics.
-            let Some(h) = crate::UdpHeader::decode(d, wide) else { continue };
+            let Some(h) = UdpHeader::decode(d, wide) else { continue };
             if h.seq > s.packets { forward += 1; }
             counted += 1;
             bytes = bytes.saturating_add(*size as u64);
@@ -198,4 +198,52 @@ proptest! {
         prop_assert_eq!(s.bytes, bytes);
         prop_assert!(UdpRecvStats::loss_percent(s.lost, s.packets).is_finite());
     }
+}
+
+/// Datagrams of `seg` bytes back to back, the last one `tail` bytes, each with
+/// its header: sequence `q` sent at `q` ms.
+fn train(seqs: &[u64], seg: usize, tail: usize) -> Vec<u8> {
+    let mut v = Vec::new();
+    for (i, &q) in seqs.iter().enumerate() {
+        let mut d = vec![0u8; if i + 1 == seqs.len() { tail } else { seg }];
+        UdpHeader::new(Duration::from_millis(q), q).encode(&mut d, false);
+        v.extend_from_slice(&d);
+    }
+    v
+}
+
+#[test]
+fn trains_count_per_datagram_like_single_reads() {
+    // Two trains of 20-byte datagrams, the second with an odd 15-byte tail:
+    // seqs 1,2,4 then 3,3,5 (4 lost until 3 arrives late, then 3 again, a
+    // duplicate). Fed as trains or one datagram at a time, the same result.
+    let (a, b) = (train(&[1, 2, 4], 20, 20), train(&[3, 3, 5], 20, 15));
+    let now = Duration::from_secs(1);
+    let mut whole = UdpRecvStats::new();
+    assert_eq!(whole.on_message(&a, 20, false, now), (3, 60));
+    assert_eq!(whole.on_message(&b, 20, false, now), (3, 55));
+    let mut single = UdpRecvStats::new();
+    for d in a.chunks(20).chain(b.chunks(20)) {
+        assert_eq!(single.on_message(d, 0, false, now).0, 1);
+    }
+    assert_eq!(whole, single);
+    assert_eq!(
+        (whole.bytes, whole.packets, whole.out_of_order),
+        (115, 5, 2)
+    );
+    assert_eq!(whole.lost, 0);
+    assert!(whole.jitter > 0.0);
+}
+
+#[test]
+fn message_pieces_too_short_for_a_header_are_not_counted() {
+    let now = Duration::from_secs(1);
+    let mut s = UdpRecvStats::new();
+    // A stray 4-byte handshake datagram, and a train whose 5-byte tail
+    // cannot hold a header.
+    assert_eq!(s.on_message(b"9876", 0, false, now), (0, 0));
+    let t = train(&[1, 2, 3], 20, 5);
+    assert_eq!(s.on_message(&t, 20, false, now), (2, 40));
+    assert_eq!(s.on_message(&[], 0, false, now), (0, 0));
+    assert_eq!((s.packets, s.bytes), (2, 40));
 }

@@ -12,13 +12,21 @@
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// Messages per system call at most.
 pub const MAX_MSGS: usize = 64;
-/// Datagrams in one offloaded message at most (the kernel's UDP_MAX_SEGMENTS on
-/// every kernel that has UDP_SEGMENT; newer ones allow more).
-pub const MAX_SEGMENTS: usize = 64;
+/// Datagrams in one offloaded message at most: the kernel's UDP_MAX_SEGMENTS
+/// on newer kernels. Older ones allow [`OLD_MAX_SEGMENTS`]; [`send`] learns
+/// which from the first refusal. Longer trains halve the per-message kernel
+/// work for small datagrams (`-l 64`).
+pub const MAX_SEGMENTS: usize = 128;
+/// UDP_MAX_SEGMENTS on every kernel that has UDP_SEGMENT.
+pub const OLD_MAX_SEGMENTS: usize = 64;
+/// The limit in effect: [`MAX_SEGMENTS`] until this kernel refuses a train
+/// longer than [`OLD_MAX_SEGMENTS`].
+static SEGMENT_LIMIT: AtomicUsize = AtomicUsize::new(MAX_SEGMENTS);
 /// Largest UDP payload of one message (IPv4's limit, the smaller of the two).
 pub const MAX_MESSAGE: usize = 65_507;
 /// Receive slot size with UDP_GRO: room for any coalesced train.
@@ -161,7 +169,7 @@ impl Datagrams<'_> {
 
 /// Datagrams one offloaded message may carry at `size` bytes each (1: no gain).
 pub fn segments_per_message(size: usize) -> usize {
-    (MAX_MESSAGE / size.max(1)).clamp(1, MAX_SEGMENTS)
+    (MAX_MESSAGE / size.max(1)).clamp(1, SEGMENT_LIMIT.load(Ordering::Relaxed))
 }
 
 /// Stack arrays for one call's descriptions. Only the entries a call uses are
@@ -227,8 +235,16 @@ pub fn send(sock: &impl AsRawFd, d: Datagrams<'_>, gso: bool) -> Result<usize, F
     let hp = hdrs.as_mut_ptr().cast::<libc::mmsghdr>();
     // SAFETY: `hdrs[..n]` were written above and point at iovecs into `d.buf`
     // and control buffers, all alive for the call; the kernel only reads them.
-    let sent = retry_eintr(|| unsafe { libc::sendmmsg(fd, hp, n as u32, 0) })
-        .map_err(|e| classify(e, gso))?;
+    let sent = retry_eintr(|| unsafe { libc::sendmmsg(fd, hp, n as u32, 0) }).map_err(|e| {
+        // An older kernel's shorter train limit: nothing was sent; the caller
+        // retries and the messages are cut shorter from now on.
+        let longest = chunks().next().map_or(0, |c| c.len().div_ceil(size));
+        if gso && longest > OLD_MAX_SEGMENTS && e.raw_os_error() == Some(libc::EINVAL) {
+            SEGMENT_LIMIT.store(OLD_MAX_SEGMENTS, Ordering::Relaxed);
+            return Failure::Retry;
+        }
+        classify(e, gso)
+    })?;
     Ok(chunks().take(sent).map(|c| c.len().div_ceil(size)).sum())
 }
 
