@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, BorrowedFd};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rperf3_engine::control::RunControl;
@@ -22,6 +22,7 @@ use rperf3_report::input::StreamInfo;
 use crate::sockopts::{apply_flowlabel, apply_tcp};
 use rperf3_sys::net::{connect_tcp_prepared, unmap, Family, Prepared, Transport};
 use rperf3_sys::tcp_info::{tcp_info, TcpInfo};
+use rperf3_sys::zerocopy::PayloadFile;
 
 /// The protocol stream id of the `index`-th stream (0-based): 1, 3, 4, 5, ...
 /// iperf3 skips 2; both sides must number alike to match results.
@@ -35,6 +36,23 @@ pub fn stream_id(index: usize) -> u32 {
 
 /// The smallest TCP block sent with sendfile.
 const MIN_ZEROCOPY_BLOCK: usize = 16 * 1024;
+
+/// The block the sending streams of one test write (random or repeating), made
+/// once for all of them: streams only read it, so with `-P 128` there is one
+/// block, not 128. Each TCP stream still gets its own memfd copy for sendfile:
+/// one shared memfd cost a quarter of the throughput at `-P 8`, as every
+/// stream took and dropped references to the same pages from both cores.
+#[derive(Debug, Default)]
+pub struct SharedPayload {
+    bytes: OnceLock<Arc<[u8]>>,
+}
+
+impl SharedPayload {
+    fn bytes(&self, send: &SendSpec) -> Arc<[u8]> {
+        let make = || rperf3_engine::payload::make(send.blksize, send.repeating).into();
+        self.bytes.get_or_init(make).clone()
+    }
+}
 
 /// A data socket.
 #[derive(Debug, Clone)]
@@ -210,6 +228,7 @@ impl LiveStream {
         ctl: &Arc<RunControl>,
         blksize: usize,
         send: &SendSpec,
+        payload: &SharedPayload,
     ) -> io::Result<Worker> {
         let counters = self.counters.clone();
         let name = format!("stream-{}", self.info.id);
@@ -228,12 +247,12 @@ impl LiveStream {
                     });
                 }
                 if self.info.sender {
-                    let buf = rperf3_engine::payload::make(send.blksize, send.repeating);
+                    let buf = payload.bytes(send);
                     // Zero-copy sends when the OS allows, for large blocks only:
                     // small sendfile calls leave as small segments, where small
                     // writes coalesce as iperf3's do (`-l 100 -b R/N`).
                     let file = (send.blksize >= MIN_ZEROCOPY_BLOCK && !self.sctp)
-                        .then(|| rperf3_sys::zerocopy::PayloadFile::new(&buf).ok())
+                        .then(|| PayloadFile::new(&buf).ok())
                         .flatten();
                     let (pacer, burst) = (send.pacer, send.burst);
                     Worker::spawn(name, ctl.clone(), true, move |c| {
@@ -257,7 +276,7 @@ impl LiveStream {
             DataSock::Udp(s) => {
                 let s = s.clone();
                 if self.info.sender {
-                    let payload = rperf3_engine::payload::make(send.blksize, send.repeating);
+                    let payload = payload.bytes(send);
                     let spec = UdpSendSpec {
                         len: send.blksize,
                         pacer: send.pacer,
@@ -265,7 +284,7 @@ impl LiveStream {
                         counters_64bit: send.counters_64bit,
                     };
                     Worker::spawn(name, ctl.clone(), true, move |c| {
-                        rperf3_engine::udp::send_loop(&s, payload, spec, c, &counters)
+                        rperf3_engine::udp::send_loop(&s, &payload, spec, c, &counters)
                     })
                 } else {
                     let stats = self.udp_stats.clone().unwrap_or_default();
@@ -469,5 +488,26 @@ mod tests {
     fn ids_skip_two() {
         let ids: Vec<u32> = (0..5).map(super::stream_id).collect();
         assert_eq!(ids, vec![1, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn the_streams_of_a_test_share_one_payload_block() {
+        let send = super::SendSpec {
+            blksize: 32_768,
+            pacer: None,
+            repeating: true,
+            burst: 1,
+            counters_64bit: false,
+            skip_rx_copy: false,
+            file: None,
+        };
+        let p = super::SharedPayload::default();
+        let (a, b) = (p.bytes(&send), p.bytes(&send));
+        assert!(std::sync::Arc::ptr_eq(&a, &b));
+        assert_eq!(&a[..12], b"012345678901");
+        assert_eq!(a.len(), 32_768);
+        // Another test gets its own.
+        let q = super::SharedPayload::default();
+        assert!(!std::sync::Arc::ptr_eq(&a, &q.bytes(&send)));
     }
 }

@@ -22,7 +22,7 @@ use crate::config::RateLimit;
 use crate::cpu::CpuMeter;
 use crate::ratelimit::RateGuard;
 use crate::sampler::Sampler;
-use crate::streams::{DiskFile, LiveStream, SendSpec};
+use crate::streams::{DiskFile, LiveStream, SendSpec, SharedPayload};
 use crate::ticker::{Due, Ticker};
 
 /// Longest wait for senders to finish their current block at the end. A block
@@ -133,8 +133,10 @@ impl TestRun {
     /// TEST_RUNNING: one worker thread per stream.
     pub fn spawn_workers(&mut self, blksize: usize, send: &SendSpec) -> io::Result<()> {
         self.diskfile.clone_from(&send.file);
+        let payload = SharedPayload::default();
         for s in &self.streams {
-            self.workers.push(s.spawn(&self.ctl, blksize, send)?);
+            self.workers
+                .push(s.spawn(&self.ctl, blksize, send, &payload)?);
         }
         Ok(())
     }

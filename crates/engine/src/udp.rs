@@ -84,25 +84,33 @@ fn due_now(spec: &UdpSendSpec, sent: u64, elapsed: Duration, cap: usize) -> Opti
 }
 
 /// Sends datagrams until stopped or the budget is used up. `payload` is `len`
-/// bytes; the send buffer holds it repeated, and each due datagram gets its own
-/// header at its offset. With segmentation offload the due datagrams go out as
-/// trains (one message each), otherwise one sendmmsg batch; a refused offload
-/// falls back to batches for good.
+/// bytes, shared read-only with the test's other streams. A sender that sends
+/// one datagram at a time (a paced one) keeps only the header private and sends
+/// it with the shared payload behind it; otherwise the send buffer holds the
+/// payload repeated, and each due datagram gets its own header at its offset.
+/// With segmentation offload the due datagrams go out as trains (one message
+/// each), otherwise one sendmmsg batch; a refused offload falls back to
+/// batches for good.
 pub fn send_loop(
     sock: &UdpSocket,
-    payload: Vec<u8>,
+    payload: &[u8],
     spec: UdpSendSpec,
     ctl: &RunControl,
     counters: &StreamCounters,
 ) -> io::Result<()> {
-    let len = spec.len.max(1);
+    let len = spec.len.max(1).min(payload.len());
+    let hlen = UdpHeader::len(spec.counters_64bit);
     let mut gso = udp_io::offload().gso;
     let cap = capacity(&spec, gso);
-    let mut buf = if cap == 1 {
-        payload
+    // With -P 128 at the default rate this is what keeps each stream small:
+    // a 16-byte header instead of its own copy of a 32 KiB payload.
+    let parts = cap == 1 && len > hlen;
+    let mut buf = if parts {
+        Vec::new()
     } else {
-        payload.repeat(cap)
+        payload[..len].repeat(cap)
     };
+    let mut head = [0u8; 16];
     let start = Instant::now();
     let mut seq: u64 = 0;
     let mut sent: u64 = 0;
@@ -128,14 +136,20 @@ pub fn send_loop(
                 }
             }
             let now = rperf3_sys::clock::monotonic();
-            for (i, d) in buf.chunks_mut(len).take(n).enumerate() {
-                UdpHeader::new(now, seq + 1 + i as u64).encode(d, spec.counters_64bit);
-            }
-            let d = udp_io::Datagrams {
-                buf: &buf[..n * len],
-                size: len,
+            let sent_now = if parts {
+                UdpHeader::new(now, seq + 1).encode(&mut head, spec.counters_64bit);
+                udp_io::send_parts(sock, &head[..hlen], &payload[hlen..len])
+            } else {
+                for (i, d) in buf.chunks_mut(len).take(n).enumerate() {
+                    UdpHeader::new(now, seq + 1 + i as u64).encode(d, spec.counters_64bit);
+                }
+                let d = udp_io::Datagrams {
+                    buf: &buf[..n * len],
+                    size: len,
+                };
+                udp_io::send(sock, d, gso)
             };
-            let k = match udp_io::send(sock, d, gso) {
+            let k = match sent_now {
                 Ok(k) => k,
                 Err(f) => {
                     match f {
@@ -308,7 +322,7 @@ mod tests {
             burst: 1,
             counters_64bit: false,
         };
-        send_loop(&tx, vec![0u8; 64], spec, &ctl, &c).unwrap();
+        send_loop(&tx, &[0u8; 64], spec, &ctl, &c).unwrap();
         assert_eq!(c.snapshot().blocks, 5);
         rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut b = [0u8; 100];
@@ -316,6 +330,32 @@ mod tests {
             let n = rx.recv(&mut b).unwrap();
             assert_eq!(n, 64);
             assert_eq!(UdpHeader::decode(&b[..n], false).unwrap().seq, want);
+        }
+    }
+
+    #[test]
+    fn a_paced_sender_puts_its_header_before_the_shared_payload() {
+        let (tx, rx) = pair();
+        let ctl = RunControl::new(Some(Budget::new(BudgetUnit::Blocks, 3)));
+        let c = StreamCounters::default();
+        // 1 Mbit/s with 1250-byte datagrams: one due at a time.
+        let spec = UdpSendSpec {
+            len: 1250,
+            pacer: Some(Pacer::new(1_000_000)),
+            burst: 1,
+            counters_64bit: true,
+        };
+        assert_eq!(capacity(&spec, true), 1);
+        let payload: Vec<u8> = (0..1250u32).map(|i| i as u8).collect();
+        send_loop(&tx, &payload, spec, &ctl, &c).unwrap();
+        assert_eq!(c.snapshot().bytes, 3 * 1250);
+        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut b = [0u8; 2000];
+        for want in 1..=3u64 {
+            let n = rx.recv(&mut b).unwrap();
+            assert_eq!(n, 1250);
+            assert_eq!(UdpHeader::decode(&b[..n], true).unwrap().seq, want);
+            assert_eq!(&b[16..n], &payload[16..]);
         }
     }
 

@@ -11,7 +11,7 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -246,6 +246,21 @@ pub fn send(sock: &impl AsRawFd, d: Datagrams<'_>, gso: bool) -> Result<usize, F
         classify(e, gso)
     })?;
     Ok(chunks().take(sent).map(|c| c.len().div_ceil(size)).sum())
+}
+
+/// Sends one datagram made of `head` followed by `body` on a connected socket
+/// (the kernel gathers the two). Lets many streams share one read-only payload
+/// and keep only their header private. Returns 1 when it went out.
+pub fn send_parts(sock: &impl AsFd, head: &[u8], body: &[u8]) -> Result<usize, Failure> {
+    let parts = [io::IoSlice::new(head), io::IoSlice::new(body)];
+    let s = socket2::SockRef::from(sock);
+    loop {
+        match s.send_vectored(&parts) {
+            Ok(_) => return Ok(1),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(classify(e, false)),
+        }
+    }
 }
 
 /// One received message: `len` bytes at the start of its slot; `seg` is the

@@ -196,3 +196,14 @@ fn message_sizes() {
     assert_eq!(segments_per_message(40_000), 1);
     assert_eq!(segments_per_message(0), segments_per_message(64));
 }
+
+#[test]
+fn a_datagram_sent_in_two_parts_arrives_whole() {
+    let (a, b) = pair();
+    let body = [9u8; 50];
+    assert_eq!(send_parts(&a, b"head", &body).unwrap(), 1);
+    let got = read_plain(&b, 1);
+    assert_eq!(got[0].len(), 54);
+    assert_eq!(&got[0][..4], b"head");
+    assert!(got[0][4..].iter().all(|&x| x == 9));
+}
