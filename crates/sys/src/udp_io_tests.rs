@@ -32,6 +32,35 @@ fn read_plain(b: &UdpSocket, count: usize) -> Vec<Vec<u8>> {
     out
 }
 
+/// A connected pair whose receiver has UDP_GRO on, or `None` (with a note)
+/// where the kernel lacks either offload.
+fn gro_pair() -> Option<(UdpSocket, UdpSocket)> {
+    let o = offload();
+    if !(o.gso && o.gro) {
+        eprintln!("note: no UDP_SEGMENT/UDP_GRO in this kernel");
+        return None;
+    }
+    let (a, b) = pair();
+    assert!(enable_gro(&b));
+    Some((a, b))
+}
+
+/// Reads GRO messages until `total` bytes arrived: their bytes in order and
+/// each message's (length, segment size).
+fn read_trains(b: &UdpSocket, total: usize) -> (Vec<u8>, Vec<(usize, usize)>) {
+    let mut buf = vec![0u8; MAX_MSGS * GRO_SLOT];
+    let mut out = [Received::default(); MAX_MSGS];
+    let (mut bytes, mut msgs) = (Vec::new(), Vec::new());
+    while bytes.len() < total {
+        let n = recv(b, &mut buf, GRO_SLOT, true, &mut out).unwrap();
+        for (i, r) in out[..n].iter().enumerate() {
+            bytes.extend_from_slice(&buf[i * GRO_SLOT..][..r.len]);
+            msgs.push((r.len, r.seg));
+        }
+    }
+    (bytes, msgs)
+}
+
 #[test]
 fn plain_batches_send_one_datagram_per_message() {
     let (a, b) = pair();
@@ -66,41 +95,19 @@ fn an_offloaded_train_arrives_as_the_same_datagrams() {
 
 #[test]
 fn a_gro_receiver_gets_the_train_and_its_segment_size() {
-    let o = offload();
-    if !(o.gso && o.gro) {
-        eprintln!("note: no UDP_SEGMENT/UDP_GRO in this kernel");
-        return;
-    }
-    let (a, b) = pair();
-    assert!(enable_gro(&b));
+    let Some((a, b)) = gro_pair() else { return };
     let t = train();
     let d = Datagrams { buf: &t, size: 100 };
     assert_eq!(send(&a, d, true).unwrap(), 10);
-    let mut buf = vec![0u8; 2 * GRO_SLOT];
-    let mut out = [Received::default(); MAX_MSGS];
-    let mut bytes = Vec::new();
-    let mut segs = Vec::new();
-    while bytes.len() < t.len() {
-        let n = recv(&b, &mut buf, GRO_SLOT, true, &mut out).unwrap();
-        for (i, r) in out[..n].iter().enumerate() {
-            bytes.extend_from_slice(&buf[i * GRO_SLOT..][..r.len]);
-            segs.push(r.seg);
-        }
-    }
+    let (bytes, msgs) = read_trains(&b, t.len());
     assert_eq!(bytes, t);
     // Loopback hands the offloaded train over whole.
-    assert_eq!(segs, [100]);
+    assert_eq!(msgs, [(t.len(), 100)]);
 }
 
 #[test]
 fn small_datagrams_go_in_trains_of_the_kernels_limit() {
-    let o = offload();
-    if !(o.gso && o.gro) {
-        eprintln!("note: no UDP_SEGMENT/UDP_GRO in this kernel");
-        return;
-    }
-    let (a, b) = pair();
-    assert!(enable_gro(&b));
+    let Some((a, b)) = gro_pair() else { return };
     let t = vec![7u8; 64 * 256];
     let d = Datagrams { buf: &t, size: 64 };
     let mut sent = 0;
@@ -116,14 +123,8 @@ fn small_datagrams_go_in_trains_of_the_kernels_limit() {
     // effect, 128 unless this kernel refused that (older kernels allow 64).
     let limit = segments_per_message(64);
     assert!(limit == MAX_SEGMENTS || limit == OLD_MAX_SEGMENTS);
-    let mut buf = vec![0u8; MAX_MSGS * GRO_SLOT];
-    let mut out = [Received::default(); MAX_MSGS];
-    let mut lens = Vec::new();
-    while lens.iter().sum::<usize>() < 256 {
-        let n = recv(&b, &mut buf, GRO_SLOT, true, &mut out).unwrap();
-        lens.extend(out[..n].iter().map(|r| r.len / r.seg.max(1)));
-    }
-    assert_eq!(lens, vec![limit; 256 / limit]);
+    let (_, msgs) = read_trains(&b, t.len());
+    assert_eq!(msgs, vec![(limit * 64, 64); 256 / limit]);
 }
 
 #[test]
