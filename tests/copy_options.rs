@@ -41,6 +41,7 @@ fn reconciles(client: serde_json::Value, server: serde_json::Value, mode: Mode) 
         server,
         problems: Vec::new(),
         transcript: String::new(),
+        pairing: None,
     };
     r.check_tcp_delivery(mode, 1);
     assert!(r.problems.is_empty(), "{:?}", r.problems);

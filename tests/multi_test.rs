@@ -47,6 +47,7 @@ fn run_pair(client: Value, server: Value, transcript: String) -> Run {
         server,
         problems: Vec::new(),
         transcript,
+        pairing: None,
     }
 }
 
