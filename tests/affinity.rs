@@ -49,7 +49,7 @@ fn two_cpus() -> bool {
 /// Starts `client` and waits for its first interval line.
 fn running(client: Proc) -> Proc {
     assert!(
-        client.wait_stdout("  0.00-1.00  ", Duration::from_secs(10)),
+        client.wait_stdout("  0.00-1.", Duration::from_secs(10)),
         "{}",
         client.stdout()
     );

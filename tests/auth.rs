@@ -142,15 +142,7 @@ fn issue_8_old_servers_need_the_old_padding() {
         return;
     };
     // OAEP (the default, as 3.21's client) is refused by a 3.12 server.
-    let out = client(
-        Peer::Ours,
-        &srv,
-        "mario",
-        "rossi",
-        "server-pub.pem",
-        &[],
-        None,
-    );
+    let out = mario(Peer::Ours, &srv, "rossi");
     assert_eq!(out.code(), Some(1), "{out}");
     assert!(
         out.stderr.contains(&format!("rperf3: {AUTH_FAILED}")),
@@ -162,25 +154,9 @@ fn issue_8_old_servers_need_the_old_padding() {
 fn issue_8_failed_authentication_does_not_use_up_a_one_off_server() {
     let users = users_file(&format!("{MARIO}\n"));
     let srv = start_server(Peer::Ours, &users, &["-1"]).unwrap();
-    let bad = client(
-        Peer::Ours,
-        &srv,
-        "mario",
-        "verde",
-        "server-pub.pem",
-        &[],
-        None,
-    );
+    let bad = mario(Peer::Ours, &srv, "verde");
     assert_eq!(bad.code(), Some(1), "{bad}");
-    let ok = client(
-        Peer::Ours,
-        &srv,
-        "mario",
-        "rossi",
-        "server-pub.pem",
-        &[],
-        None,
-    );
+    let ok = mario(Peer::Ours, &srv, "rossi");
     assert_eq!(ok.code(), Some(0), "{ok}");
     let out = srv.wait_exit(WAIT);
     assert_eq!(
@@ -194,30 +170,14 @@ fn issue_8_failed_authentication_does_not_use_up_a_one_off_server() {
 fn issue_8_users_file_is_read_for_each_test() {
     let users = users_file("");
     let srv = start_server(Peer::Ours, &users, &[]).unwrap();
-    let before = client(
-        Peer::Ours,
-        &srv,
-        "mario",
-        "rossi",
-        "server-pub.pem",
-        &[],
-        None,
-    );
+    let before = mario(Peer::Ours, &srv, "rossi");
     assert!(before.stderr.contains(AUTH_FAILED), "{before}");
     std::fs::File::create(&users)
         .unwrap()
         .write_all(format!("{MARIO}\n").as_bytes())
         .unwrap();
     assert!(srv.wait_banners(2, WAIT));
-    let after = client(
-        Peer::Ours,
-        &srv,
-        "mario",
-        "rossi",
-        "server-pub.pem",
-        &[],
-        None,
-    );
+    let after = mario(Peer::Ours, &srv, "rossi");
     assert_eq!(after.code(), Some(0), "{after}");
 }
 

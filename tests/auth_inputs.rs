@@ -57,15 +57,7 @@ fn issue_8_raw_client_tokens_of_random_bytes() {
         );
         assert!(srv.wait_banners(i + 2, raw::READY), "token {i}");
     }
-    let ok = client(
-        Peer::Ours,
-        &srv,
-        "mario",
-        "rossi",
-        "server-pub.pem",
-        &[],
-        None,
-    );
+    let ok = mario(Peer::Ours, &srv, "rossi");
     assert_eq!(ok.code(), Some(0), "{ok}");
     let log = srv.stop();
     assert!(!log.stderr.contains(&b64(&random)), "the token was logged");
@@ -199,15 +191,7 @@ fn issue_8_users_file_with_broken_lines() {
         "0".repeat(64)
     ));
     let srv = start_server(Peer::Ours, &users, &[]).unwrap();
-    let ok = client(
-        Peer::Ours,
-        &srv,
-        "mario",
-        "rossi",
-        "server-pub.pem",
-        &[],
-        None,
-    );
+    let ok = mario(Peer::Ours, &srv, "rossi");
     assert_eq!(ok.code(), Some(0), "{ok}");
     let log = srv.stop();
     for n in [3, 4, 6] {

@@ -73,6 +73,11 @@ pub fn start_server(peer: Peer, users: &str, extra: &[&str]) -> Option<Server> {
     Some(Server::start_program(&program, &args))
 }
 
+/// User mario with `password` and the server's public key, nothing else.
+pub fn mario(peer: Peer, srv: &Server, password: &str) -> Output {
+    client(peer, srv, "mario", password, "server-pub.pem", &[], None)
+}
+
 /// A client with `IPERF3_PASSWORD` set, optionally under `faketime OFFSET`.
 pub fn client(
     peer: Peer,
