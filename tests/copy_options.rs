@@ -145,3 +145,49 @@ fn zero_copy_sends_use_sendfile_both_ways() {
     ours.finish(Duration::from_secs(30)).assert_ok();
     assert!(calls_of(&log, "sendfile").len() > 100, "no sendfile");
 }
+
+/// Whether this kernel offers `algo` to unprivileged sockets.
+fn congestion_available(algo: &str) -> bool {
+    let list = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    let ok = list.split_whitespace().any(|a| a == algo);
+    if !ok {
+        eprintln!("note: no {algo} congestion control in this kernel, skipping that part");
+    }
+    ok
+}
+
+/// (sendfile calls, 128 KiB sends from user space) of an rperf3 client run
+/// with `args`. (The payload's one write into its memfd is not a send.)
+fn send_calls(srv: &Server, args: &[&str]) -> (usize, usize) {
+    let mut a = vec!["-t", "1"];
+    a.extend_from_slice(args);
+    let (client, log) = traced(&rperf3(), &srv.args(&a), "sendfile,sendto");
+    client.finish(Duration::from_secs(30)).assert_ok();
+    let sendfile = calls_of(&log, "sendfile").len();
+    let writes = calls_of(&log, "sendto")
+        .iter()
+        .filter(|l| l.contains(", 131072,"))
+        .count();
+    (sendfile, writes)
+}
+
+/// Several senders under a pacing congestion control (BBR) write their blocks;
+/// one sender, a non-pacing algorithm, or `-Z` send them with sendfile.
+#[test]
+fn senders_choose_sendfile_or_writes_by_streams_and_congestion_control() {
+    if !require_tool("strace") || !congestion_available("bbr") || !congestion_available("cubic") {
+        return;
+    }
+    let srv = Server::start(&[]);
+    let (sf, wr) = send_calls(&srv, &["-P", "2", "-C", "bbr"]);
+    assert!(sf == 0 && wr > 100, "-P 2 BBR: {sf} sendfile, {wr} writes");
+    for args in [
+        &["-P", "2", "-C", "bbr", "-Z"][..],
+        &["-P", "2", "-C", "cubic"],
+        &["-C", "bbr"],
+    ] {
+        let (sf, wr) = send_calls(&srv, args);
+        assert!(sf > 100 && wr == 0, "{args:?}: {sf} sendfile, {wr} writes");
+    }
+}

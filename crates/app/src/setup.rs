@@ -93,6 +93,8 @@ pub fn send_spec(p: &TestParams) -> crate::streams::SendSpec {
         counters_64bit: p.udp_counters_64bit,
         skip_rx_copy: p.skip_rx_copy,
         file: None,
+        zerocopy: p.zerocopy,
+        tcp_senders: 0,
     }
 }
 

@@ -37,6 +37,34 @@ pub fn stream_id(index: usize) -> u32 {
 /// The smallest TCP block sent with sendfile.
 const MIN_ZEROCOPY_BLOCK: usize = 16 * 1024;
 
+/// Whether a TCP sender sends its blocks with sendfile (page references, no
+/// copy from user space) rather than plain writes.
+/// - Never for blocks under [`MIN_ZEROCOPY_BLOCK`]: small sendfile calls leave
+///   as small segments, where small writes coalesce as iperf3's do
+///   (`-l 100 -b R/N`).
+/// - Always with `-Z`, as asked.
+/// - Otherwise, not when the congestion control paces in the kernel (BBR) and
+///   this side sends on several streams. The copy sendfile saves is then not
+///   what limits: its senders fill their queues at once and sleep, and the
+///   data goes out from the receivers' ACK processing and the pacing timers
+///   instead, which costs more (`-P 2` 0.66x iperf3 3.21's rate with
+///   sendfile, 1.22x with writes; one stream 1.25x with sendfile, 1.0x with
+///   writes; see the design notes).
+fn sends_with_sendfile(sock: &TcpStream, send: &SendSpec) -> bool {
+    if send.blksize < MIN_ZEROCOPY_BLOCK {
+        return false;
+    }
+    if send.zerocopy || send.tcp_senders <= 1 {
+        return true;
+    }
+    !rperf3_sys::net::tcp_congestion(sock).is_some_and(|cc| paces_itself(&cc))
+}
+
+/// Congestion controls that pace their own sending (BBR and its versions).
+fn paces_itself(congestion: &str) -> bool {
+    congestion.starts_with("bbr")
+}
+
 /// The block the sending streams of one test write (random or repeating), made
 /// once for all of them: streams only read it, so with `-P 128` there is one
 /// block, not 128. Each TCP stream still gets its own memfd copy for sendfile:
@@ -95,6 +123,10 @@ pub struct SendSpec {
     pub skip_rx_copy: bool,
     /// `-F`: TCP senders send this file, receivers store what arrives in it.
     pub file: Option<DiskFile>,
+    /// `-Z`: TCP senders always send with sendfile, as asked.
+    pub zerocopy: bool,
+    /// How many TCP streams this side sends on (set when workers start).
+    pub tcp_senders: usize,
 }
 
 /// The `-F` file of a test, opened once and shared by its streams.
@@ -248,10 +280,7 @@ impl LiveStream {
                 }
                 if self.info.sender {
                     let buf = payload.bytes(send);
-                    // Zero-copy sends when the OS allows, for large blocks only:
-                    // small sendfile calls leave as small segments, where small
-                    // writes coalesce as iperf3's do (`-l 100 -b R/N`).
-                    let file = (send.blksize >= MIN_ZEROCOPY_BLOCK && !self.sctp)
+                    let file = (!self.sctp && sends_with_sendfile(&s, send))
                         .then(|| PayloadFile::new(&buf).ok())
                         .flatten();
                     let (pacer, burst) = (send.pacer, send.burst);
@@ -500,6 +529,8 @@ mod tests {
             counters_64bit: false,
             skip_rx_copy: false,
             file: None,
+            zerocopy: false,
+            tcp_senders: 1,
         };
         let p = super::SharedPayload::default();
         let (a, b) = (p.bytes(&send), p.bytes(&send));

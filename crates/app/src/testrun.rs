@@ -22,7 +22,7 @@ use crate::config::RateLimit;
 use crate::cpu::CpuMeter;
 use crate::ratelimit::RateGuard;
 use crate::sampler::Sampler;
-use crate::streams::{DiskFile, LiveStream, SendSpec, SharedPayload};
+use crate::streams::{DataSock, DiskFile, LiveStream, SendSpec, SharedPayload};
 use crate::ticker::{Due, Ticker};
 
 /// Longest wait for senders to finish their current block at the end. A block
@@ -134,9 +134,15 @@ impl TestRun {
     pub fn spawn_workers(&mut self, blksize: usize, send: &SendSpec) -> io::Result<()> {
         self.diskfile.clone_from(&send.file);
         let payload = SharedPayload::default();
+        let mut send = send.clone();
+        send.tcp_senders = self
+            .streams
+            .iter()
+            .filter(|s| s.info.sender && matches!(s.sock, DataSock::Tcp(_)))
+            .count();
         for s in &self.streams {
             self.workers
-                .push(s.spawn(&self.ctl, blksize, send, &payload)?);
+                .push(s.spawn(&self.ctl, blksize, &send, &payload)?);
         }
         Ok(())
     }
