@@ -535,6 +535,101 @@ fn udp_reverse_overload_rate_and_loss_match_tbf() {
     });
 }
 
+// ------------------------------------------------------------ pacing
+
+/// Where a pacing test runs: across the veth pair, or on the server
+/// namespace's own loopback (this veth pair carries about 8 Gbit/s of UDP
+/// here, too little for `-b 10G`).
+#[derive(Clone, Copy, PartialEq)]
+enum Path {
+    Veth,
+    Loopback,
+}
+
+/// `-u -b rate` for 3 s, counted by the kernel: the data datagrams through the
+/// sender's OUTPUT chain and through the receiver's INPUT chain, over the
+/// sender's test time, are the asked rate within 0.5%. Trains (segmentation
+/// offload) must not let the sender run ahead, and what reaches the receiver
+/// must be paced too, not only what the sender's report says.
+fn udp_pacing_counted_by_the_kernel(rate: &str, target: f64, path: Path) -> Attempt {
+    let Some(pair) = Pair::new() else {
+        return Attempt::Skip;
+    };
+    let l = UDP_LEN.to_string();
+    let args = ["-u", "-b", rate, "-l", &l, "-t", "3"];
+    let (sender, receiver) = match path {
+        Path::Veth => (Side::Client, Side::Server),
+        Path::Loopback => (Side::Server, Side::Server),
+    };
+    let m = data_match(false);
+    add_rule(&pair, sender, "OUTPUT", &m, &["-j", "ACCEPT"]);
+    add_rule(&pair, receiver, "INPUT", &m, &["-j", "ACCEPT"]);
+    let (cdoc, sdoc) = match path {
+        Path::Veth => run_test(&pair, &args),
+        Path::Loopback => {
+            let server = pair.start_server();
+            let port = PORT.to_string();
+            let mut all = vec![
+                env!("CARGO_BIN_EXE_rperf3"),
+                "-c",
+                "127.0.0.1",
+                "-J",
+                "-p",
+                &port,
+            ];
+            all.extend_from_slice(&args);
+            let client = pair.spawn(Side::Server, &all).finish(RUN_TIMEOUT);
+            let server = server.finish(Duration::from_secs(5));
+            (json_doc(&client), json_doc(&server))
+        }
+    };
+    let secs = num(&cdoc, "end.sum_sent.seconds");
+    let out = datagrams(*pair.iptables_counters(sender, "OUTPUT").last().unwrap());
+    let inp = datagrams(*pair.iptables_counters(receiver, "INPUT").last().unwrap());
+    let bps = |n: u64| n as f64 * f64::from(UDP_LEN) * 8.0 / secs;
+    let ctx = format!(
+        "-b {rate} for {secs:.4} s: kernel OUTPUT {out} datagrams ({:.2} Mbit/s), receiver's \
+         INPUT {inp} ({:.2} Mbit/s); sender's report {} datagrams; receiver lost {}; \
+         offload in effect: gso {} (sender), gro {} (receiver)",
+        bps(out) / 1e6,
+        bps(inp) / 1e6,
+        count(&cdoc, "end.sum_sent.packets"),
+        count(&sdoc, "end.sum_received.lost_packets"),
+        num(&cdoc, "start.test_start.gso"),
+        num(&sdoc, "start.test_start.gro"),
+    );
+    eprintln!("{ctx}");
+    assert_eq!(count(&cdoc, "end.sum_sent.packets"), out, "{ctx}");
+    for (what, n) in [("sent", out), ("arrived", inp)] {
+        let off = rel(bps(n), target);
+        // Above the rate is the pacer's fault whatever the load; below it a
+        // sender starved of CPU can explain.
+        assert!(
+            off <= 0.005,
+            "{what}: {:.3}% above the rate\n{ctx}",
+            off * 100.0
+        );
+        if off < -0.005 {
+            return Attempt::Disturbed(format!("{what}: {:.3}% below\n{ctx}", -off * 100.0));
+        }
+    }
+    Attempt::Pass
+}
+
+#[test]
+fn udp_pacing_at_100m_1g_and_10g_counted_by_the_kernel() {
+    let _one_at_a_time = netns::serial();
+    for (rate, target, path) in [
+        ("100M", 100e6, Path::Veth),
+        ("1G", 1e9, Path::Veth),
+        ("10G", 10e9, Path::Loopback),
+    ] {
+        with_retries(&format!("UDP pacing at {rate}"), || {
+            udp_pacing_counted_by_the_kernel(rate, target, path)
+        });
+    }
+}
+
 // ------------------------------------------------------------ trains on the wire
 
 /// Datagrams sent as offloaded trains (`-b 100M/20`: bursts of 20, one train
