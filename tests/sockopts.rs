@@ -371,19 +371,21 @@ fn tcp_burst_writes_blocks_back_to_back() {
     }
     // 50 blocks of 100 bytes at once coalesce into large segments, as with
     // iperf3 (about 2,000 bytes per segment on loopback; one block each if the
-    // rate were checked before every block).
+    // rate were checked before every block). A loaded machine that preempts
+    // the sender mid-burst lowers the mean (seen below 800 once), never to
+    // one block.
     let peer = PathBuf::from("iperf3");
     let server = Server::start_program(&peer, &["-1"]);
     let args = ["-t", "1", "-l", "100", "-b", "20M/50"];
     let segs = captured(server.port, || server.client(&args));
     let mean = mean_len(&payload(&segs, false, server.port));
-    assert!(mean > 800.0, "client: mean segment {mean}");
+    assert!(mean > 400.0, "client: mean segment {mean}");
 
     let server = Server::start(&["-1"]);
     let args = ["-t", "1", "-l", "100", "-b", "20M/50", "-R"];
     let segs = captured(server.port, || stock_client(&peer, &server, &args));
     let mean = mean_len(&payload(&segs, true, server.port));
-    assert!(mean > 800.0, "server: mean segment {mean}");
+    assert!(mean > 400.0, "server: mean segment {mean}");
 }
 
 /// The remote ports a `-J` server saw its data streams come from.

@@ -21,7 +21,9 @@ use crate::ctrl::{Ctrl, Read0};
 use crate::driver::{Driver, Test, Wake};
 use crate::interrupt::Interrupt;
 use crate::setup::{client_params, stream_roles, test_info, version_string};
-use crate::streams::{connect_sctp_stream, connect_tcp_stream, DiskFile, LiveStream, SctpOptions};
+use crate::streams::{
+    connect_sctp_stream, connect_tcp_stream, DiskFile, LiveStream, SctpOptions, StreamEnds,
+};
 use crate::testrun::TestRun;
 use crate::Outcome;
 
@@ -117,7 +119,7 @@ fn connect(
     common: &CommonConfig,
     params: &mut TestParams,
 ) -> Result<(Ctrl, [u8; COOKIE_LEN], SocketAddr, u32), IperfError> {
-    let addrs = rperf3_sys::net::resolve(&cc.host, common.port, common.family.into())
+    let addrs = rperf3_sys::net::resolve(&cc.host, common.port, common.family)
         .map_err(|e| IperfError::with_detail(IE_CONNECT, gai_text(&e)))?;
     let sock = rperf3_sys::net::connect_tcp(
         &addrs,
@@ -417,32 +419,17 @@ impl Client<'_> {
                 crate::udp_setup::hello(&s, len, left.min(UDP_CONNECT_TIMEOUT)).map_err(io_err)?;
                 LiveStream::udp(s, i, sender)
             } else if self.params.protocol == Protocol::Sctp {
+                let ends = self.stream_ends(local_port, dev, left);
                 let sctp = SctpOptions {
                     xbind: &self.common.xbind,
                     nstreams: self.cc.nstreams,
                     window: self.cc.window,
                 };
-                let s = connect_sctp_stream(
-                    self.server,
-                    self.common.bind.as_deref(),
-                    local_port,
-                    dev,
-                    &self.params,
-                    sctp,
-                    &self.cookie,
-                    left.min(STREAM_CONNECT_TIMEOUT),
-                )?;
+                let s = connect_sctp_stream(ends, &self.params, sctp, &self.cookie)?;
                 LiveStream::sctp(s, i, sender)
             } else {
-                let s = connect_tcp_stream(
-                    self.server,
-                    self.common.bind.as_deref(),
-                    local_port,
-                    dev,
-                    &self.params,
-                    &self.cookie,
-                    left.min(STREAM_CONNECT_TIMEOUT),
-                )?;
+                let ends = self.stream_ends(local_port, dev, left);
+                let s = connect_tcp_stream(ends, &self.params, &self.cookie)?;
                 crate::sockopts::apply_snd_timeout(&s, self.common.snd_timeout_ms);
                 if let Some(w) = self.cc.window {
                     rperf3_sys::net::set_buffer_sizes(&s, w as usize)
@@ -455,6 +442,22 @@ impl Client<'_> {
             out.push(ls);
         }
         Ok(out)
+    }
+
+    /// Where a TCP or SCTP data stream connects, with `left` of the setup time.
+    fn stream_ends<'s>(
+        &'s self,
+        local_port: u16,
+        device: Option<&'s str>,
+        left: Duration,
+    ) -> StreamEnds<'s> {
+        StreamEnds {
+            server: self.server,
+            bind: self.common.bind.as_deref(),
+            local_port,
+            device,
+            timeout: left.min(STREAM_CONNECT_TIMEOUT),
+        }
     }
 
     fn local_results(&self) -> TestResults {

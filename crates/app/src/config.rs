@@ -28,17 +28,8 @@ pub struct Config {
     pub process: ProcessConfig,
 }
 
-/// Address family restriction (`-4`, `-6`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Family {
-    /// Either family.
-    #[default]
-    Any,
-    /// `-4`
-    V4,
-    /// `-6`
-    V6,
-}
+/// Address family restriction (`-4`, `-6`): the one the socket layer takes.
+pub use rperf3_sys::net::Family;
 
 /// Settings shared by client and server.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::testrun::IdleLimits;
 
-use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition, Family, Protocol};
+use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition, Protocol};
 
 /// The version string of `start.version` and `-V`.
 pub fn version_string() -> String {
@@ -153,16 +153,6 @@ pub fn test_info(p: &TestParams, common: &CommonConfig, side: Side) -> TestInfo 
         // kernel has, for the directions this side runs.
         gso: udp && off.gso && roles.contains(&true),
         gro: udp && off.gro && roles.contains(&false),
-    }
-}
-
-impl From<Family> for rperf3_sys::net::Family {
-    fn from(f: Family) -> Self {
-        match f {
-            Family::Any => Self::Any,
-            Family::V4 => Self::V4,
-            Family::V6 => Self::V6,
-        }
     }
 }
 

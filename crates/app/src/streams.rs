@@ -359,21 +359,18 @@ fn stream_info(
 /// Opens one client TCP data stream: the test's socket options, connect, then
 /// the 37-byte cookie.
 pub fn connect_tcp_stream(
-    server: SocketAddr,
-    bind: Option<&str>,
-    local_port: u16,
-    device: Option<&str>,
+    mut at: StreamEnds<'_>,
     params: &TestParams,
     cookie: &[u8],
-    timeout: Duration,
 ) -> Result<TcpStream, IperfError> {
+    let server = at.server;
     let prepare = |fd: BorrowedFd<'_>, v6: bool| {
         apply_tcp(fd, v6, params, false)?;
         apply_flowlabel(fd, server, params)
     };
     // The label goes out with the flow information of the connect() address.
-    let mut server = server;
-    if let (SocketAddr::V6(a), Ok(label @ 1..)) = (&mut server, u32::try_from(params.flowlabel)) {
+    if let (SocketAddr::V6(a), Ok(label @ 1..)) = (&mut at.server, u32::try_from(params.flowlabel))
+    {
         a.set_flowinfo(label.to_be());
     }
     let transport = if params.mptcp {
@@ -381,23 +378,22 @@ pub fn connect_tcp_stream(
     } else {
         Transport::Tcp
     };
-    let at = StreamEnds {
-        server,
-        bind,
-        local_port,
-        device,
-        timeout,
-    };
     connect_with_cookie(&at, transport, &prepare, cookie, IE_STREAM_CONNECT)
 }
 
 /// Where a client data stream connects from and to, and how long it may take.
-struct StreamEnds<'a> {
-    server: SocketAddr,
-    bind: Option<&'a str>,
-    local_port: u16,
-    device: Option<&'a str>,
-    timeout: Duration,
+#[derive(Debug, Clone, Copy)]
+pub struct StreamEnds<'a> {
+    /// The server's address.
+    pub server: SocketAddr,
+    /// `-B`: the local address to bind.
+    pub bind: Option<&'a str>,
+    /// `--cport`: the local port (0: any).
+    pub local_port: u16,
+    /// `--bind-dev`.
+    pub device: Option<&'a str>,
+    /// For the connect and the cookie together.
+    pub timeout: Duration,
 }
 
 /// Connects a socket `prepare`d with the test's options and writes the cookie,
@@ -446,19 +442,15 @@ pub struct SctpOptions<'a> {
 /// SCTP_MAXSEG, SCTP_INITMSG and the `-X` addresses before connect, then the
 /// cookie, then fragmentation allowed. A kernel without SCTP fails the socket
 /// with EPROTONOSUPPORT: error 203 ("unable to connect stream").
-#[allow(clippy::too_many_arguments)]
 pub fn connect_sctp_stream(
-    server: SocketAddr,
-    bind: Option<&str>,
-    local_port: u16,
-    device: Option<&str>,
+    at: StreamEnds<'_>,
     params: &TestParams,
     sctp: SctpOptions<'_>,
     cookie: &[u8],
-    timeout: Duration,
 ) -> Result<TcpStream, IperfError> {
     use rperf3_sys::sctp;
-    let family = if server.is_ipv4() {
+    let local_port = at.local_port;
+    let family = if at.server.is_ipv4() {
         Family::V4
     } else {
         Family::Any
@@ -488,13 +480,6 @@ pub fn connect_sctp_stream(
         }
         sctp::bind_client(&fd, local_port, &xaddrs)
             .map_err(|e| IperfError::from_io(IE_SET_SCTP_BINDX, &e))
-    };
-    let at = StreamEnds {
-        server,
-        bind,
-        local_port,
-        device,
-        timeout,
     };
     let s = connect_with_cookie(&at, Transport::Sctp, &prepare, cookie, IE_SEND_COOKIE)?;
     sctp::allow_fragments(&s).map_err(|e| IperfError::from_io(IE_SET_SCTP_DISABLE_FRAG, &e))?;

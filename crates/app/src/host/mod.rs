@@ -109,21 +109,18 @@ pub fn serve(
         common.bind.as_deref(),
         common.bind_dev.as_deref(),
         common.port,
-        common.family.into(),
+        common.family,
     )
     .and_then(|l| l.set_nonblocking(true).map(|()| l))
     {
         Ok(l) => l,
         Err(e) => return Outcome::finish(&mut rep, Some(IperfError::from_io(IE_LISTEN, &e))),
     };
-    let udp_addr = match rperf3_sys::net::listen_addr(
-        common.bind.as_deref(),
-        common.port,
-        common.family.into(),
-    ) {
-        Ok(a) => a,
-        Err(e) => return Outcome::finish(&mut rep, Some(IperfError::from_io(IE_LISTEN, &e))),
-    };
+    let udp_addr =
+        match rperf3_sys::net::listen_addr(common.bind.as_deref(), common.port, common.family) {
+            Ok(a) => a,
+            Err(e) => return Outcome::finish(&mut rep, Some(IperfError::from_io(IE_LISTEN, &e))),
+        };
     let (to_host, inbox) = match mail::pair() {
         Ok(p) => p,
         Err(e) => return Outcome::finish(&mut rep, Some(IperfError::from_io(IE_LISTEN, &e))),
@@ -163,7 +160,7 @@ pub fn serve(
         sctp: SctpListener::new(
             udp_addr,
             common.bind.as_deref(),
-            common.family.into(),
+            common.family,
             &common.xbind,
         ),
         inbox,
