@@ -191,3 +191,39 @@ fn senders_choose_sendfile_or_writes_by_streams_and_congestion_control() {
         assert!(sf > 100 && wr == 0, "{args:?}: {sf} sendfile, {wr} writes");
     }
 }
+
+/// (SO_RCVLOWAT settings, non-blocking reads) of an rperf3 client receiving
+/// with `args`.
+fn receive_calls(srv: &Server, args: &[&str]) -> (Vec<String>, usize) {
+    let mut a = vec!["-t", "1", "-R"];
+    a.extend_from_slice(args);
+    let (client, log) = traced(&rperf3(), &srv.args(&a), "setsockopt,recvfrom");
+    client.finish(Duration::from_secs(30)).assert_ok();
+    let marks = calls_of(&log, "setsockopt")
+        .into_iter()
+        .filter(|l| l.contains("SO_RCVLOWAT"))
+        .collect();
+    let reads = calls_of(&log, "recvfrom")
+        .iter()
+        .filter(|l| l.contains("MSG_DONTWAIT"))
+        .count();
+    (marks, reads)
+}
+
+/// A side that receives on one TCP stream reads on a mark of one block and
+/// lowers it for the final drain; with several streams it reads plainly.
+#[test]
+fn a_lone_receiver_reads_on_a_mark_of_one_block() {
+    if !require_tool("strace") {
+        return;
+    }
+    let srv = Server::start(&[]);
+    let (marks, reads) = receive_calls(&srv, &[]);
+    assert!(
+        marks.len() == 2 && marks[0].contains("[131072]") && marks[1].contains("[1]"),
+        "{marks:?}"
+    );
+    assert!(reads > 100, "{reads} non-blocking reads");
+    let (marks, reads) = receive_calls(&srv, &["-P", "2"]);
+    assert!(marks.is_empty() && reads == 0, "-P 2: {marks:?}, {reads} reads");
+}

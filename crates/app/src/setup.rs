@@ -95,6 +95,7 @@ pub fn send_spec(p: &TestParams) -> crate::streams::SendSpec {
         file: None,
         zerocopy: p.zerocopy,
         tcp_senders: 0,
+        tcp_receivers: 0,
     }
 }
 

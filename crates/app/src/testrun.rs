@@ -48,6 +48,8 @@ pub struct TestRun {
     sent: Progress,
     rate: Option<RateGuard>,
     diskfile: Option<DiskFile>,
+    /// The TCP receivers' read size.
+    read_size: usize,
 }
 
 /// How long a test may go without progress in each direction before it is
@@ -104,6 +106,7 @@ impl TestRun {
             cpu: CpuMeter::start(),
             cpu_final: None,
             diskfile: None,
+            read_size: 0,
             finished: false,
             started: now,
             limits,
@@ -133,13 +136,17 @@ impl TestRun {
     /// TEST_RUNNING: one worker thread per stream.
     pub fn spawn_workers(&mut self, blksize: usize, send: &SendSpec) -> io::Result<()> {
         self.diskfile.clone_from(&send.file);
+        self.read_size = blksize;
         let payload = SharedPayload::default();
         let mut send = send.clone();
-        send.tcp_senders = self
-            .streams
-            .iter()
-            .filter(|s| s.info.sender && matches!(s.sock, DataSock::Tcp(_)))
-            .count();
+        let tcp = |sender: bool| {
+            self.streams
+                .iter()
+                .filter(|s| s.info.sender == sender && matches!(s.sock, DataSock::Tcp(_)))
+                .count()
+        };
+        send.tcp_senders = tcp(true);
+        send.tcp_receivers = tcp(false);
         for s in &self.streams {
             self.workers
                 .push(s.spawn(&self.ctl, blksize, &send, &payload)?);
@@ -280,6 +287,9 @@ impl TestRun {
         let now = Instant::now();
         self.ctl.stop();
         self.wait_senders(SENDER_GRACE);
+        for s in &self.streams {
+            s.drain_below_mark(self.read_size);
+        }
         let last =
             (now > self.sampler.last_tick()).then(|| self.sampler.sample(&self.streams, now));
         self.cpu_final = Some(self.cpu.read(&self.workers));

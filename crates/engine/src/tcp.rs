@@ -2,7 +2,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::control::RunControl;
 use crate::counters::StreamCounters;
@@ -61,31 +61,75 @@ pub fn send_loop(
     Ok(())
 }
 
+/// How a TCP receiver reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecvMode {
+    /// Blocking reads of what has arrived.
+    Copy,
+    /// `--skip-rx-copy`: the kernel drops the bytes it counts (MSG_TRUNC)
+    /// instead of copying them out.
+    Discard,
+    /// The socket's SO_RCVLOWAT is set: wait until that much is there (poll
+    /// honours the mark) or [`MARK_WAIT`] has passed, then read what is there
+    /// without waiting. Fewer, larger reads; and unlike a blocking read, which
+    /// holds the bytes it copied until the mark is reached, every byte read is
+    /// counted at once, and none waits longer than `MARK_WAIT` (a slow path
+    /// still shows a smooth rate in each interval).
+    OnMark,
+}
+
+/// The longest an `OnMark` receiver leaves arrived bytes unread.
+pub const MARK_WAIT: Duration = Duration::from_millis(10);
+
 /// Reads and counts until the peer closes, the socket is shut down, or stopped.
-/// With `discard` (`--skip-rx-copy`) the kernel drops the bytes it counts
-/// instead of copying them out.
 pub fn recv_loop(
     mut sock: &TcpStream,
     blksize: usize,
-    discard: bool,
+    mode: RecvMode,
     ctl: &RunControl,
     counters: &StreamCounters,
 ) -> io::Result<()> {
     let mut buf = vec![0u8; blksize.max(1)];
     while !ctl.stopped() {
-        let r = if discard {
-            rperf3_sys::net::recv_discard(sock, &mut buf)
-        } else {
-            sock.read(&mut buf)
+        let r = match mode {
+            RecvMode::Copy => sock.read(&mut buf),
+            RecvMode::Discard => rperf3_sys::net::recv_discard(sock, &mut buf),
+            RecvMode::OnMark => rperf3_sys::poll::readable(&sock, MARK_WAIT)
+                .and_then(|_| rperf3_sys::net::recv_ready(sock, &mut buf)),
         };
         match r {
             Ok(0) => return Ok(()),
             Ok(n) => counters.add(n as u64),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                ) => {}
             Err(e) => return Err(e),
         }
     }
     Ok(())
+}
+
+/// Reads and counts what `sock` holds now, below its mark too: the final
+/// sample of an `OnMark` receiver must include the tail the mark kept back.
+/// Only what is there when called: a peer still sending (`-R`) must not keep
+/// it reading. The worker may read part of it at the same time; each byte is
+/// counted by whichever read took it.
+pub fn drain_ready(sock: &TcpStream, blksize: usize, counters: &StreamCounters) {
+    let _ = rperf3_sys::sockopt::set_recv_lowat(sock, 1);
+    let mut left = rperf3_sys::sockopt::bytes_waiting(sock).unwrap_or(0);
+    let mut buf = vec![0u8; blksize.clamp(1, left.max(1))];
+    while left > 0 {
+        let want = left.min(buf.len());
+        match rperf3_sys::net::recv_ready(sock, &mut buf[..want]) {
+            Ok(n @ 1..) => {
+                counters.add(n as u64);
+                left -= n;
+            }
+            _ => return,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -103,7 +147,7 @@ mod tests {
         let ctl_rx = Arc::new(RunControl::new(None));
         let rc = Arc::new(StreamCounters::default());
         let (c2, r2) = (ctl_rx.clone(), rc.clone());
-        let h = std::thread::spawn(move || recv_loop(&rx, 1000, false, &c2, &r2));
+        let h = std::thread::spawn(move || recv_loop(&rx, 1000, RecvMode::Copy, &c2, &r2));
         let ctl = RunControl::new(Some(Budget::new(BudgetUnit::Bytes, 123_456)));
         let sc = StreamCounters::default();
         send_loop(&tx, &[7u8; 10_000], None, None, 1, &ctl, &sc).unwrap();
@@ -156,7 +200,7 @@ mod tests {
             let mut r = &rx;
             while r.read(&mut b).map(|n| n > 0).unwrap_or(false) {}
         });
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(200));
         ctl.stop();
         h.join().unwrap().unwrap();
         drop(sink);
@@ -186,12 +230,68 @@ mod tests {
                     &s2,
                 )
             });
-            std::thread::sleep(std::time::Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(100));
             ctl.stop();
             h.join().unwrap().unwrap();
             sc.snapshot().bytes
         };
         assert_eq!(sent_after(1), 100);
         assert_eq!(sent_after(5), 500);
+    }
+    /// A connected pair whose receiving end reads on a mark of `mark` bytes.
+    fn marked_pair(mark: usize) -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let tx = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (rx, _) = l.accept().unwrap();
+        rperf3_sys::sockopt::set_recv_lowat(&rx, mark).unwrap();
+        (tx, rx)
+    }
+
+    /// Waits up to `limit` for `counters` to reach `want` bytes.
+    fn reaches(counters: &StreamCounters, want: u64, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while counters.snapshot().bytes < want {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    #[test]
+    fn a_marked_receiver_counts_a_tail_below_its_mark_soon() {
+        let (mut tx, rx) = marked_pair(100_000);
+        let ctl = Arc::new(RunControl::new(None));
+        let rc = Arc::new(StreamCounters::default());
+        let (c2, r2) = (ctl.clone(), rc.clone());
+        let h = std::thread::spawn(move || recv_loop(&rx, 131_072, RecvMode::OnMark, &c2, &r2));
+        // Above the mark, then a tail below it: both are counted, the tail
+        // after at most MARK_WAIT (not held until more data comes).
+        tx.write_all(&[1u8; 150_000]).unwrap();
+        assert!(reaches(&rc, 150_000, Duration::from_secs(5)));
+        tx.write_all(&[2u8; 500]).unwrap();
+        assert!(reaches(&rc, 150_500, Duration::from_secs(5)));
+        assert_eq!(rc.snapshot().bytes, 150_500);
+        ctl.stop();
+        tx.shutdown(Shutdown::Write).unwrap();
+        h.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn draining_takes_exactly_what_waits_below_the_mark() {
+        let (mut tx, rx) = marked_pair(100_000);
+        let rc = StreamCounters::default();
+        tx.write_all(&[3u8; 700]).unwrap();
+        // Delivered on loopback once the kernel says it is readable at mark 1.
+        rperf3_sys::sockopt::set_recv_lowat(&rx, 1).unwrap();
+        assert!(rperf3_sys::poll::readable(&rx, Duration::from_secs(5)).unwrap());
+        rperf3_sys::sockopt::set_recv_lowat(&rx, 100_000).unwrap();
+        drain_ready(&rx, 131_072, &rc);
+        assert_eq!(rc.snapshot().bytes, 700);
+        // Nothing left, and the mark is down so the final reads are not held.
+        assert_eq!(rperf3_sys::sockopt::bytes_waiting(&rx).unwrap(), 0);
+        drain_ready(&rx, 131_072, &rc);
+        assert_eq!(rc.snapshot().bytes, 700);
     }
 }

@@ -5,7 +5,7 @@
 //! - `time.rs`: `localtime_r` + `strftime` for `--timestamps`.
 //! - `sockopt.rs`: `setsockopt` for options socket2 does not wrap (IP_MTU_DISCOVER,
 //!   TCP_MAXSEG with a signed value, SO_MAX_PACING_RATE, IPV6_FLOWINFO_SEND) and
-//!   IPV6_FLOWLABEL_MGR with its request struct.
+//!   IPV6_FLOWLABEL_MGR with its request struct; the FIONREAD ioctl.
 //! - `sctp.rs`: `setsockopt` at the SCTP level (SCTP_INITMSG, SCTP_MAXSEG and
 //!   sctp_bindx's packed address array), which libc does not wrap.
 //! - `udp_io.rs`: `sendmmsg` / `recvmmsg` over stack arrays of headers pointing at live

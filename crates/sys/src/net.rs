@@ -283,6 +283,14 @@ pub fn recv_discard(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
         .map_err(io::Error::from)
 }
 
+/// Receives what `s` holds now, up to `buf.len()` bytes, without waiting
+/// (MSG_DONTWAIT): `WouldBlock` when nothing is there.
+pub fn recv_ready(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    nix::sys::socket::recv(s.as_raw_fd(), buf, nix::sys::socket::MsgFlags::MSG_DONTWAIT)
+        .map_err(io::Error::from)
+}
+
 /// Takes one datagram and returns its full length (even past the few bytes
 /// read: MSG_TRUNC) and its sender. The content is not needed by the caller.
 pub fn recv_len_from(s: &UdpSocket) -> io::Result<(usize, SocketAddr)> {

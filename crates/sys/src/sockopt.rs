@@ -44,6 +44,25 @@ pub fn set_mss(fd: &impl AsRawFd, mss: i32) -> io::Result<()> {
     set_int(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, mss)
 }
 
+/// Sets SO_RCVLOWAT: readiness (poll) and blocking reads wait for this many
+/// bytes, or the end of the stream.
+pub fn set_recv_lowat(fd: &impl AsRawFd, bytes: usize) -> io::Result<()> {
+    let v = i32::try_from(bytes).unwrap_or(i32::MAX).max(1);
+    set_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, v)
+}
+
+/// Bytes waiting in a stream socket's receive queue (FIONREAD).
+pub fn bytes_waiting(fd: &impl AsRawFd) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which points at a live int.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut n as *mut libc::c_int) };
+    if rc == 0 {
+        Ok(usize::try_from(n).unwrap_or(0))
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Sets TCP_CONGESTION (`-C`). ENOENT means this host lacks the algorithm.
 pub fn set_congestion(fd: &impl AsFd, algo: &str) -> io::Result<()> {
     SockRef::from(fd).set_tcp_congestion(algo.as_bytes())
