@@ -225,5 +225,8 @@ fn a_lone_receiver_reads_on_a_mark_of_one_block() {
     );
     assert!(reads > 100, "{reads} non-blocking reads");
     let (marks, reads) = receive_calls(&srv, &["-P", "2"]);
-    assert!(marks.is_empty() && reads == 0, "-P 2: {marks:?}, {reads} reads");
+    assert!(
+        marks.is_empty() && reads == 0,
+        "-P 2: {marks:?}, {reads} reads"
+    );
 }
