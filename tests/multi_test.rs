@@ -320,7 +320,13 @@ fn text_lines_of_concurrent_tests_say_which_test_they_belong_to() {
         );
         assert!(report.contains("[ ID] Interval"), "{report}");
         assert!(report.lines().any(|l| l.ends_with("receiver")), "{report}");
-        assert!(report.contains("  1.00-2.00  "), "{report}");
+        // The second interval (its ends may be x.01 s on a loaded machine).
+        assert!(
+            report
+                .lines()
+                .any(|l| l.contains("  1.0") && l.contains("-2.") && l.contains(" sec ")),
+            "{report}"
+        );
     }
 }
 
