@@ -26,10 +26,15 @@ fn traced(prog: &std::path::Path, args: &[String], calls: &str) -> (Proc, std::p
 
 /// Lines of the strace log that call `call`.
 fn calls_of(log: &std::path::Path, call: &str) -> Vec<String> {
+    calls_with(log, call, "")
+}
+
+/// Lines of the strace log that call `call` and contain `text`.
+fn calls_with(log: &std::path::Path, call: &str, text: &str) -> Vec<String> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
-        .filter(|l| l.contains(&format!("{call}(")))
+        .filter(|l| l.contains(&format!("{call}(")) && l.contains(text))
         .map(str::to_string)
         .collect()
 }
@@ -78,10 +83,7 @@ fn the_server_discards_in_the_kernel_when_a_stock_client_asks() {
         Duration::from_secs(30),
     );
     let server = srv.finish(Duration::from_secs(30));
-    let truncated = calls_of(&log, "recvfrom")
-        .into_iter()
-        .filter(|l| l.contains("MSG_TRUNC"))
-        .count();
+    let truncated = calls_with(&log, "recvfrom", "MSG_TRUNC").len();
     assert!(truncated > 100, "{truncated} MSG_TRUNC reads");
     reconciles(out.assert_ok().json(), server.json(), Mode::Normal);
 }
@@ -98,10 +100,7 @@ fn the_client_discards_in_the_kernel_and_counts_right() {
         "recvfrom",
     );
     let out = client.finish(Duration::from_secs(30));
-    let truncated = calls_of(&log, "recvfrom")
-        .into_iter()
-        .filter(|l| l.contains("MSG_TRUNC"))
-        .count();
+    let truncated = calls_with(&log, "recvfrom", "MSG_TRUNC").len();
     assert!(truncated > 100, "{truncated} MSG_TRUNC reads");
     let doc = out.assert_ok().json();
     // What the stock server says it sent (results exchange) against what was
@@ -157,18 +156,22 @@ fn congestion_available(algo: &str) -> bool {
     ok
 }
 
+/// The strace log of `calls` made by a successful 1 s rperf3 client test
+/// with `args` against `srv`.
+fn traced_client(srv: &Server, args: &[&str], calls: &str) -> std::path::PathBuf {
+    let mut a = vec!["-t", "1"];
+    a.extend_from_slice(args);
+    let (client, log) = traced(&rperf3(), &srv.args(&a), calls);
+    client.finish(Duration::from_secs(30)).assert_ok();
+    log
+}
+
 /// (sendfile calls, 128 KiB sends from user space) of an rperf3 client run
 /// with `args`. (The payload's one write into its memfd is not a send.)
 fn send_calls(srv: &Server, args: &[&str]) -> (usize, usize) {
-    let mut a = vec!["-t", "1"];
-    a.extend_from_slice(args);
-    let (client, log) = traced(&rperf3(), &srv.args(&a), "sendfile,sendto");
-    client.finish(Duration::from_secs(30)).assert_ok();
+    let log = traced_client(srv, args, "sendfile,sendto");
     let sendfile = calls_of(&log, "sendfile").len();
-    let writes = calls_of(&log, "sendto")
-        .iter()
-        .filter(|l| l.contains(", 131072,"))
-        .count();
+    let writes = calls_with(&log, "sendto", ", 131072,").len();
     (sendfile, writes)
 }
 
@@ -192,21 +195,12 @@ fn senders_choose_sendfile_or_writes_by_streams_and_congestion_control() {
     }
 }
 
-/// (SO_RCVLOWAT settings, non-blocking reads) of an rperf3 client receiving
-/// with `args`.
+/// (SO_RCVLOWAT settings, non-blocking reads) of an rperf3 client run with
+/// `args`.
 fn receive_calls(srv: &Server, args: &[&str]) -> (Vec<String>, usize) {
-    let mut a = vec!["-t", "1", "-R"];
-    a.extend_from_slice(args);
-    let (client, log) = traced(&rperf3(), &srv.args(&a), "setsockopt,recvfrom");
-    client.finish(Duration::from_secs(30)).assert_ok();
-    let marks = calls_of(&log, "setsockopt")
-        .into_iter()
-        .filter(|l| l.contains("SO_RCVLOWAT"))
-        .collect();
-    let reads = calls_of(&log, "recvfrom")
-        .iter()
-        .filter(|l| l.contains("MSG_DONTWAIT"))
-        .count();
+    let log = traced_client(srv, args, "setsockopt,recvfrom");
+    let marks = calls_with(&log, "setsockopt", "SO_RCVLOWAT");
+    let reads = calls_with(&log, "recvfrom", "MSG_DONTWAIT").len();
     (marks, reads)
 }
 
@@ -218,13 +212,13 @@ fn a_lone_receiver_reads_on_a_mark_of_one_block() {
         return;
     }
     let srv = Server::start(&[]);
-    let (marks, reads) = receive_calls(&srv, &[]);
+    let (marks, reads) = receive_calls(&srv, &["-R"]);
     assert!(
         marks.len() == 2 && marks[0].contains("[131072]") && marks[1].contains("[1]"),
         "{marks:?}"
     );
     assert!(reads > 100, "{reads} non-blocking reads");
-    let (marks, reads) = receive_calls(&srv, &["-P", "2"]);
+    let (marks, reads) = receive_calls(&srv, &["-R", "-P", "2"]);
     assert!(
         marks.is_empty() && reads == 0,
         "-P 2: {marks:?}, {reads} reads"

@@ -94,8 +94,6 @@ pub fn send_spec(p: &TestParams) -> crate::streams::SendSpec {
         skip_rx_copy: p.skip_rx_copy,
         file: None,
         zerocopy: p.zerocopy,
-        tcp_senders: 0,
-        tcp_receivers: 0,
     }
 }
 

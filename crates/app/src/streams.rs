@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, BorrowedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -52,14 +52,40 @@ const MIN_ZEROCOPY_BLOCK: usize = 16 * 1024;
 ///   instead, which costs more (`-P 2` 0.66x iperf3 3.21's rate with
 ///   sendfile, 1.22x with writes; one stream 1.25x with sendfile, 1.0x with
 ///   writes; see the design notes).
-fn sends_with_sendfile(sock: &TcpStream, send: &SendSpec) -> bool {
+fn sends_with_sendfile(sock: &TcpStream, send: &SendSpec, crowd: TcpCrowd) -> bool {
     if send.blksize < MIN_ZEROCOPY_BLOCK {
         return false;
     }
-    if send.zerocopy || send.tcp_senders <= 1 {
+    if send.zerocopy || crowd.senders <= 1 {
         return true;
     }
     !rperf3_sys::net::tcp_congestion(sock).is_some_and(|cc| paces_itself(&cc))
+}
+
+/// How many TCP streams one side of a test sends and receives on: how a
+/// stream's worker sends or reads depends on its neighbours.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpCrowd {
+    /// Sending TCP streams.
+    pub senders: usize,
+    /// Receiving TCP streams.
+    pub receivers: usize,
+}
+
+impl TcpCrowd {
+    /// The TCP streams among `streams`.
+    pub fn of(streams: &[LiveStream]) -> Self {
+        let tcp = |sender: bool| {
+            streams
+                .iter()
+                .filter(|s| s.info.sender == sender && matches!(s.sock, DataSock::Tcp(_)))
+                .count()
+        };
+        Self {
+            senders: tcp(true),
+            receivers: tcp(false),
+        }
+    }
 }
 
 /// Congestion controls that pace their own sending (BBR and its versions).
@@ -106,9 +132,9 @@ pub struct LiveStream {
     pub udp_stats: Option<Arc<Mutex<UdpRecvStats>>>,
     /// An SCTP association in a `TcpStream`: no sendfile, no MSG_TRUNC.
     pub sctp: bool,
-    /// A TCP receiver that reads on its SO_RCVLOWAT mark: its final sample
-    /// drains the tail below the mark first.
-    recv_on_mark: AtomicBool,
+    /// A TCP receiver's SO_RCVLOWAT mark, 0 for none: its final sample drains
+    /// the tail below the mark first.
+    recv_mark: AtomicUsize,
 }
 
 /// What a sending worker needs.
@@ -130,10 +156,6 @@ pub struct SendSpec {
     pub file: Option<DiskFile>,
     /// `-Z`: TCP senders always send with sendfile, as asked.
     pub zerocopy: bool,
-    /// How many TCP streams this side sends on (set when workers start).
-    pub tcp_senders: usize,
-    /// How many TCP streams this side receives on (set when workers start).
-    pub tcp_receivers: usize,
 }
 
 /// The `-F` file of a test, opened once and shared by its streams.
@@ -206,7 +228,7 @@ impl LiveStream {
             counters: Arc::default(),
             udp_stats,
             sctp: false,
-            recv_on_mark: AtomicBool::new(false),
+            recv_mark: AtomicUsize::new(0),
         }
     }
 
@@ -269,6 +291,7 @@ impl LiveStream {
         blksize: usize,
         send: &SendSpec,
         payload: &SharedPayload,
+        crowd: TcpCrowd,
     ) -> io::Result<Worker> {
         let counters = self.counters.clone();
         let name = format!("stream-{}", self.info.id);
@@ -288,7 +311,7 @@ impl LiveStream {
                 }
                 if self.info.sender {
                     let buf = payload.bytes(send);
-                    let file = (!self.sctp && sends_with_sendfile(&s, send))
+                    let file = (!self.sctp && sends_with_sendfile(&s, send, crowd))
                         .then(|| PayloadFile::new(&buf).ok())
                         .flatten();
                     let (pacer, burst) = (send.pacer, send.burst);
@@ -304,9 +327,10 @@ impl LiveStream {
                         )
                     })
                 } else {
-                    let mode = self.recv_mode(&s, blksize, send);
-                    self.recv_on_mark
-                        .store(mode == RecvMode::OnMark, Ordering::Relaxed);
+                    let mode = self.recv_mode(&s, blksize, send, crowd);
+                    if mode == RecvMode::OnMark {
+                        self.recv_mark.store(blksize, Ordering::Relaxed);
+                    }
                     Worker::spawn(name, ctl.clone(), false, move |c| {
                         rperf3_engine::tcp::recv_loop(&s, blksize, mode, c, &counters)
                     })
@@ -339,15 +363,20 @@ impl LiveStream {
     /// How a TCP receiver reads. Alone on its side, it reads on a mark of one
     /// block (SO_RCVLOWAT): the sending core, which on loopback also runs the
     /// receive path, then wakes it once a block instead of once a segment
-    /// (one stream 1.65x, `-R` 1.78x the rate of plain reads, measured
+    /// (one stream 1.64x, `-R` 1.58x the rate of plain reads, measured
     /// 2026-11-25). With several receivers the mark cost 15% at `-P 2`.
-    fn recv_mode(&self, sock: &TcpStream, blksize: usize, send: &SendSpec) -> RecvMode {
+    fn recv_mode(
+        &self,
+        sock: &TcpStream,
+        blksize: usize,
+        send: &SendSpec,
+        crowd: TcpCrowd,
+    ) -> RecvMode {
         if self.sctp {
             RecvMode::Copy
         } else if send.skip_rx_copy {
             RecvMode::Discard
-        } else if send.tcp_receivers == 1
-            && rperf3_sys::sockopt::set_recv_lowat(sock, blksize).is_ok()
+        } else if crowd.receivers == 1 && rperf3_sys::sockopt::set_recv_lowat(sock, blksize).is_ok()
         {
             RecvMode::OnMark
         } else {
@@ -356,9 +385,10 @@ impl LiveStream {
     }
 
     /// Before the final sample: reads the tail a receiver's mark kept back.
-    pub fn drain_below_mark(&self, blksize: usize) {
-        if let (DataSock::Tcp(s), true) = (&self.sock, self.recv_on_mark.load(Ordering::Relaxed)) {
-            rperf3_engine::tcp::drain_ready(s, blksize, &self.counters);
+    pub fn drain_below_mark(&self) {
+        let mark = self.recv_mark.load(Ordering::Relaxed);
+        if let (DataSock::Tcp(s), 1..) = (&self.sock, mark) {
+            rperf3_engine::tcp::drain_ready(s, mark, &self.counters);
         }
     }
 
@@ -551,8 +581,6 @@ mod tests {
             skip_rx_copy: false,
             file: None,
             zerocopy: false,
-            tcp_senders: 1,
-            tcp_receivers: 1,
         };
         let p = super::SharedPayload::default();
         let (a, b) = (p.bytes(&send), p.bytes(&send));

@@ -22,7 +22,7 @@ use crate::config::RateLimit;
 use crate::cpu::CpuMeter;
 use crate::ratelimit::RateGuard;
 use crate::sampler::Sampler;
-use crate::streams::{DataSock, DiskFile, LiveStream, SendSpec, SharedPayload};
+use crate::streams::{DiskFile, LiveStream, SendSpec, SharedPayload, TcpCrowd};
 use crate::ticker::{Due, Ticker};
 
 /// Longest wait for senders to finish their current block at the end. A block
@@ -48,8 +48,6 @@ pub struct TestRun {
     sent: Progress,
     rate: Option<RateGuard>,
     diskfile: Option<DiskFile>,
-    /// The TCP receivers' read size.
-    read_size: usize,
 }
 
 /// How long a test may go without progress in each direction before it is
@@ -106,7 +104,6 @@ impl TestRun {
             cpu: CpuMeter::start(),
             cpu_final: None,
             diskfile: None,
-            read_size: 0,
             finished: false,
             started: now,
             limits,
@@ -136,20 +133,11 @@ impl TestRun {
     /// TEST_RUNNING: one worker thread per stream.
     pub fn spawn_workers(&mut self, blksize: usize, send: &SendSpec) -> io::Result<()> {
         self.diskfile.clone_from(&send.file);
-        self.read_size = blksize;
         let payload = SharedPayload::default();
-        let mut send = send.clone();
-        let tcp = |sender: bool| {
-            self.streams
-                .iter()
-                .filter(|s| s.info.sender == sender && matches!(s.sock, DataSock::Tcp(_)))
-                .count()
-        };
-        send.tcp_senders = tcp(true);
-        send.tcp_receivers = tcp(false);
+        let crowd = TcpCrowd::of(&self.streams);
         for s in &self.streams {
             self.workers
-                .push(s.spawn(&self.ctl, blksize, &send, &payload)?);
+                .push(s.spawn(&self.ctl, blksize, send, &payload, crowd)?);
         }
         Ok(())
     }
@@ -288,7 +276,7 @@ impl TestRun {
         self.ctl.stop();
         self.wait_senders(SENDER_GRACE);
         for s in &self.streams {
-            s.drain_below_mark(self.read_size);
+            s.drain_below_mark();
         }
         let last =
             (now > self.sampler.last_tick()).then(|| self.sampler.sample(&self.streams, now));

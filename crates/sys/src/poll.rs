@@ -28,11 +28,7 @@ pub fn wait_ready(fds: &[(BorrowedFd<'_>, bool)], timeout: Duration) -> io::Resu
             PollFd::new(*fd, want)
         })
         .collect();
-    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    // Round sub-millisecond waits up so a caller's deadline loop makes progress.
-    let ms = if ms == 0 && !timeout.is_zero() { 1 } else { ms };
-    let t = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
-    match nix::poll::poll(&mut pfds, t) {
+    match nix::poll::poll(&mut pfds, poll_timeout(timeout)) {
         Ok(_) => Ok(pfds
             .iter()
             .map(|p| p.revents().is_some_and(|r| !r.is_empty()))
@@ -42,9 +38,23 @@ pub fn wait_ready(fds: &[(BorrowedFd<'_>, bool)], timeout: Duration) -> io::Resu
     }
 }
 
-/// Waits for a single fd.
+/// `timeout` in poll's milliseconds.
+fn poll_timeout(timeout: Duration) -> PollTimeout {
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // Round sub-millisecond waits up so a caller's deadline loop makes progress.
+    let ms = if ms == 0 && !timeout.is_zero() { 1 } else { ms };
+    PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
+}
+
+/// Waits for a single fd. Allocates nothing: a TCP receiver calls it before
+/// every read.
 pub fn readable(fd: &impl AsFd, timeout: Duration) -> io::Result<bool> {
-    Ok(wait_readable(&[fd.as_fd()], timeout)?[0])
+    let mut pfd = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+    match nix::poll::poll(&mut pfd, poll_timeout(timeout)) {
+        Ok(_) => Ok(pfd[0].revents().is_some_and(|r| !r.is_empty())),
+        Err(nix::errno::Errno::EINTR) => Ok(false),
+        Err(e) => Err(io::Error::from(e)),
+    }
 }
 
 #[cfg(test)]
