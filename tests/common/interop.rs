@@ -173,11 +173,12 @@ impl Run {
             // The server measured one end of this group itself; the client got
             // that figure from the results exchange.
             let server_path = if client_sends { &rcvd_path } else { &sent_path };
-            // Datagrams iperf3 may be apart from itself.
+            // Only a sending server's figures (iperf3's) may be apart from
+            // themselves; what a server received is compared exactly.
             let slack = if client_sends {
                 0.0
             } else {
-                self.sender_slack(client_sends)
+                self.sender_slack(false)
             };
             for k in keys {
                 let p = format!("{server_path}.{k}");
