@@ -1,7 +1,7 @@
 //! `-A n,m`: the client runs on CPU n and asks the server to run the test on
 //! CPU m; seen in /proc, on rperf3 and on stock iperf3 peers.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

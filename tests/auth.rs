@@ -4,7 +4,7 @@
 //! next client. Also `-1`, editing the users file while serving, and clock skew
 //! (the client under `faketime`).
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! missing or malformed keys and users files, empty passwords, and the
 //! password prompt on a terminal. Clear errors, no panic, and the server goes on.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 

@@ -1,7 +1,7 @@
 //! The shipped systemd unit: systemd itself accepts it and rates its
 //! hardening, and its command line starts a server.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

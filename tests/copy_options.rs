@@ -1,7 +1,7 @@
 //! `-Z` and `--skip-rx-copy`, seen in the system calls (strace) of the side
 //! that honours them, with stock iperf3 peers on the other side.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

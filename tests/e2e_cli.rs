@@ -1,7 +1,7 @@
 //! The binary against itself: exit statuses, error messages, a busy server,
 //! signals in the middle of a test, and the server's one-off mode.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The binary against itself: output options (-f, -T, --logfile, --timestamps,
 //! --json-stream, --get-server-output, -V) as a user sees them.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! interval and omit timing, checked through the client's (and where it
 //! matters the server's) `-J` documents.
 
-mod common;
+use crate::common;
 
 use common::interop::in_flight_per_stream;
 use common::json::{arr, assert_no_error, at, close, num};

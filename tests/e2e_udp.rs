@@ -1,7 +1,7 @@
 //! UDP against ourselves: the pacer hits the target rate, `-n` is exact, and the
 //! receiver's counts reconcile with the sender's.
 
-mod common;
+use crate::common;
 
 use common::json::{assert_no_error, num};
 use common::Server;

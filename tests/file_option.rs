@@ -2,7 +2,7 @@
 //! ends and with stock iperf3 in either role; the `diskfile` report matches
 //! iperf3 3.21's; an unopenable file and UDP are refused as iperf3 does.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! completion completes options when bash drives it, and the zsh and fish
 //! scripts parse in their shells.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! is cut at its phase's absolute deadline while a real client is served at
 //! once, and the server's resources come back afterwards.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::TcpStream;

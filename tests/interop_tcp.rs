@@ -2,7 +2,7 @@
 //! ends: each test must succeed on both sides, and the two documents must agree
 //! on what was sent and received.
 
-mod common;
+use crate::common;
 
 use common::interop::{run, Mode, Pairing, Run};
 use common::json::{arr, get, num};

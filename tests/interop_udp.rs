@@ -4,7 +4,7 @@
 //! Against iperf3 3.21 with `--gsro`, both ends send and receive datagram
 //! trains (UDP segmentation / receive offload) and the figures still reconcile.
 
-mod common;
+use crate::common;
 
 use common::interop::{run, run_with, Mode, Pairing};
 use common::json::num;

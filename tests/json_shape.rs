@@ -8,7 +8,7 @@
 //! server's `start.target_bitrate`, `error` after SERVER_ERROR); we write it
 //! once, so a fixture object is also accepted with its duplicates removed.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::fmt;

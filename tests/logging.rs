@@ -1,7 +1,7 @@
 //! `-d`: timestamped log lines on stderr or in `--logfile`, never on stdout,
 //! with each test's start, end and reason on the server.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -2,7 +2,7 @@
 //! own `-J` documents, against hostile scrapers, and scraped by a real
 //! Prometheus.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};

@@ -2,7 +2,7 @@
 //! servers, and from the rperf3 server at its end of a client's `-m` streams,
 //! as iperf3 3.21's server gives them.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

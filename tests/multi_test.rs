@@ -2,7 +2,7 @@
 //! (stock iperf3 clients among them), `--queue` holds later clients until a
 //! slot frees, and the output of concurrent tests stays apart.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

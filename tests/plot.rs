@@ -3,7 +3,7 @@
 //! a line per stream plus the sum, axis titles with units, and a legend entry
 //! for each line. Broken input fails with a message and exit status 1.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

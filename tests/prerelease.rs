@@ -5,7 +5,7 @@
 //! it fails (no SCTP here, conflicting flags, a CPU this machine lacks) must
 //! fail there too.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

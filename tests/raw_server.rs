@@ -3,7 +3,7 @@
 //! answers, that it logs an error, and that it is ready for a real client
 //! right after.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::time::{Duration, Instant};

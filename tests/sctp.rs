@@ -7,7 +7,7 @@
 //! error, and that servers go on serving. On a kernel with SCTP the same
 //! commands must run the test instead.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

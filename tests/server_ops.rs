@@ -3,7 +3,7 @@
 //! `--server-bitrate-limit`) and `--idle-timeout`. Checked against stock iperf3
 //! clients and the files and processes the system shows.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

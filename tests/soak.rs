@@ -2,7 +2,7 @@
 //! killed mid-test: the server's descriptors, threads and memory stay flat,
 //! and the test after a kill is served at once.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

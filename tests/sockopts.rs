@@ -3,7 +3,7 @@
 //! report, with rperf3 as client against iperf3 servers and as server for stock
 //! iperf3 clients.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

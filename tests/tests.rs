@@ -1,0 +1,34 @@
+//! The integration suite, one test binary: end-to-end runs of the rperf3 binary,
+//! raw-bytes server tests, interop with stock iperf3, and output checks. The
+//! network-namespace ground truth is its own binary (`tests/netns_ground_truth.rs`):
+//! its rate measurements need the machine to themselves, and cargo runs test
+//! binaries one after another.
+
+mod common;
+
+mod affinity;
+mod auth;
+mod auth_inputs;
+mod contrib;
+mod copy_options;
+mod e2e_cli;
+mod e2e_output;
+mod e2e_tcp;
+mod e2e_udp;
+mod file_option;
+mod generate;
+mod hostile_clients;
+mod interop_tcp;
+mod interop_udp;
+mod json_shape;
+mod logging;
+mod metrics;
+mod mptcp;
+mod multi_test;
+mod plot;
+mod prerelease;
+mod raw_server;
+mod sctp;
+mod server_ops;
+mod soak;
+mod sockopts;
