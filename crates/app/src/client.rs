@@ -227,21 +227,20 @@ impl Client<'_> {
     }
 
     fn interrupted(&mut self) -> Stop {
-        let bytes = self.d.machine.terminate();
-        let _ = self.d.send(&bytes, IE_SEND_MESSAGE);
+        self.d.machine.terminate();
+        let _ = self.d.flush();
         Stop::Interrupted
     }
 
     /// Acts on one event; true once DISPLAY_RESULTS has come.
     fn on_event(&mut self, ev: ClientEvent, intr: &mut Interrupt) -> Result<bool, Stop> {
         match ev {
-            ClientEvent::SendParams(bytes) => {
+            ClientEvent::Accepted => {
                 // The server took us on: only now is the test "connected" (a
                 // refused client prints nothing but the error).
                 log::debug!("server accepted the test: sending the parameters");
                 self.start.timestamp_millis = rperf3_sys::time::unix_millis();
                 self.d.rep.control_connected(&self.start, &self.info);
-                self.d.send(&bytes, IE_SEND_PARAMS)?;
             }
             ClientEvent::CreateStreams => {
                 let streams = self.create_streams(intr)?;
@@ -299,15 +298,14 @@ impl Client<'_> {
                 // A server may ask before our TEST_END: the test is over then too.
                 self.d.test.end(&mut self.d.rep);
                 let r = self.local_results();
-                let bytes = self.d.machine.send_results(&r);
-                self.d.send(&bytes, IE_SEND_RESULTS)?;
+                self.d.machine.send_results(&r);
             }
             ClientEvent::PeerResults(r) => self.peer = Some(r),
             ClientEvent::DisplayResults => return Ok(true),
             ClientEvent::ServerTerminate => {
                 log::debug!("SERVER_TERMINATE");
-                let bytes = self.d.machine.done();
-                let _ = self.d.send(&bytes, IE_SEND_MESSAGE);
+                self.d.machine.done();
+                let _ = self.d.flush();
                 return Err(Stop::ServerTerminated);
             }
             ev => {
@@ -352,8 +350,7 @@ impl Client<'_> {
         };
         if done {
             self.d.test.end(&mut self.d.rep);
-            let bytes = self.d.machine.end_test(Instant::now());
-            self.d.send(&bytes, IE_SEND_MESSAGE)?;
+            self.d.machine.end_test(Instant::now());
         }
         Ok(())
     }
@@ -504,8 +501,8 @@ impl Client<'_> {
                         d.rep.server_output(ServerOutput::Text(t.clone()));
                     }
                 }
-                let bytes = d.machine.done();
-                let _ = d.send(&bytes, IE_SEND_MESSAGE);
+                d.machine.done();
+                let _ = d.flush();
                 let Driver { ctrl, mut rep, .. } = self.d;
                 ctrl.close_gracefully(Duration::from_secs(2));
                 Outcome::finish(&mut rep, None)

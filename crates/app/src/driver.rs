@@ -33,6 +33,8 @@ pub trait Machine {
     fn poll_timeout(&self) -> Option<Instant>;
     /// The deadline has come: the phase's error.
     fn handle_timeout(&mut self, now: Instant) -> Result<(), IperfError>;
+    /// The next queued write for the control connection.
+    fn poll_transmit(&mut self) -> Option<Transmit>;
 }
 
 impl Machine for ServerMachine {
@@ -48,6 +50,9 @@ impl Machine for ServerMachine {
     }
     fn handle_timeout(&mut self, now: Instant) -> Result<(), IperfError> {
         Self::handle_timeout(self, now)
+    }
+    fn poll_transmit(&mut self) -> Option<Transmit> {
+        Self::poll_transmit(self)
     }
 }
 
@@ -70,6 +75,9 @@ impl Machine for ClientMachine {
     }
     fn handle_timeout(&mut self, now: Instant) -> Result<(), IperfError> {
         Self::handle_timeout(self, now)
+    }
+    fn poll_transmit(&mut self) -> Option<Transmit> {
+        Self::poll_transmit(self)
     }
 }
 
@@ -145,19 +153,25 @@ impl<M: Machine> Driver<M> {
         }
     }
 
-    /// Writes `bytes` on the control connection (`code` on failure).
-    pub fn send(&mut self, bytes: &[u8], code: i32) -> Result<(), IperfError> {
-        self.ctrl.send(bytes, code)
+    /// Writes what the machine has queued, in order; a failed write is the
+    /// error the machine gave that message (the rest is dropped).
+    pub fn flush(&mut self) -> Result<(), IperfError> {
+        while let Some(t) = self.machine.poll_transmit() {
+            self.ctrl.send(&t.bytes, t.error)?;
+        }
+        Ok(())
     }
 
-    /// Waits for the next thing to act on; `own` is the caller's deadline, if
-    /// any. Fails with the machine's phase error, a worker's failure or the
-    /// idle limit of a running test.
+    /// Writes what the machine queued, then waits for the next thing to act
+    /// on; `own` is the caller's deadline, if any. Fails with a failed write,
+    /// the machine's phase error, a worker's failure or the idle limit of a
+    /// running test.
     pub fn wait(
         &mut self,
         outside: BorrowedFd<'_>,
         own: Option<Instant>,
     ) -> Result<Wake<M::Event>, IperfError> {
+        self.flush()?;
         let now = Instant::now();
         self.machine.handle_timeout(now)?;
         let mut wake = [self.machine.poll_timeout(), own];

@@ -156,12 +156,14 @@ impl Session {
             },
             Err(e) => self.fail(e),
         };
+        // What the last events queued (best effort: the test is over).
+        let _ = self.d.flush();
         self.release_udp();
         if matches!(end, End::Interrupted) {
             // Tell the client before its data connections close, so it learns
             // why; the streams stay open, unread, until it answers.
-            let bytes = self.d.machine.terminate();
-            let _ = self.d.send(&bytes, IE_SEND_MESSAGE);
+            self.d.machine.terminate();
+            let _ = self.d.flush();
             self.d.ctrl.drain_until_closed(CLOSE_GRACE);
         } else if matches!(&end, End::Failed(e) if e.code == IE_TOTAL_RATE) {
             // The same when the server's rate limit stops a healthy client: one
@@ -254,8 +256,8 @@ impl Session {
     /// failures after the cookie.
     fn fail(&mut self, e: IperfError) -> End {
         if e.code != IE_CTRL_CLOSE && e.code != IE_CLIENT_TERM && e.code != IE_RECV_COOKIE {
-            let bytes = self.d.machine.fail(&e);
-            let _ = self.d.send(&bytes, IE_SEND_MESSAGE);
+            self.d.machine.fail(&e);
+            let _ = self.d.flush();
         }
         End::Failed(e)
     }
@@ -263,7 +265,6 @@ impl Session {
     fn handle(&mut self, events: Vec<ServerEvent>) -> Result<Option<End>, IperfError> {
         for ev in events {
             match ev {
-                ServerEvent::Send(b) => self.d.send(&b, IE_SEND_MESSAGE)?,
                 // Known already: the host routes streams by it.
                 ServerEvent::Cookie(_) => {}
                 ServerEvent::ParamsReady(p) => self.on_params(p)?,
@@ -273,8 +274,7 @@ impl Session {
                 }
                 ServerEvent::PeerResults(_) => {
                     let r = self.local_results();
-                    let bytes = self.d.machine.send_results(&r);
-                    self.d.send(&bytes, IE_SEND_RESULTS)?;
+                    self.d.machine.send_results(&r);
                 }
                 ServerEvent::Done => return Ok(Some(End::Done)),
                 ServerEvent::ClientTerminated => {
@@ -293,13 +293,9 @@ impl Session {
                 ToSession::Sctp(conn) => self.on_tcp(conn, true)?,
                 ToSession::SctpListening(r) => {
                     r?;
-                    let bytes = self.d.machine.begin_create_streams();
-                    self.d.send(&bytes, IE_SEND_MESSAGE)?;
+                    self.d.machine.begin_create_streams();
                 }
-                ToSession::UdpGranted => {
-                    let bytes = self.d.machine.begin_create_streams();
-                    self.d.send(&bytes, IE_SEND_MESSAGE)?;
-                }
+                ToSession::UdpGranted => self.d.machine.begin_create_streams(),
                 ToSession::Udp(sock) => self.on_udp(sock)?,
             }
         }
@@ -402,8 +398,9 @@ impl Session {
             // CREATE_STREAMS once the host listens for SCTP (or the error).
             self.host.send(ToHost::SctpWanted { id: self.id });
         } else {
-            let bytes = self.d.machine.begin_create_streams();
-            self.d.send(&bytes, IE_SEND_MESSAGE)?;
+            self.d.machine.begin_create_streams();
+            // Now: the client's SYNs follow at once.
+            self.d.flush()?;
         }
         self.stage = Stage::Test(Box::new(Accepted {
             params: p,
@@ -517,8 +514,9 @@ impl Session {
             Some(f) => Some(crate::streams::DiskFile::open(f, a.params.reverse)?),
             None => None,
         };
-        let bytes = self.d.machine.all_streams_connected(Instant::now());
-        self.d.send(&bytes, IE_SEND_MESSAGE)?;
+        self.d.machine.all_streams_connected(Instant::now());
+        // Before counting starts, as the client starts counting on TEST_START.
+        self.d.flush()?;
         let omit = Duration::from_secs(a.params.omit.max(0) as u64);
         let idle = crate::setup::idle_limits(&a.params, self.common.rcv_timeout);
         let mut run = TestRun::start(streams, self.common.interval, omit, None, idle);
@@ -545,8 +543,8 @@ impl Session {
             self.d.rep.end(&fin);
             self.reported_end = true;
         }
-        let bytes = self.d.machine.exchange_results();
-        self.d.send(&bytes, IE_SEND_MESSAGE)
+        self.d.machine.exchange_results();
+        Ok(())
     }
 
     fn release_udp(&mut self) {

@@ -1,8 +1,8 @@
 //! The client's side of the control connection as a state machine.
 //!
-//! The driver owns the socket: it writes [`ClientMachine::hello`] (the cookie) after
-//! connecting, feeds every chunk it reads to [`ClientMachine::on_bytes`], acts on the
-//! returned events in order, and writes the bytes the machine's methods return.
+//! The driver owns the socket: it writes the cookie after connecting, feeds every
+//! chunk it reads to [`ClientMachine::on_bytes`], acts on the returned events in
+//! order, and writes what the machine queues ([`ClientMachine::poll_transmit`]).
 //! The machine checks that the server's messages come in the order iperf3 sends them
 //! and, after DISPLAY_RESULTS, ignores everything (3.21 servers may still send a
 //! SERVER_ERROR then). It keeps each phase's absolute deadline
@@ -22,6 +22,7 @@ use crate::framing::{ControlDecoder, Expect, Unit};
 use crate::msg::Msg;
 use crate::params::TestParams;
 use crate::results::{read_results_or_state, ResultsOrState, TestResults};
+use crate::transmit::{Outbox, Transmit};
 
 /// What the client is waiting for on the control connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,19 +54,20 @@ pub enum ClientPhase {
 /// Something the driver must act on, in the order returned.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientEvent {
-    /// PARAM_EXCHANGE: write these bytes (the framed parameters).
-    SendParams(Vec<u8>),
+    /// PARAM_EXCHANGE: the server took the test on; the framed parameters are
+    /// queued.
+    Accepted,
     /// CREATE_STREAMS: open the data streams, one after another.
     CreateStreams,
     /// TEST_START: start timers, mark stream start times.
     TestStart,
     /// TEST_RUNNING: start moving data.
     TestRunning,
-    /// EXCHANGE_RESULTS: write [`ClientMachine::send_results`].
+    /// EXCHANGE_RESULTS: answer with [`ClientMachine::send_results`].
     ExchangeResults,
     /// The server's results.
     PeerResults(TestResults),
-    /// DISPLAY_RESULTS: print the report, write [`ClientMachine::done`], close.
+    /// DISPLAY_RESULTS: print the report, [`ClientMachine::done`], close.
     DisplayResults,
     /// The server is busy (error 121). The connection is closed next.
     AccessDenied,
@@ -76,7 +78,7 @@ pub enum ClientEvent {
         /// errno, 0 if none.
         errno: i32,
     },
-    /// The server was killed (error 120): report, write [`ClientMachine::done`].
+    /// The server was killed (error 120): report, [`ClientMachine::done`].
     ServerTerminate,
 }
 
@@ -102,6 +104,7 @@ pub struct ClientMachine {
     params: Vec<u8>,
     streams: usize,
     phases: PhaseLimits,
+    out: Outbox,
 }
 
 impl ClientMachine {
@@ -121,6 +124,7 @@ impl ClientMachine {
             params: params.encode(),
             streams: params.streams_expected(),
             phases,
+            out: Outbox::default(),
         };
         m.enter(ClientPhase::AwaitParamExchange, now);
         m
@@ -179,12 +183,6 @@ impl ClientMachine {
         });
     }
 
-    /// The first bytes to write after connecting: the cookie. The driver writes them
-    /// (also on each TCP data connection, see [`Self::cookie`]).
-    pub fn hello(&self) -> Vec<u8> {
-        self.cookie.to_vec()
-    }
-
     /// The test cookie.
     pub fn cookie(&self) -> &[u8; COOKIE_LEN] {
         &self.cookie
@@ -234,31 +232,38 @@ impl ClientMachine {
         }
     }
 
-    /// TEST_END, when the driver decides (at `now`) that the test is over.
-    pub fn end_test(&mut self, now: Instant) -> Vec<u8> {
+    /// The next write for the control connection, with the error its failure
+    /// means; the driver takes them all after each call into the machine.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.out.pop()
+    }
+
+    /// Queues TEST_END, when the driver decides (at `now`) that the test is over.
+    pub fn end_test(&mut self, now: Instant) {
         if self.phase == ClientPhase::Running {
             self.enter(ClientPhase::AwaitExchangeResults, now);
         }
-        vec![Msg::TestEnd.to_byte()]
+        self.out.msg(Msg::TestEnd);
     }
 
-    /// Our results, framed, in answer to EXCHANGE_RESULTS.
-    pub fn send_results(&mut self, results: &TestResults) -> Vec<u8> {
-        results.encode()
+    /// Queues our results, framed, in answer to EXCHANGE_RESULTS.
+    pub fn send_results(&mut self, results: &TestResults) {
+        self.out.results(results.encode());
     }
 
-    /// CLIENT_TERMINATE (the client got a signal). The machine then ignores input.
-    pub fn terminate(&mut self) -> Vec<u8> {
+    /// Queues CLIENT_TERMINATE (the client got a signal). The machine then
+    /// ignores input.
+    pub fn terminate(&mut self) {
         self.close();
-        vec![Msg::ClientTerminate.to_byte()]
+        self.out.msg(Msg::ClientTerminate);
     }
 
-    /// IPERF_DONE, after DISPLAY_RESULTS or SERVER_TERMINATE.
-    pub fn done(&mut self) -> Vec<u8> {
+    /// Queues IPERF_DONE, after DISPLAY_RESULTS or SERVER_TERMINATE.
+    pub fn done(&mut self) {
         if self.phase != ClientPhase::Finished {
             self.close();
         }
-        vec![Msg::IperfDone.to_byte()]
+        self.out.msg(Msg::IperfDone);
     }
 
     fn drain(&mut self, events: &mut Vec<ClientEvent>, now: Instant) -> Result<(), IperfError> {
@@ -325,10 +330,10 @@ impl ClientMachine {
             _ => {}
         }
         let (event, next) = match (self.phase, msg) {
-            (P::AwaitParamExchange, Msg::ParamExchange) => (
-                ClientEvent::SendParams(self.params.clone()),
-                P::AwaitCreateStreams,
-            ),
+            (P::AwaitParamExchange, Msg::ParamExchange) => {
+                self.out.params(self.params.clone());
+                (ClientEvent::Accepted, P::AwaitCreateStreams)
+            }
             (P::AwaitCreateStreams, Msg::CreateStreams) => {
                 (ClientEvent::CreateStreams, P::AwaitTestStart)
             }

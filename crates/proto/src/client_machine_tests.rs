@@ -24,6 +24,13 @@ fn machine() -> ClientMachine {
     ClientMachine::new(make_cookie(&[7; 36]), &p, PhaseLimits::default(), t0())
 }
 
+/// Every write the machine has queued, as (bytes, error code).
+fn sent(m: &mut ClientMachine) -> Vec<(Vec<u8>, i32)> {
+    std::iter::from_fn(|| m.poll_transmit())
+        .map(|t| (t.bytes, t.error))
+        .collect()
+}
+
 /// Feeds `bytes` either at once or one at a time; collects all events.
 fn feed(
     m: &mut ClientMachine,
@@ -44,13 +51,16 @@ fn feed(
 fn full_tcp_test_a1() {
     for bytewise in [false, true] {
         let mut m = machine();
-        assert_eq!(m.hello().len(), 37);
-        assert_eq!(m.hello()[36], 0);
+        assert_eq!(m.cookie().len(), 37);
+        assert_eq!(m.cookie()[36], 0);
         assert_eq!(m.phase(), ClientPhase::AwaitParamExchange);
+        assert_eq!(sent(&mut m), []);
 
         let ev = feed(&mut m, &[0x09], bytewise).unwrap();
-        let ClientEvent::SendParams(p) = &ev[0] else {
-            panic!("{ev:?}")
+        assert_eq!(ev, [ClientEvent::Accepted]);
+        let out = sent(&mut m);
+        let [(p, 113)] = &out[..] else {
+            panic!("{out:?}")
         };
         assert_eq!(
             &p[4..],
@@ -73,14 +83,17 @@ fn full_tcp_test_a1() {
             [ClientEvent::TestStart, ClientEvent::TestRunning]
         );
         assert_eq!(m.phase(), ClientPhase::Running);
-        assert_eq!(m.end_test(t0()), [0x04]);
+        assert_eq!(sent(&mut m), []);
+        m.end_test(t0());
+        assert_eq!(sent(&mut m), [(vec![0x04], 111)]);
         assert_eq!(m.phase(), ClientPhase::AwaitExchangeResults);
         assert_eq!(
             feed(&mut m, &[0x0d], bytewise).unwrap(),
             [ClientEvent::ExchangeResults]
         );
         let ours = TestResults::default();
-        assert_eq!(m.send_results(&ours), ours.encode());
+        m.send_results(&ours);
+        assert_eq!(sent(&mut m), [(ours.encode(), 116)]);
 
         let mut tail = frame(SERVER_RESULTS_3_12);
         tail.push(0x0e);
@@ -93,7 +106,8 @@ fn full_tcp_test_a1() {
         assert_eq!(r.streams[0].retransmits, -1);
         assert_eq!(ev[1], ClientEvent::DisplayResults);
         assert_eq!(m.phase(), ClientPhase::Finished);
-        assert_eq!(m.done(), [0x10]);
+        m.done();
+        assert_eq!(sent(&mut m), [(vec![0x10], 111)]);
 
         // 3.21 may still send SERVER_ERROR 205 after DISPLAY_RESULTS: ignored.
         let late = [0xFE, 0, 0, 0, 0xCD, 0, 0, 0, 0, 0x33];
@@ -113,7 +127,7 @@ fn whole_server_stream_in_one_read() {
     let kinds: Vec<&str> = ev
         .iter()
         .map(|e| match e {
-            ClientEvent::SendParams(_) => "params",
+            ClientEvent::Accepted => "params",
             ClientEvent::CreateStreams => "create",
             ClientEvent::TestStart => "start",
             ClientEvent::TestRunning => "running",
@@ -144,7 +158,7 @@ fn server_rate_limit_a6() {
     for bytewise in [false, true] {
         let mut m = machine();
         let ev = feed(&mut m, &[0x09, 0xFE, 0, 0, 0, 0x1B, 0, 0, 0, 0], bytewise).unwrap();
-        assert!(matches!(ev[0], ClientEvent::SendParams(_)));
+        assert_eq!(ev[0], ClientEvent::Accepted);
         assert_eq!(ev[1], ClientEvent::ServerError { code: 27, errno: 0 });
         assert_eq!(
             ev[1].error().unwrap().to_string(),
@@ -179,7 +193,9 @@ fn server_sigint_a8() {
     let ev = m.on_bytes(&[0x0b], t0()).unwrap();
     assert_eq!(ev, [ClientEvent::ServerTerminate]);
     assert_eq!(ev[0].error().unwrap().code, 120);
-    assert_eq!(m.done(), [0x10]);
+    sent(&mut m);
+    m.done();
+    assert_eq!(sent(&mut m), [(vec![0x10], 111)]);
     assert_eq!(m.on_bytes(&[0x99], t0()).unwrap(), []);
 }
 
@@ -187,7 +203,9 @@ fn server_sigint_a8() {
 fn client_terminate_a7() {
     let mut m = machine();
     m.on_bytes(&[0x09, 0x0a, 0x01, 0x02], t0()).unwrap();
-    assert_eq!(m.terminate(), [0x0c]);
+    sent(&mut m);
+    m.terminate();
+    assert_eq!(sent(&mut m), [(vec![0x0c], 111)]);
     assert_eq!(m.phase(), ClientPhase::Closed);
     assert_eq!(m.on_eof().unwrap(), []);
 }

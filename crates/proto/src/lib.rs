@@ -26,6 +26,7 @@ mod params;
 mod params_check;
 mod results;
 mod server_machine;
+mod transmit;
 mod udp;
 mod udp_stats;
 
@@ -41,6 +42,7 @@ pub use params::{Direction, Protocol, TestParams};
 pub use params_check::ServerLimits;
 pub use results::{StreamResult, TestResults};
 pub use server_machine::{ServerEvent, ServerMachine, ServerPhase, ACCESS_DENIED_BYTES};
+pub use transmit::Transmit;
 pub use udp::{
     is_connect_reply, UdpHeader, UDP_CONNECT_MSG, UDP_CONNECT_REPLY, UDP_CONNECT_REPLY_LEGACY,
     UDP_CONNECT_REPLY_LEGACY_SWAPPED, UDP_HEADER_LEN_32, UDP_HEADER_LEN_64,

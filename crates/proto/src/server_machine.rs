@@ -2,8 +2,9 @@
 //!
 //! The driver accepts the connection (or answers a busy server's 0xFF itself, see
 //! [`ACCESS_DENIED_BYTES`]), feeds what it reads to [`ServerMachine::on_bytes`], acts
-//! on the returned events in order (writing every [`ServerEvent::Send`]), and calls
-//! the methods that mark its own progress: streams, end of test, results. The
+//! on the returned events in order, calls the methods that mark its own progress
+//! (streams, end of test, results), and writes what the machine queues
+//! ([`ServerMachine::poll_transmit`]). The
 //! machine parses and checks the client's documents, enforces which client
 //! messages are allowed when, with iperf3's error codes, and keeps each phase's
 //! absolute deadline ([`ServerMachine::poll_timeout`],
@@ -24,6 +25,7 @@ use crate::msg::Msg;
 use crate::params::TestParams;
 use crate::params_check::ServerLimits;
 use crate::results::{read_results_or_state, ResultsOrState, TestResults};
+use crate::transmit::{Outbox, Transmit};
 
 /// What a busy server writes on a new control connection before closing it,
 /// without reading the cookie.
@@ -53,19 +55,17 @@ pub enum ServerPhase {
 /// Something the driver must act on, in the order returned.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerEvent {
-    /// Write these bytes to the control connection now.
-    Send(Vec<u8>),
     /// The client's cookie: the test's id, also expected on each TCP data stream.
     Cookie([u8; COOKIE_LEN]),
     /// Parameters parsed and checked (with [`ServerLimits::auth_first`]: only
     /// parsed). The driver checks authentication, then (`auth_first`)
-    /// [`TestParams::validate`] (on failure: write [`ServerMachine::fail`]),
-    /// prepares listeners, then writes [`ServerMachine::begin_create_streams`].
+    /// [`TestParams::validate`] (on failure: [`ServerMachine::fail`]),
+    /// prepares listeners, then calls [`ServerMachine::begin_create_streams`].
     ParamsReady(TestParams),
     /// TEST_END: stop and close the data streams, take the last sample, build our
-    /// report, then write [`ServerMachine::exchange_results`].
+    /// report, then call [`ServerMachine::exchange_results`].
     TestEnd,
-    /// The client's results: write [`ServerMachine::send_results`].
+    /// The client's results: answer with [`ServerMachine::send_results`].
     PeerResults(TestResults),
     /// IPERF_DONE: the test is over.
     Done,
@@ -82,6 +82,7 @@ pub struct ServerMachine {
     limits: ServerLimits,
     phases: PhaseLimits,
     params: Option<TestParams>,
+    out: Outbox,
 }
 
 impl ServerMachine {
@@ -94,6 +95,7 @@ impl ServerMachine {
             limits,
             phases,
             params: None,
+            out: Outbox::default(),
         };
         m.enter(ServerPhase::AwaitCookie, now);
         m
@@ -197,43 +199,51 @@ impl ServerMachine {
         Err(IperfError::new(code))
     }
 
-    /// CREATE_STREAMS, once the driver is ready to accept data connections.
-    pub fn begin_create_streams(&mut self) -> Vec<u8> {
-        vec![Msg::CreateStreams.to_byte()]
+    /// The next write for the control connection, with the error its failure
+    /// means; the driver takes them all after each call into the machine.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.out.pop()
     }
 
-    /// TEST_START then TEST_RUNNING, once every stream is connected at `now`
-    /// (the test's duration limit starts).
-    pub fn all_streams_connected(&mut self, now: Instant) -> Vec<u8> {
+    /// Queues CREATE_STREAMS, once the driver is ready to accept data connections.
+    pub fn begin_create_streams(&mut self) {
+        self.out.msg(Msg::CreateStreams);
+    }
+
+    /// Queues TEST_START then TEST_RUNNING, once every stream is connected at
+    /// `now` (the test's duration limit starts).
+    pub fn all_streams_connected(&mut self, now: Instant) {
         if self.phase == ServerPhase::CreateStreams {
             self.enter(ServerPhase::Running, now);
         }
-        vec![Msg::TestStart.to_byte(), Msg::TestRunning.to_byte()]
+        self.out.msg(Msg::TestStart);
+        self.out.msg(Msg::TestRunning);
     }
 
-    /// EXCHANGE_RESULTS, after [`ServerEvent::TestEnd`] was handled.
-    pub fn exchange_results(&mut self) -> Vec<u8> {
-        vec![Msg::ExchangeResults.to_byte()]
+    /// Queues EXCHANGE_RESULTS, after [`ServerEvent::TestEnd`] was handled.
+    pub fn exchange_results(&mut self) {
+        self.out.msg(Msg::ExchangeResults);
     }
 
-    /// Our results, framed, followed by DISPLAY_RESULTS.
-    pub fn send_results(&mut self, results: &TestResults) -> Vec<u8> {
-        let mut out = results.encode();
-        out.push(Msg::DisplayResults.to_byte());
-        out
+    /// Queues our results, framed, then DISPLAY_RESULTS.
+    pub fn send_results(&mut self, results: &TestResults) {
+        self.out.results(results.encode());
+        self.out.msg(Msg::DisplayResults);
     }
 
-    /// SERVER_TERMINATE (the server got a signal). The machine then ignores input.
-    pub fn terminate(&mut self) -> Vec<u8> {
+    /// Queues SERVER_TERMINATE (the server got a signal). The machine then
+    /// ignores input.
+    pub fn terminate(&mut self) {
         self.close();
-        vec![Msg::ServerTerminate.to_byte()]
+        self.out.msg(Msg::ServerTerminate);
     }
 
-    /// SERVER_ERROR for a failure the driver found (authentication 142, listener
-    /// errors, timeouts, rate limit during the test). The machine then ignores input.
-    pub fn fail(&mut self, err: &IperfError) -> Vec<u8> {
+    /// Queues SERVER_ERROR for a failure the driver found (authentication 142,
+    /// listener errors, timeouts, rate limit during the test). The machine then
+    /// ignores input.
+    pub fn fail(&mut self, err: &IperfError) {
         self.close();
-        err.to_server_error_bytes().to_vec()
+        self.out.message_bytes(err.to_server_error_bytes().to_vec());
     }
 
     fn drain(&mut self, events: &mut Vec<ServerEvent>, now: Instant) -> Result<(), IperfError> {
@@ -247,7 +257,7 @@ impl ServerMachine {
                         return Ok(());
                     };
                     events.push(ServerEvent::Cookie(c));
-                    events.push(ServerEvent::Send(vec![Msg::ParamExchange.to_byte()]));
+                    self.out.msg(Msg::ParamExchange);
                     self.enter(ServerPhase::AwaitParams, now);
                 }
                 ServerPhase::AwaitParams => {
