@@ -357,7 +357,7 @@ proptest! {
         for c in &chunks {
             let _ = m.on_bytes(c, t0());
             if end && m.phase() == ClientPhase::Running {
-                let _ = m.end_test(t0());
+                m.end_test(t0());
             }
         }
         let _ = m.on_eof();
