@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use rperf3_engine::budget::{Budget, BudgetUnit};
 use rperf3_engine::counters::CounterSnapshot;
 use rperf3_proto::*;
-use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
+use rperf3_report::input::Side;
 use rperf3_report::{Reporter, ServerOutput};
 
 use crate::auth::{ClientAuth, Padding};
@@ -20,11 +20,11 @@ use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition};
 use crate::ctrl::{Ctrl, Read0};
 use crate::driver::{Driver, Test, Wake};
 use crate::interrupt::Interrupt;
-use crate::setup::{client_params, stream_roles, test_info, version_string};
+use crate::plan::{Peer, TestPlan};
+use crate::setup::client_params;
 use crate::streams::{
     connect_sctp_stream, connect_tcp_stream, DiskFile, LiveStream, SctpOptions, StreamEnds,
 };
-use crate::testrun::TestRun;
 use crate::Outcome;
 
 /// How often a byte/block-limited client checks its totals.
@@ -76,29 +76,25 @@ pub fn run(
                 ..PhaseLimits::default()
             };
             let machine = ClientMachine::new(cookie, &params, phases, Instant::now());
-            let start = StartInfo {
-                version: version_string(),
-                system_info: rperf3_sys::system::uname_line(),
-                timestamp_millis: rperf3_sys::time::unix_millis(),
-                connecting_to: Some((cc.host.clone(), common.port)),
-                accepted_connection: None,
-                cookie: cookie_str(&cookie).to_string(),
-                tcp_mss: (params.protocol != Protocol::Udp).then_some(MssInfo::Default(ctrl_mss)),
-                sock_bufsize: cc.window.unwrap_or(0) as u64,
-                sndbuf_actual: 0,
-                rcvbuf_actual: 0,
-            };
-            let info = test_info(&params, common, Side::Client);
+            let peer = Peer::ConnectingTo(cc.host.clone(), common.port);
+            let cookie_text = cookie_str(&cookie);
+            let mut plan = TestPlan::new(
+                params,
+                Side::Client,
+                common,
+                peer,
+                cookie_text,
+                Some(ctrl_mss),
+            );
+            plan.send.file = disk;
+            plan.budget = budget(cc);
             let mut c = Client {
                 cc,
-                disk,
                 common,
-                params,
                 d: Driver::new(ctrl, machine, rep),
                 server,
                 cookie,
-                start,
-                info,
+                plan: Some(plan),
                 peer: None,
                 test_end: None,
             };
@@ -159,6 +155,15 @@ fn connect(
     Ok((ctrl, cookie, server, ctrl_mss))
 }
 
+/// `-n`/`-k` (or `-F`'s size): what the senders may send in all.
+fn budget(cc: &ClientConfig) -> Option<Budget> {
+    match cc.end {
+        EndCondition::Time(_) => None,
+        EndCondition::Bytes(n) => Some(Budget::new(BudgetUnit::Bytes, n)),
+        EndCondition::Blocks(n) => Some(Budget::new(BudgetUnit::Blocks, n)),
+    }
+}
+
 /// `-c host%dev` or `-B addr%dev`: SO_BINDTODEVICE on every socket.
 fn device<'a>(cc: &'a ClientConfig, common: &'a CommonConfig) -> Option<&'a str> {
     let typed = common.bind_dev.as_deref();
@@ -174,15 +179,12 @@ fn device<'a>(cc: &'a ClientConfig, common: &'a CommonConfig) -> Option<&'a str>
 
 struct Client<'a> {
     cc: &'a ClientConfig,
-    /// `-F`, opened.
-    disk: Option<DiskFile>,
     common: &'a CommonConfig,
-    params: TestParams,
     d: Driver<ClientMachine>,
     server: SocketAddr,
     cookie: [u8; COOKIE_LEN],
-    start: StartInfo,
-    info: TestInfo,
+    /// The test, until the server takes it on (then the driver has it).
+    plan: Option<TestPlan>,
     peer: Option<TestResults>,
     /// `-t`: when the test ends (from TEST_START, like the interval ticks).
     test_end: Option<Instant>,
@@ -239,65 +241,34 @@ impl Client<'_> {
                 // The server took us on: only now is the test "connected" (a
                 // refused client prints nothing but the error).
                 log::debug!("server accepted the test: sending the parameters");
-                self.start.timestamp_millis = rperf3_sys::time::unix_millis();
-                self.d.rep.control_connected(&self.start, &self.info);
-            }
-            ClientEvent::CreateStreams => {
-                let streams = self.create_streams(intr)?;
-                for s in &streams {
-                    log::debug!(
-                        "stream {}: {} -> {}, {}",
-                        s.info.id,
-                        s.info.local,
-                        s.info.remote,
-                        if s.info.sender {
-                            "sending"
-                        } else {
-                            "receiving"
-                        }
-                    );
+                if let Some(mut plan) = self.plan.take() {
+                    plan.start.timestamp_millis = rperf3_sys::time::unix_millis();
+                    self.d.accept(plan);
                 }
-                if let Some(first) = streams.first() {
-                    (self.start.sndbuf_actual, self.start.rcvbuf_actual) = first.buffer_sizes();
-                }
-                self.d.test = Test::Setup(streams);
             }
+            ClientEvent::CreateStreams => self.create_streams(intr)?,
             ClientEvent::TestStart => {
                 log::debug!("TEST_START");
-                if let Test::Setup(streams) = std::mem::take(&mut self.d.test) {
-                    let omit = Duration::from_secs(self.params.omit.max(0) as u64);
-                    let run = TestRun::start(
-                        streams,
-                        self.common.interval,
-                        omit,
-                        self.budget(),
-                        crate::setup::idle_limits(&self.params, self.common.rcv_timeout),
-                    );
+                self.d.start_test();
+                if let (Test::Running(run), Some(plan)) = (&self.d.test, self.d.plan()) {
                     self.test_end = match self.cc.end {
                         // -t 0: no time limit, as iperf3.
                         EndCondition::Time(t) if t > 0 => {
-                            Some(run.started_at() + Duration::from_secs(u64::from(t)) + omit)
+                            Some(run.started_at() + Duration::from_secs(u64::from(t)) + plan.omit)
                         }
                         _ => None,
                     };
-                    self.d.test = Test::Running(run);
                 }
-                self.d.rep.start(&self.start, &self.info);
             }
             ClientEvent::TestRunning => {
                 log::debug!("TEST_RUNNING: starting the stream workers");
-                let mut spec = crate::setup::send_spec(&self.params);
-                spec.file.clone_from(&self.disk);
-                if let Test::Running(run) = &mut self.d.test {
-                    run.spawn_workers(self.params.len.max(1) as usize, &spec)
-                        .map_err(|e| IperfError::from_io(IE_PTHREAD_CREATE, &e))?;
-                }
+                self.d.run_workers()?;
             }
             ClientEvent::ExchangeResults => {
                 log::debug!("EXCHANGE_RESULTS");
                 // A server may ask before our TEST_END: the test is over then too.
-                self.d.test.end(&mut self.d.rep);
-                let r = self.local_results();
+                self.d.end_test();
+                let r = self.d.local_results();
                 self.d.machine.send_results(&r);
             }
             ClientEvent::PeerResults(r) => self.peer = Some(r),
@@ -349,29 +320,22 @@ impl Client<'_> {
             }
         };
         if done {
-            self.d.test.end(&mut self.d.rep);
+            self.d.end_test();
             self.d.machine.end_test(Instant::now());
         }
         Ok(())
     }
 
-    fn budget(&self) -> Option<Budget> {
-        match self.cc.end {
-            EndCondition::Time(_) => None,
-            EndCondition::Bytes(n) => Some(Budget::new(BudgetUnit::Bytes, n)),
-            EndCondition::Blocks(n) => Some(Budget::new(BudgetUnit::Blocks, n)),
-        }
-    }
-
     /// Opens the data streams one after another, within the machine's deadline
     /// for stream setup; a signal stops it between streams.
-    fn create_streams(&mut self, intr: &mut Interrupt) -> Result<Vec<LiveStream>, Stop> {
-        let roles = stream_roles(&self.params, Side::Client);
-        let mut out = Vec::with_capacity(roles.len());
-        let udp = self.params.protocol == Protocol::Udp;
+    fn create_streams(&mut self, intr: &mut Interrupt) -> Result<(), Stop> {
+        let Some(plan) = self.d.plan() else {
+            return Ok(());
+        };
+        let params = plan.params.clone();
         let deadline = self.d.machine.poll_timeout();
         let dev = device(self.cc, self.common);
-        for (i, sender) in roles.into_iter().enumerate() {
+        while let Some((i, sender)) = self.d.next_stream() {
             // --cport P: stream i binds P+i (a port past 65535 falls back to any).
             let local_port = self
                 .cc
@@ -387,8 +351,8 @@ impl Client<'_> {
             if left.is_zero() {
                 return Err(IperfError::with_detail(IE_STREAM_CONNECT, "timed out").into());
             }
-            let ls = if udp {
-                let len = self.params.len.max(1) as usize;
+            let ls = if params.protocol == Protocol::Udp {
+                let len = params.len.max(1) as usize;
                 let io_err = |e: std::io::Error| {
                     let code = if e.kind() == std::io::ErrorKind::TimedOut {
                         IE_STREAM_READ
@@ -407,26 +371,26 @@ impl Client<'_> {
                 )
                 .map_err(io_err)?;
                 // Before the hello: it carries the TOS byte as every datagram does.
-                crate::sockopts::apply_tos(&s, self.server.is_ipv6(), &self.params)?;
-                crate::sockopts::apply_pacing(&s, &self.params);
+                crate::sockopts::apply_tos(&s, self.server.is_ipv6(), &params)?;
+                crate::sockopts::apply_pacing(&s, &params);
                 if self.cc.dont_fragment && self.server.is_ipv4() {
                     rperf3_sys::sockopt::set_dont_fragment(&s)
                         .map_err(|e| IperfError::from_io(IE_SET_DONT_FRAGMENT, &e))?;
                 }
                 crate::udp_setup::hello(&s, len, left.min(UDP_CONNECT_TIMEOUT)).map_err(io_err)?;
                 LiveStream::udp(s, i, sender)
-            } else if self.params.protocol == Protocol::Sctp {
+            } else if params.protocol == Protocol::Sctp {
                 let ends = self.stream_ends(local_port, dev, left);
                 let sctp = SctpOptions {
                     xbind: &self.common.xbind,
                     nstreams: self.cc.nstreams,
                     window: self.cc.window,
                 };
-                let s = connect_sctp_stream(ends, &self.params, sctp, &self.cookie)?;
+                let s = connect_sctp_stream(ends, &params, sctp, &self.cookie)?;
                 LiveStream::sctp(s, i, sender)
             } else {
                 let ends = self.stream_ends(local_port, dev, left);
-                let s = connect_tcp_stream(ends, &self.params, &self.cookie)?;
+                let s = connect_tcp_stream(ends, &params, &self.cookie)?;
                 crate::sockopts::apply_snd_timeout(&s, self.common.snd_timeout_ms);
                 if let Some(w) = self.cc.window {
                     rperf3_sys::net::set_buffer_sizes(&s, w as usize)
@@ -435,10 +399,16 @@ impl Client<'_> {
                 LiveStream::tcp(s, i, sender)
             }
             .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
-            self.d.rep.stream_connected(&ls.info);
-            out.push(ls);
+            log::debug!(
+                "stream {}: {} -> {}, {}",
+                ls.info.id,
+                ls.info.local,
+                ls.info.remote,
+                if sender { "sending" } else { "receiving" }
+            );
+            self.d.add_stream(ls);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Where a TCP or SCTP data stream connects, with `left` of the setup time.
@@ -455,14 +425,6 @@ impl Client<'_> {
             device,
             timeout: left.min(STREAM_CONNECT_TIMEOUT),
         }
-    }
-
-    fn local_results(&self) -> TestResults {
-        self.d
-            .test
-            .run()
-            .map(|r| r.results(r.congestion()))
-            .unwrap_or_default()
     }
 
     /// The credentials were refused, or probably were: iperf3's message alone does
@@ -490,7 +452,7 @@ impl Client<'_> {
         // terminated one shows what it measured.
         if let (false, Some(run)) = (matches!(res, Err(Stop::Error(_))), d.test.run()) {
             let peer = self.peer.as_ref().filter(|_| res.is_ok());
-            d.rep.end(&run.final_input(run.congestion(), peer));
+            d.rep.end(&run.final_input(peer));
         }
         match res {
             Ok(()) => {

@@ -15,6 +15,7 @@ use rperf3_proto::*;
 use rperf3_report::Reporter;
 
 use crate::ctrl::{Ctrl, Read0};
+use crate::plan::TestPlan;
 use crate::streams::LiveStream;
 use crate::testrun::TestRun;
 
@@ -106,7 +107,7 @@ impl Test {
 
     /// Stops counting (if it was): the last, possibly short, interval goes to
     /// `rep`. Workers get a short grace; sockets stay open.
-    pub fn end(&mut self, rep: &mut Reporter) {
+    fn end(&mut self, rep: &mut Reporter) {
         if let Self::Running(_) = self {
             let Self::Running(mut run) = std::mem::take(self) else {
                 unreachable!()
@@ -138,6 +139,8 @@ pub struct Driver<M> {
     pub machine: M,
     /// The test's data side.
     pub test: Test,
+    /// What the test is, once the parameters are agreed.
+    plan: Option<Box<TestPlan>>,
     /// This test's report.
     pub rep: Reporter,
 }
@@ -149,8 +152,89 @@ impl<M: Machine> Driver<M> {
             ctrl,
             machine,
             test: Test::Idle,
+            plan: None,
             rep,
         }
+    }
+
+    /// The test's plan, once the parameters are agreed.
+    pub fn plan(&self) -> Option<&TestPlan> {
+        self.plan.as_deref()
+    }
+
+    /// The test's plan, to complete before TEST_START (the `-F` file).
+    pub fn plan_mut(&mut self) -> Option<&mut TestPlan> {
+        self.plan.as_deref_mut()
+    }
+
+    /// The parameters are agreed: the report says the control connection is
+    /// up, and stream setup begins.
+    pub fn accept(&mut self, plan: TestPlan) {
+        self.rep.control_connected(&plan.start, &plan.info);
+        self.test = Test::Setup(Vec::with_capacity(plan.roles.len()));
+        self.plan = Some(Box::new(plan));
+    }
+
+    /// The index and role (true = sends) of the next stream to set up; None
+    /// when every stream is there or setup is over.
+    pub fn next_stream(&self) -> Option<(usize, bool)> {
+        let (Test::Setup(streams), Some(plan)) = (&self.test, &self.plan) else {
+            return None;
+        };
+        let i = streams.len();
+        plan.roles.get(i).map(|&sender| (i, sender))
+    }
+
+    /// A stream is set up: reported and kept. True once every stream is there.
+    pub fn add_stream(&mut self, s: LiveStream) -> bool {
+        self.rep.stream_connected(&s.info);
+        if let Test::Setup(streams) = &mut self.test {
+            streams.push(s);
+        }
+        self.next_stream().is_none()
+    }
+
+    /// TEST_START: counting starts now; the report shows the test's start.
+    pub fn start_test(&mut self) {
+        let (Test::Setup(streams), Some(plan)) = (&mut self.test, &mut self.plan) else {
+            return;
+        };
+        let streams = std::mem::take(&mut *streams);
+        if let Some(first) = streams.first() {
+            (plan.start.sndbuf_actual, plan.start.rcvbuf_actual) = first.buffer_sizes();
+        }
+        let mut run = TestRun::start(
+            streams,
+            plan.interval,
+            plan.omit,
+            plan.budget.take(),
+            plan.idle,
+        );
+        if let Some(l) = plan.rate_limit {
+            run.limit_rate(l);
+        }
+        self.rep.start(&plan.start, &plan.info);
+        self.test = Test::Running(run);
+    }
+
+    /// TEST_RUNNING: a worker per stream. Whatever started is stopped and
+    /// joined when the run is dropped.
+    pub fn run_workers(&mut self) -> Result<(), IperfError> {
+        if let (Test::Running(run), Some(plan)) = (&mut self.test, &self.plan) {
+            run.spawn_workers(&plan.send)
+                .map_err(|e| IperfError::from_io(IE_PTHREAD_CREATE, &e))?;
+        }
+        Ok(())
+    }
+
+    /// Stops counting, if the test runs: the last interval is reported.
+    pub fn end_test(&mut self) {
+        self.test.end(&mut self.rep);
+    }
+
+    /// This side's results document for the exchange (empty before the test).
+    pub fn local_results(&self) -> TestResults {
+        self.test.run().map(TestRun::results).unwrap_or_default()
     }
 
     /// Writes what the machine has queued, in order; a failed write is the

@@ -14,6 +14,7 @@ pub mod driver;
 pub mod host;
 pub mod interrupt;
 pub mod metrics;
+pub mod plan;
 pub mod ratelimit;
 pub mod sampler;
 pub mod session;

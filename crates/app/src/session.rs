@@ -11,17 +11,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rperf3_proto::*;
-use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
+use rperf3_report::input::Side;
 use rperf3_report::Reporter;
 
 use crate::auth::ServerAuth;
 use crate::config::{CommonConfig, RateLimit};
 use crate::ctrl::Ctrl;
-use crate::driver::{Driver, Test, Wake};
+use crate::driver::{Driver, Wake};
 use crate::host::mail::{Inbox, Mailbox, ToHost, ToSession};
 use crate::host::StreamBudget;
 use crate::metrics::{Metrics, TestOutcome};
-use crate::setup::{stream_roles, test_info, version_string};
+use crate::plan::{Peer, TestPlan};
 use crate::streams::LiveStream;
 use crate::testrun::TestRun;
 
@@ -59,24 +59,6 @@ pub struct SessionSetup {
     pub auth: Option<Arc<ServerAuth>>,
 }
 
-/// What the test is, once the parameters are accepted.
-struct Accepted {
-    params: TestParams,
-    start: StartInfo,
-    info: TestInfo,
-    roles: Vec<bool>,
-    /// Waiting for the host's go-ahead for UDP setup, or set up and not yet done.
-    udp_pending: bool,
-}
-
-/// Where the exchange is.
-enum Stage {
-    /// Before the parameters.
-    Handshake,
-    /// The parameters are accepted.
-    Test(Box<Accepted>),
-}
-
 /// A server-side test.
 pub struct Session {
     id: u64,
@@ -93,7 +75,8 @@ pub struct Session {
     peer: SocketAddr,
     cookie: [u8; COOKIE_LEN],
     common: CommonConfig,
-    stage: Stage,
+    /// Waiting for the host's go-ahead for UDP setup, or set up and not yet done.
+    udp_pending: bool,
     reported_end: bool,
     auth: Option<Arc<ServerAuth>>,
     /// The parameter checks, made here after the token when `auth_first`.
@@ -136,7 +119,7 @@ impl Session {
             peer: rperf3_sys::net::unmap(s.peer),
             cookie: s.cookie,
             common,
-            stage: Stage::Handshake,
+            udp_pending: false,
             reported_end: false,
             auth: s.auth,
             limits,
@@ -181,7 +164,7 @@ impl Session {
         self.log_end(err.as_ref());
         if let (Some(_), Some(run), false) = (&err, self.d.test.run(), self.reported_end) {
             // A test cut short still shows what it measured.
-            let fin = run.final_input(run.congestion(), None);
+            let fin = run.final_input(None);
             self.d.rep.end(&fin);
         }
         match &err {
@@ -339,39 +322,17 @@ impl Session {
                 self.listener_mss = true;
             }
         }
-        let roles = stream_roles(&p, Side::Server);
-        if !self.budget.take(roles.len()) {
+        let streams = p.streams_expected();
+        if !self.budget.take(streams) {
             // Every stream is a thread: the server as a whole has a bound.
             return Err(IperfError::new(IE_ACCESS_DENIED));
         }
-        self.reserved = roles.len();
-        let udp = p.protocol == Protocol::Udp;
-        let info = test_info(&p, &self.common, Side::Server);
-        let start = StartInfo {
-            version: version_string(),
-            system_info: rperf3_sys::system::uname_line(),
-            timestamp_millis: rperf3_sys::time::unix_millis(),
-            connecting_to: None,
-            accepted_connection: Some(self.peer),
-            cookie: cookie_str(&self.cookie).to_string(),
-            tcp_mss: (!udp).then_some(if p.mss > 0 {
-                MssInfo::Set(p.mss as u32)
-            } else {
-                MssInfo::Default(0)
-            }),
-            sock_bufsize: p.window.max(0) as u64,
-            sndbuf_actual: 0,
-            rcvbuf_actual: 0,
-        };
+        self.reserved = streams;
         log::info!(
             "test {} from {} starts: {}, {} stream(s), {}, {} s",
             self.id,
             self.peer,
-            if p.protocol == Protocol::Udp {
-                "UDP"
-            } else {
-                "TCP"
-            },
+            p.protocol.name(),
             p.parallel,
             if p.bidirectional {
                 "bidirectional"
@@ -386,29 +347,37 @@ impl Session {
         self.d
             .rep
             .set_peer_labels(p.title.clone(), p.extra_data.clone());
-        self.d.rep.control_connected(&start, &info);
-        self.d.test = Test::Setup(Vec::with_capacity(roles.len()));
-        if udp {
-            self.host.send(ToHost::UdpWanted {
-                id: self.id,
-                ip: self.peer.ip(),
-                streams: roles.len(),
-            });
-        } else if p.protocol == Protocol::Sctp {
+        let protocol = p.protocol;
+        let peer = Peer::AcceptedFrom(self.peer);
+        let mut plan = TestPlan::new(
+            p,
+            Side::Server,
+            &self.common,
+            peer,
+            cookie_str(&self.cookie),
+            None,
+        );
+        plan.rate_limit = self.rate_limit;
+        self.d.accept(plan);
+        match protocol {
+            Protocol::Udp => {
+                self.udp_pending = true;
+                self.host.send(ToHost::UdpWanted {
+                    id: self.id,
+                    ip: self.peer.ip(),
+                    streams,
+                });
+            }
             // CREATE_STREAMS once the host listens for SCTP (or the error).
-            self.host.send(ToHost::SctpWanted { id: self.id });
-        } else {
-            self.d.machine.begin_create_streams();
-            // Now: the client's SYNs follow at once.
-            self.d.flush()?;
+            Protocol::Sctp => {
+                self.host.send(ToHost::SctpWanted { id: self.id });
+            }
+            Protocol::Tcp => {
+                self.d.machine.begin_create_streams();
+                // Now: the client's SYNs follow at once.
+                self.d.flush()?;
+            }
         }
-        self.stage = Stage::Test(Box::new(Accepted {
-            params: p,
-            start,
-            info,
-            roles,
-            udp_pending: udp,
-        }));
         Ok(())
     }
 
@@ -416,58 +385,50 @@ impl Session {
     /// a data stream while streams are set up, else refused (as iperf3
     /// refuses a connection outside that state).
     fn on_tcp(&mut self, conn: TcpStream, sctp: bool) -> Result<(), IperfError> {
-        let (Stage::Test(a), Test::Setup(streams)) = (&self.stage, &mut self.d.test) else {
+        let wanted = if sctp { Protocol::Sctp } else { Protocol::Tcp };
+        let (Some((i, sender)), Some(plan)) = (self.d.next_stream(), self.d.plan()) else {
             refuse(conn);
             return Ok(());
         };
-        let wanted = if sctp { Protocol::Sctp } else { Protocol::Tcp };
-        if a.params.protocol != wanted || streams.len() >= a.roles.len() {
+        if plan.params.protocol != wanted {
             refuse(conn);
             return Ok(());
         }
-        if a.params.window > 0 {
-            let _ = rperf3_sys::net::set_buffer_sizes(&conn, a.params.window as usize);
+        let params = &plan.params;
+        if params.window > 0 {
+            let _ = rperf3_sys::net::set_buffer_sizes(&conn, params.window as usize);
         }
-        if sctp {
+        let s = if sctp {
             // iperf3's server sets nothing else on SCTP streams.
-            let i = streams.len();
-            let s = LiveStream::sctp(conn, i, a.roles[i])
-                .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
-            self.d.rep.stream_connected(&s.info);
-            streams.push(s);
-            return self.maybe_start();
+            LiveStream::sctp(conn, i, sender)
+        } else {
+            let v6 = conn.local_addr().is_ok_and(|l| l.is_ipv6());
+            let applied = crate::sockopts::apply_tcp(conn.as_fd(), v6, params, true)?;
+            crate::sockopts::apply_snd_timeout(&conn, self.common.snd_timeout_ms);
+            if applied.congestion_missing {
+                self.d
+                    .rep
+                    .warning("TCP congestion control algorithm not supported");
+            }
+            LiveStream::tcp(conn, i, sender)
         }
-        let v6 = conn.local_addr().is_ok_and(|l| l.is_ipv6());
-        let applied = crate::sockopts::apply_tcp(conn.as_fd(), v6, &a.params, true)?;
-        crate::sockopts::apply_snd_timeout(&conn, self.common.snd_timeout_ms);
-        if applied.congestion_missing {
-            self.d
-                .rep
-                .warning("TCP congestion control algorithm not supported");
-        }
-        let i = streams.len();
-        let s = LiveStream::tcp(conn, i, a.roles[i])
-            .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
-        self.d.rep.stream_connected(&s.info);
+        .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
         log::debug!(
-            "test {}: TCP stream {} from {}",
+            "test {}: {} stream {} from {}",
             self.id,
+            wanted.name(),
             s.info.id,
             s.info.remote
         );
-        streams.push(s);
-        self.maybe_start()
+        self.add_stream(s)
     }
 
     /// A UDP stream the host took from the listener: reply "6789" on it.
     fn on_udp(&mut self, sock: UdpSocket) -> Result<(), IperfError> {
-        let (Stage::Test(a), Test::Setup(streams)) = (&self.stage, &mut self.d.test) else {
+        let (Some((i, sender)), Some(plan)) = (self.d.next_stream(), self.d.plan()) else {
             return Ok(());
         };
-        if streams.len() >= a.roles.len() {
-            return Ok(());
-        }
-        let p = &a.params;
+        let p = &plan.params;
         let window = (p.window > 0).then_some(p.window as u32);
         crate::udp_setup::size_buffers(&sock, p.len.max(1) as usize, window)
             .map_err(|e| IperfError::from_io(IE_STREAM_ACCEPT, &e))?;
@@ -479,58 +440,36 @@ impl Session {
         }
         sock.send(&UDP_CONNECT_REPLY)
             .map_err(|e| IperfError::from_io(IE_STREAM_WRITE, &e))?;
-        let i = streams.len();
-        let s = LiveStream::udp(sock, i, a.roles[i])
+        let s = LiveStream::udp(sock, i, sender)
             .map_err(|e| IperfError::from_io(IE_INIT_STREAM, &e))?;
-        self.d.rep.stream_connected(&s.info);
         log::debug!(
             "test {}: UDP stream {} from {}",
             self.id,
             s.info.id,
             s.info.remote
         );
-        streams.push(s);
-        self.maybe_start()
+        self.add_stream(s)
     }
 
-    /// Every stream is there: TEST_START + TEST_RUNNING, then the workers.
-    fn maybe_start(&mut self) -> Result<(), IperfError> {
-        let (Stage::Test(a), Test::Setup(streams)) = (&mut self.stage, &mut self.d.test) else {
-            return Ok(());
-        };
-        if streams.len() < a.roles.len() {
+    /// Keeps a set-up stream; once every stream is there: TEST_START +
+    /// TEST_RUNNING, then the workers.
+    fn add_stream(&mut self, s: LiveStream) -> Result<(), IperfError> {
+        if !self.d.add_stream(s) {
             return Ok(());
         }
-        if a.udp_pending {
-            a.udp_pending = false;
-            self.host.send(ToHost::UdpDone { id: self.id });
-        }
-        let streams = std::mem::take(streams);
-        if let Some(first) = streams.first() {
-            (a.start.sndbuf_actual, a.start.rcvbuf_actual) = first.buffer_sizes();
-        }
+        self.release_udp();
         // `-F`: the server sends the file in reverse tests, else stores what arrives.
-        let disk = match self.common.file.as_deref() {
-            Some(f) => Some(crate::streams::DiskFile::open(f, a.params.reverse)?),
-            None => None,
-        };
+        if let (Some(f), Some(plan)) = (self.common.file.as_deref(), self.d.plan_mut()) {
+            plan.send.file = Some(crate::streams::DiskFile::open(f, plan.params.reverse)?);
+        }
         self.d.machine.all_streams_connected(Instant::now());
         // Before counting starts, as the client starts counting on TEST_START.
         self.d.flush()?;
-        let omit = Duration::from_secs(a.params.omit.max(0) as u64);
-        let idle = crate::setup::idle_limits(&a.params, self.common.rcv_timeout);
-        let mut run = TestRun::start(streams, self.common.interval, omit, None, idle);
-        if let Some(l) = self.rate_limit {
-            run.limit_rate(l);
+        self.d.start_test();
+        if let Some(run) = self.d.test.run() {
+            self.metrics.test_started(self.id, &run.streams);
         }
-        self.metrics.test_started(self.id, &run.streams);
-        self.d.rep.start(&a.start, &a.info);
-        let mut spec = crate::setup::send_spec(&a.params);
-        spec.file = disk;
-        let spawned = run.spawn_workers(a.params.len.max(1) as usize, &spec);
-        // Whatever started is stopped and joined when the run is dropped.
-        self.d.test = Test::Running(run);
-        spawned.map_err(|e| IperfError::from_io(IE_PTHREAD_CREATE, &e))
+        self.d.run_workers()
     }
 
     /// TEST_END: last sample, close the streams, our report, EXCHANGE_RESULTS.
@@ -539,7 +478,7 @@ impl Session {
         self.d.stop_test();
         if let Some(run) = self.d.test.run() {
             // The server's report is built before it knows the client's figures.
-            let fin = run.final_input(run.congestion(), None);
+            let fin = run.final_input(None);
             self.d.rep.end(&fin);
             self.reported_end = true;
         }
@@ -548,23 +487,15 @@ impl Session {
     }
 
     fn release_udp(&mut self) {
-        if let Stage::Test(a) = &mut self.stage {
-            if a.udp_pending {
-                a.udp_pending = false;
-                self.host.send(ToHost::UdpDone { id: self.id });
-            }
+        if self.udp_pending {
+            self.udp_pending = false;
+            self.host.send(ToHost::UdpDone { id: self.id });
         }
     }
 
     fn local_results(&self) -> TestResults {
-        let mut r = self
-            .d
-            .test
-            .run()
-            .map(|run| run.results(run.congestion()))
-            .unwrap_or_default();
-        let wants_output = matches!(&self.stage, Stage::Test(a) if a.params.get_server_output);
-        if wants_output {
+        let mut r = self.d.local_results();
+        if self.d.plan().is_some_and(|p| p.params.get_server_output) {
             match self.d.rep.server_output_for_peer() {
                 Some(rperf3_report::ServerOutput::Json(v)) => r.server_output_json = Some(v),
                 Some(rperf3_report::ServerOutput::Text(t)) => r.server_output_text = Some(t),

@@ -288,12 +288,12 @@ impl LiveStream {
     pub fn spawn(
         &self,
         ctl: &Arc<RunControl>,
-        blksize: usize,
         send: &SendSpec,
         payload: &SharedPayload,
         crowd: TcpCrowd,
     ) -> io::Result<Worker> {
         let counters = self.counters.clone();
+        let blksize = send.blksize;
         let name = format!("stream-{}", self.info.id);
         match &self.sock {
             DataSock::Tcp(s) => {

@@ -131,13 +131,13 @@ impl TestRun {
     }
 
     /// TEST_RUNNING: one worker thread per stream.
-    pub fn spawn_workers(&mut self, blksize: usize, send: &SendSpec) -> io::Result<()> {
+    pub fn spawn_workers(&mut self, send: &SendSpec) -> io::Result<()> {
         self.diskfile.clone_from(&send.file);
         let payload = SharedPayload::default();
         let crowd = TcpCrowd::of(&self.streams);
         for s in &self.streams {
             self.workers
-                .push(s.spawn(&self.ctl, blksize, send, &payload, crowd)?);
+                .push(s.spawn(&self.ctl, send, &payload, crowd)?);
         }
         Ok(())
     }
@@ -327,7 +327,8 @@ impl TestRun {
     }
 
     /// This side's results document for the exchange.
-    pub fn results(&self, congestion: Option<String>) -> TestResults {
+    pub fn results(&self) -> TestResults {
+        let congestion = self.congestion();
         let cpu = self.cpu();
         let finals = self.sampler.finals(&self.streams);
         let sender_has_retransmits = if !self.has_senders() {
@@ -370,15 +371,11 @@ impl TestRun {
     }
 
     /// The report's end input, with the peer's results when known.
-    pub fn final_input(
-        &self,
-        congestion: Option<String>,
-        peer: Option<&TestResults>,
-    ) -> FinalInput {
+    pub fn final_input(&self, peer: Option<&TestResults>) -> FinalInput {
         FinalInput {
             streams: self.sampler.finals(&self.streams),
             cpu: self.cpu(),
-            congestion,
+            congestion: self.congestion(),
             has_retransmits: self.has_retransmits(),
             peer: peer.map(peer_summary),
             diskfile: self.diskfile.as_ref().map(|d| DiskFileFacts {
