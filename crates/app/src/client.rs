@@ -430,7 +430,11 @@ impl Client<'_> {
     /// The credentials were refused, or probably were: iperf3's message alone does
     /// not say what to change, so a warning before it does.
     fn explain_refusal(&mut self, auth: &ClientAuth, e: &IperfError) {
-        let before_streams = matches!(self.d.test, Test::Idle);
+        let before_streams = match &self.d.test {
+            Test::Idle => true,
+            Test::Setup(streams) => streams.is_empty(),
+            Test::Running(_) | Test::Ended(_) => false,
+        };
         if e.code == IE_AUTH_TEST && auth.padding() == Padding::Oaep {
             self.d.rep.warning(
                 "the server refused the credentials; if it is iperf3 3.16 or older, \
