@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use rperf3_app::config::{Config, Role};
-use rperf3_app::interrupt::Interrupt;
+use rperf3_app::Interrupt;
 use rperf3_proto::{IperfError, IE_AFFINITY, IE_DAEMON, IE_PID_FILE};
 
 fn main() -> ExitCode {
@@ -104,7 +104,7 @@ fn run(prog: &str, cfg: &Config, auth: &cli::LoadedAuth) -> anyhow::Result<i32> 
     let outcome = match &cfg.role {
         Role::Client(cc) => {
             let rep = output::reporter(prog, cfg, rperf3_report::input::Side::Client)?;
-            rperf3_app::client::run(cc, &cfg.common, rep, &mut intr, auth.client.as_ref())
+            rperf3_app::run_client(cc, &cfg.common, rep, &mut intr, auth.client.as_ref())
         }
         Role::Server(sc) => {
             // Open the log file once; each test gets a reporter writing to it.
@@ -112,7 +112,7 @@ fn run(prog: &str, cfg: &Config, auth: &cli::LoadedAuth) -> anyhow::Result<i32> 
             let mut make = |label: Option<u64>| {
                 output::reporter_to(prog, cfg, rperf3_report::input::Side::Server, &sink, label)
             };
-            rperf3_app::host::serve(sc, &cfg.common, &mut make, &mut intr, auth.server.clone())
+            rperf3_app::serve(sc, &cfg.common, &mut make, &mut intr, auth.server.clone())
         }
     };
     Ok(outcome.status)

@@ -125,7 +125,7 @@ pub(crate) fn reporter_to(
     let out = &cfg.output;
     let mut opts = ReportOptions::new(
         side,
-        rperf3_app::setup::version_string(),
+        rperf3_app::version_string(),
         rperf3_sys::system::uname_line(),
     );
     opts.json = out.json;

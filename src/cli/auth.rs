@@ -12,8 +12,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags, SetArg};
-use rperf3_app::auth::{ClientAuth, ServerAuth};
 use rperf3_app::config::{Config, Role};
+use rperf3_app::{ClientAuth, ServerAuth};
 
 use super::error::{param_text, ParamError};
 use super::CliError;

@@ -360,14 +360,14 @@ fn sctp_options() {
     assert_eq!(cl.nstreams, Some(7));
     // The parameters carry "sctp": true and SCTP's 64 KiB block, as iperf3's
     // client sends them; like iperf3, nothing of --nstreams or -X goes along.
-    let j = rperf3_app::setup::client_params(&cl).to_json();
+    let j = rperf3_app::client_params(&cl).to_json();
     assert_eq!(j["sctp"], true);
     assert_eq!(j["len"], 65536);
     assert!(j.get("tcp").is_none() && j.get("nstreams").is_none(), "{j}");
     let p = rperf3_proto::TestParams::from_json(j.to_string().as_bytes()).unwrap();
     assert_eq!(p.protocol, rperf3_proto::Protocol::Sctp);
     // -m is for TCP only.
-    let j = rperf3_app::setup::client_params(&client(&["-c", "h", "--sctp", "-m"])).to_json();
+    let j = rperf3_app::client_params(&client(&["-c", "h", "--sctp", "-m"])).to_json();
     assert!(j.get("mptcp").is_none(), "{j}");
     // iperf3 reads --nstreams with its unit parser.
     assert_eq!(

@@ -63,7 +63,7 @@ fn not_a_key(path: &Path, what: &str) -> String {
 
 /// A PEM public key (`BEGIN PUBLIC KEY` or `BEGIN RSA PUBLIC KEY`). The error is
 /// a sentence naming the file and the problem.
-pub fn read_public_key(path: &Path) -> Result<PublicKey, String> {
+pub(crate) fn read_public_key(path: &Path) -> Result<PublicKey, String> {
     let pem = read_pem(path, "public")?;
     PublicKey::from_public_key_pem(pem.trim())
         .or_else(|_| PublicKey::from_pkcs1_pem(pem.trim()))
@@ -72,7 +72,7 @@ pub fn read_public_key(path: &Path) -> Result<PublicKey, String> {
 
 /// A PEM private key (`BEGIN PRIVATE KEY` or `BEGIN RSA PRIVATE KEY`, without a
 /// passphrase). The error is a sentence naming the file and the problem.
-pub fn read_private_key(path: &Path) -> Result<PrivateKey, String> {
+pub(crate) fn read_private_key(path: &Path) -> Result<PrivateKey, String> {
     let pem = read_pem(path, "private")?;
     if pem.contains("ENCRYPTED") {
         return Err(format!(

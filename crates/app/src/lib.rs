@@ -5,25 +5,18 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod auth;
-pub mod client;
+mod auth;
+mod client;
 pub mod config;
-pub mod cpu;
-pub mod ctrl;
-pub mod driver;
-pub mod host;
-pub mod interrupt;
-pub mod metrics;
-pub mod plan;
-pub mod ratelimit;
-pub mod sampler;
-pub mod session;
-pub mod setup;
-pub mod sockopts;
-pub mod streams;
-pub mod testrun;
-pub mod ticker;
-pub mod udp_setup;
+mod interrupt;
+mod server;
+mod test;
+
+pub use auth::{ClientAuth, ServerAuth};
+pub use client::run as run_client;
+pub use interrupt::Interrupt;
+pub use server::serve;
+pub use test::setup::{client_params, version_string};
 
 use rperf3_proto::IperfError;
 use rperf3_report::Reporter;

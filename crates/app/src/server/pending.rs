@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 use rperf3_proto::COOKIE_LEN;
 
 /// Most handshakes in progress at once.
-pub const MAX_PENDING: usize = 256;
+pub(super) const MAX_PENDING: usize = 256;
 
 /// A connection that is sending its cookie.
 #[derive(Debug)]
-pub struct Handshake {
+pub(super) struct Handshake {
     /// The connection (non-blocking while here).
     pub conn: TcpStream,
     /// Its peer.
@@ -31,7 +31,7 @@ pub struct Handshake {
 
 /// What reading a handshake produced.
 #[derive(Debug)]
-pub enum Progress {
+pub(super) enum Progress {
     /// More bytes are needed.
     Waiting,
     /// The whole cookie.
@@ -42,14 +42,14 @@ pub enum Progress {
 
 /// The handshakes in progress, oldest first.
 #[derive(Debug, Default)]
-pub struct Pending {
+pub(super) struct Pending {
     list: Vec<Handshake>,
     limit: Duration,
 }
 
 impl Pending {
     /// Handshakes get `limit` from their connection to their whole cookie.
-    pub fn new(limit: Duration) -> Self {
+    pub(super) fn new(limit: Duration) -> Self {
         Self {
             list: Vec::new(),
             limit,
@@ -58,7 +58,7 @@ impl Pending {
 
     /// Adds a new connection; returns the handshake dropped to make room, if the
     /// set was full.
-    pub fn add(
+    pub(super) fn add(
         &mut self,
         conn: TcpStream,
         peer: SocketAddr,
@@ -68,7 +68,7 @@ impl Pending {
     }
 
     /// [`Pending::add`], saying whether it came from the SCTP listener.
-    pub fn add_from(
+    pub(super) fn add_from(
         &mut self,
         conn: TcpStream,
         peer: SocketAddr,
@@ -89,27 +89,28 @@ impl Pending {
     }
 
     /// Drops the oldest handshake (to free a file descriptor).
-    pub fn evict_oldest(&mut self) -> Option<Handshake> {
+    pub(super) fn evict_oldest(&mut self) -> Option<Handshake> {
         (!self.list.is_empty()).then(|| self.list.remove(0))
     }
 
     /// The fds to poll, in the order [`Pending::on_ready`] expects.
-    pub fn fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
+    pub(super) fn fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
         self.list.iter().map(|h| h.conn.as_fd())
     }
 
     /// The earliest deadline.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
         self.list.iter().map(|h| h.deadline).min()
     }
 
     /// Number of handshakes in progress.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
         self.list.len()
     }
 
     /// Whether none is in progress.
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
 
@@ -117,7 +118,7 @@ impl Pending {
     /// removes those that finished, failed or ran out of time at `now`.
     /// Returns (finished with their cookie, failed with the reason).
     #[allow(clippy::type_complexity)]
-    pub fn on_ready(
+    pub(super) fn on_ready(
         &mut self,
         ready: &[bool],
         now: Instant,

@@ -3,45 +3,49 @@
 //! The host thread accepts connections and reads each one's cookie itself
 //! ([`pending`]); a cookie it knows makes the connection a data stream of that
 //! session, a new one a new test: run now, queued, or refused by [`admission`].
-//! Each test runs on its own session thread ([`crate::session`]); the two sides
+//! Each test runs on its own session thread ([`crate::server::session`]); the two sides
 //! talk through [`mail`]. UDP streams of all tests share the port through one
 //! [`udp`] router. The host holds no test state, and nothing it does blocks:
 //! every socket it reads is non-blocking and every wait has a deadline.
 
-pub mod admission;
-pub mod mail;
-pub mod pending;
-pub mod sctp;
-pub mod udp;
+mod admission;
+mod budget;
+mod mail;
+mod metrics;
+mod pending;
+mod sctp;
+mod session;
+mod udp;
 
 use std::collections::HashMap;
-use std::io;
+use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rperf3_proto::{
-    IperfError, ServerLimits, COOKIE_LEN, IE_LISTEN, IE_RECV_COOKIE, IE_SERVER_TERM,
+    IperfError, ServerLimits, ACCESS_DENIED_BYTES, COOKIE_LEN, IE_LISTEN, IE_RECV_COOKIE,
+    IE_SERVER_TERM,
 };
 use rperf3_report::Reporter;
 
 use crate::auth::ServerAuth;
 use crate::config::{CommonConfig, ServerConfig};
 use crate::interrupt::Interrupt;
-use crate::metrics::{http::Endpoint, Metrics, TestOutcome};
-use crate::session::{refuse, Session, SessionSetup};
 use crate::Outcome;
 use admission::{Admission, Decision, Ticket};
+use budget::StreamBudget;
 use mail::{Inbox, Mailbox, ToHost, ToSession};
+use metrics::{http::Endpoint, Metrics, TestOutcome};
 use pending::Pending;
 use sctp::SctpListener;
+use session::{Session, SessionSetup};
 use udp::UdpRouter;
 
 /// Most data streams (threads) all tests together may have.
-pub const MAX_TOTAL_STREAMS: usize = 1024;
+pub(crate) const MAX_TOTAL_STREAMS: usize = 1024;
 /// Pause after accept() fails for lack of resources (EMFILE and friends).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Connections taken from the listener per wakeup (others wait for the next).
@@ -51,31 +55,6 @@ const ACCEPT_BATCH: usize = 64;
 const START_HEADROOM: usize = 8;
 /// A wait with nothing due still wakes this often to reap finished threads.
 const IDLE_WAKE: Duration = Duration::from_secs(1);
-
-/// The data streams the server may still open, shared by its sessions.
-#[derive(Debug)]
-pub struct StreamBudget(AtomicUsize);
-
-impl StreamBudget {
-    /// Room for `n` streams.
-    pub fn new(n: usize) -> Self {
-        Self(AtomicUsize::new(n))
-    }
-
-    /// Takes `n` if that many are left.
-    pub fn take(&self, n: usize) -> bool {
-        self.0
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
-                left.checked_sub(n)
-            })
-            .is_ok()
-    }
-
-    /// Returns `n` taken before.
-    pub fn give_back(&self, n: usize) {
-        self.0.fetch_add(n, Ordering::AcqRel);
-    }
-}
 
 /// A running session, as the host sees it.
 struct Running {
@@ -94,7 +73,7 @@ struct Waiting {
 
 /// Makes a test's reporter; `Some(n)` labels the lines of test `n` when tests
 /// may run side by side.
-pub type MakeReporter<'a> = dyn FnMut(Option<u64>) -> Reporter + 'a;
+pub(crate) type MakeReporter<'a> = dyn FnMut(Option<u64>) -> Reporter + 'a;
 
 /// Serves tests until interrupted (or after one with `-1`).
 pub fn serve(
@@ -165,7 +144,7 @@ pub fn serve(
         ),
         inbox,
         to_host,
-        budget: Arc::new(StreamBudget::new(MAX_TOTAL_STREAMS)),
+        budget: StreamBudget::new(MAX_TOTAL_STREAMS),
         metrics,
         next_id: 1,
         backoff_until: None,
@@ -410,7 +389,7 @@ impl Host<'_, '_> {
             return;
         }
         if self.exiting {
-            self.refuse(conn);
+            self.refuse_busy(conn);
             return;
         }
         let ip = rperf3_sys::net::unmap(peer).ip();
@@ -421,23 +400,23 @@ impl Host<'_, '_> {
             }
             Decision::QueueEvicting { ticket, evicted } => {
                 if let Some(w) = self.waiting.remove(&evicted) {
-                    self.refuse(w.conn);
+                    self.refuse_busy(w.conn);
                 }
                 self.waiting.insert(ticket, Waiting { conn, peer, cookie });
             }
-            Decision::Refuse => self.refuse(conn),
+            Decision::Refuse => self.refuse_busy(conn),
         }
     }
 
     /// ACCESS_DENIED to a client the server has no room for.
-    fn refuse(&self, conn: TcpStream) {
+    fn refuse_busy(&self, conn: TcpStream) {
         let peer = conn.peer_addr().map(rperf3_sys::net::unmap);
         log::info!(
             "refused a test from {}: server busy",
             peer.map_or_else(|_| "?".to_string(), |p| p.to_string())
         );
         self.metrics.count(TestOutcome::Refused);
-        refuse(conn);
+        access_denied(conn);
     }
 
     /// An SCTP association's cookie: a data stream of a running SCTP test, or
@@ -447,7 +426,7 @@ impl Host<'_, '_> {
             Some(s) if conn.set_nonblocking(false).is_ok() => {
                 s.mailbox.send(ToSession::Sctp(conn));
             }
-            _ => refuse(conn),
+            _ => access_denied(conn),
         }
     }
 
@@ -595,7 +574,7 @@ impl Host<'_, '_> {
             self.exiting = true;
             for t in self.admission.take_queue() {
                 if let Some(w) = self.waiting.remove(&t) {
-                    self.refuse(w.conn);
+                    self.refuse_busy(w.conn);
                 }
             }
         }
@@ -612,7 +591,7 @@ impl Host<'_, '_> {
         }
         for t in self.admission.take_queue() {
             if let Some(w) = self.waiting.remove(&t) {
-                self.refuse(w.conn);
+                self.refuse_busy(w.conn);
             }
         }
     }
@@ -627,4 +606,11 @@ impl Host<'_, '_> {
             let _ = t.join();
         }
     }
+}
+
+/// ACCESS_DENIED on a connection, then close (best effort, never blocking):
+/// a client the server is too busy for, or a data connection no test expects.
+fn access_denied(conn: TcpStream) {
+    let _ = conn.set_nonblocking(true);
+    let _ = (&conn).write(&ACCESS_DENIED_BYTES);
 }

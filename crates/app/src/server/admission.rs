@@ -11,11 +11,11 @@ use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
 /// A waiting client's number.
-pub type Ticket = u64;
+pub(super) type Ticket = u64;
 
 /// What to do with a client whose cookie has arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub(super) enum Decision {
     /// Start its test now.
     Run,
     /// It waits with this ticket.
@@ -34,7 +34,7 @@ pub enum Decision {
 
 /// The slots and the queue.
 #[derive(Debug)]
-pub struct Admission {
+pub(super) struct Admission {
     max_tests: usize,
     max_queue: usize,
     running: HashMap<IpAddr, usize>,
@@ -45,7 +45,7 @@ pub struct Admission {
 
 impl Admission {
     /// `max_tests` ≥ 1 slots and room for `max_queue` waiting clients.
-    pub fn new(max_tests: usize, max_queue: usize) -> Self {
+    pub(super) fn new(max_tests: usize, max_queue: usize) -> Self {
         Self {
             max_tests: max_tests.max(1),
             max_queue,
@@ -58,7 +58,7 @@ impl Admission {
 
     /// A new client from `ip`. With a free slot and nobody waiting it runs now;
     /// otherwise it queues behind those already waiting.
-    pub fn arrive(&mut self, ip: IpAddr) -> Decision {
+    pub(super) fn arrive(&mut self, ip: IpAddr) -> Decision {
         if self.total_running < self.max_tests && self.queue.is_empty() {
             self.start(ip);
             return Decision::Run;
@@ -110,12 +110,12 @@ impl Admission {
     }
 
     /// A waiting client left (closed its connection) or was refused.
-    pub fn leave_queue(&mut self, t: Ticket) {
+    pub(super) fn leave_queue(&mut self, t: Ticket) {
         self.queue.retain(|(x, _)| *x != t);
     }
 
     /// A running test from `ip` ended.
-    pub fn finished(&mut self, ip: IpAddr) {
+    pub(super) fn finished(&mut self, ip: IpAddr) {
         if let Some(n) = self.running.get_mut(&ip) {
             *n -= 1;
             if *n == 0 {
@@ -127,7 +127,7 @@ impl Admission {
 
     /// The waiting client to start now, if a slot is free: the one whose
     /// address runs the fewest tests, earliest first.
-    pub fn start_next(&mut self) -> Option<(Ticket, IpAddr)> {
+    pub(super) fn start_next(&mut self) -> Option<(Ticket, IpAddr)> {
         if self.total_running >= self.max_tests {
             return None;
         }
@@ -142,17 +142,19 @@ impl Admission {
     }
 
     /// Every waiting ticket (the server is shutting down).
-    pub fn take_queue(&mut self) -> Vec<Ticket> {
+    pub(super) fn take_queue(&mut self) -> Vec<Ticket> {
         self.queue.drain(..).map(|(t, _)| t).collect()
     }
 
     /// Tests running now.
-    pub fn running(&self) -> usize {
+    #[cfg(test)]
+    pub(super) fn running(&self) -> usize {
         self.total_running
     }
 
     /// Clients waiting now.
-    pub fn waiting(&self) -> usize {
+    #[cfg(test)]
+    pub(super) fn waiting(&self) -> usize {
         self.queue.len()
     }
 }

@@ -21,14 +21,14 @@ use rperf3_proto::{
 };
 use rperf3_report::input::StreamInfo;
 
-use crate::sockopts::{apply_flowlabel, apply_tcp};
+use crate::test::sockopts::{apply_flowlabel, apply_tcp};
 use rperf3_sys::net::{connect_tcp_prepared, unmap, Family, Prepared, Transport};
 use rperf3_sys::tcp_info::{tcp_info, TcpInfo};
 use rperf3_sys::zerocopy::PayloadFile;
 
 /// The protocol stream id of the `index`-th stream (0-based): 1, 3, 4, 5, ...
 /// iperf3 skips 2; both sides must number alike to match results.
-pub fn stream_id(index: usize) -> u32 {
+pub(crate) fn stream_id(index: usize) -> u32 {
     if index == 0 {
         1
     } else {
@@ -65,7 +65,7 @@ fn sends_with_sendfile(sock: &TcpStream, send: &SendSpec, crowd: TcpCrowd) -> bo
 /// How many TCP streams one side of a test sends and receives on: how a
 /// stream's worker sends or reads depends on its neighbours.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TcpCrowd {
+pub(crate) struct TcpCrowd {
     /// Sending TCP streams.
     pub senders: usize,
     /// Receiving TCP streams.
@@ -74,7 +74,7 @@ pub struct TcpCrowd {
 
 impl TcpCrowd {
     /// The TCP streams among `streams`.
-    pub fn of(streams: &[LiveStream]) -> Self {
+    pub(crate) fn of(streams: &[LiveStream]) -> Self {
         let tcp = |sender: bool| {
             streams
                 .iter()
@@ -99,7 +99,7 @@ fn paces_itself(congestion: &str) -> bool {
 /// one shared memfd cost a quarter of the throughput at `-P 8`, as every
 /// stream took and dropped references to the same pages from both cores.
 #[derive(Debug, Default)]
-pub struct SharedPayload {
+pub(crate) struct SharedPayload {
     bytes: OnceLock<Arc<[u8]>>,
 }
 
@@ -112,7 +112,7 @@ impl SharedPayload {
 
 /// A data socket.
 #[derive(Debug, Clone)]
-pub enum DataSock {
+pub(crate) enum DataSock {
     /// A TCP stream.
     Tcp(Arc<TcpStream>),
     /// A connected UDP socket.
@@ -121,7 +121,7 @@ pub enum DataSock {
 
 /// One stream of a running test.
 #[derive(Debug)]
-pub struct LiveStream {
+pub(crate) struct LiveStream {
     /// Identity and role, as reported.
     pub info: StreamInfo,
     /// The socket.
@@ -139,7 +139,7 @@ pub struct LiveStream {
 
 /// What a sending worker needs.
 #[derive(Debug, Clone)]
-pub struct SendSpec {
+pub(crate) struct SendSpec {
     /// Block size.
     pub blksize: usize,
     /// `-b` pacing.
@@ -160,7 +160,7 @@ pub struct SendSpec {
 
 /// The `-F` file of a test, opened once and shared by its streams.
 #[derive(Debug, Clone)]
-pub struct DiskFile {
+pub(crate) struct DiskFile {
     /// The name as given, for the report.
     pub name: String,
     /// Open for reading (sending) or writing (receiving).
@@ -173,7 +173,7 @@ pub struct DiskFile {
 impl DiskFile {
     /// Opens `name` to send it, or creates (truncates) it, private to the
     /// user as iperf3 makes it, to store what arrives. Fails with error 14.
-    pub fn open(name: &str, sending: bool) -> Result<Self, IperfError> {
+    pub(crate) fn open(name: &str, sending: bool) -> Result<Self, IperfError> {
         use std::os::unix::fs::OpenOptionsExt;
         let file = if sending {
             File::open(name)
@@ -194,27 +194,27 @@ impl DiskFile {
     }
 
     /// The file's size now.
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.file.metadata().map_or(0, |m| m.len())
     }
 }
 
 impl LiveStream {
     /// Wraps a connected TCP data socket.
-    pub fn tcp(sock: TcpStream, index: usize, sender: bool) -> io::Result<Self> {
+    pub(crate) fn tcp(sock: TcpStream, index: usize, sender: bool) -> io::Result<Self> {
         let info = stream_info(&sock, sock.local_addr()?, sock.peer_addr()?, index, sender);
         Ok(Self::new(info, DataSock::Tcp(Arc::new(sock))))
     }
 
     /// Wraps a connected SCTP data socket (one-to-one style).
-    pub fn sctp(sock: TcpStream, index: usize, sender: bool) -> io::Result<Self> {
+    pub(crate) fn sctp(sock: TcpStream, index: usize, sender: bool) -> io::Result<Self> {
         let mut s = Self::tcp(sock, index, sender)?;
         s.sctp = true;
         Ok(s)
     }
 
     /// Wraps a connected UDP data socket.
-    pub fn udp(sock: UdpSocket, index: usize, sender: bool) -> io::Result<Self> {
+    pub(crate) fn udp(sock: UdpSocket, index: usize, sender: bool) -> io::Result<Self> {
         let info = stream_info(&sock, sock.local_addr()?, sock.peer_addr()?, index, sender);
         Ok(Self::new(info, DataSock::Udp(Arc::new(sock))))
     }
@@ -233,28 +233,21 @@ impl LiveStream {
     }
 
     /// Whether this is a UDP stream.
-    pub fn is_udp(&self) -> bool {
+    pub(crate) fn is_udp(&self) -> bool {
         matches!(self.sock, DataSock::Udp(_))
     }
 
     /// TCP_INFO of a local TCP sender (the only streams iperf3 reports it for).
-    pub fn tcp_info(&self) -> Option<TcpInfo> {
+    pub(crate) fn tcp_info(&self) -> Option<TcpInfo> {
         match &self.sock {
             DataSock::Tcp(s) if self.info.sender => tcp_info(&**s),
             DataSock::Tcp(_) | DataSock::Udp(_) => None,
         }
     }
 
-    /// A copy of the UDP receiver statistics.
-    pub fn udp_stats(&self) -> Option<UdpRecvStats> {
-        self.udp_stats
-            .as_ref()
-            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()).clone())
-    }
-
     /// Runs `f` on the live UDP receiver statistics and the counters read under
     /// the same lock (omit reset).
-    pub fn with_udp_stats(&self, f: impl FnOnce(&mut UdpRecvStats, CounterSnapshot)) {
+    pub(crate) fn with_udp_stats(&self, f: impl FnOnce(&mut UdpRecvStats, CounterSnapshot)) {
         if let Some(m) = &self.udp_stats {
             let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
             f(&mut g, self.counters.snapshot());
@@ -262,14 +255,14 @@ impl LiveStream {
     }
 
     /// A UDP receiver's counters and statistics, read together under its lock.
-    pub fn udp_snapshot(&self) -> Option<(CounterSnapshot, UdpRecvStats)> {
+    pub(crate) fn udp_snapshot(&self) -> Option<(CounterSnapshot, UdpRecvStats)> {
         let m = self.udp_stats.as_ref()?;
         let g = m.lock().unwrap_or_else(|p| p.into_inner());
         Some((self.counters.snapshot(), g.clone()))
     }
 
     /// (SO_SNDBUF, SO_RCVBUF) of the data socket.
-    pub fn buffer_sizes(&self) -> (u64, u64) {
+    pub(crate) fn buffer_sizes(&self) -> (u64, u64) {
         match &self.sock {
             DataSock::Tcp(s) => rperf3_sys::net::buffer_sizes(&**s),
             DataSock::Udp(s) => rperf3_sys::net::buffer_sizes(&**s),
@@ -277,7 +270,7 @@ impl LiveStream {
     }
 
     /// The TCP socket, if this is a TCP stream.
-    pub fn tcp_socket(&self) -> Option<&TcpStream> {
+    pub(crate) fn tcp_socket(&self) -> Option<&TcpStream> {
         match &self.sock {
             DataSock::Tcp(s) => Some(s),
             DataSock::Udp(_) => None,
@@ -285,7 +278,7 @@ impl LiveStream {
     }
 
     /// Starts the stream's worker.
-    pub fn spawn(
+    pub(crate) fn spawn(
         &self,
         ctl: &Arc<RunControl>,
         send: &SendSpec,
@@ -385,7 +378,7 @@ impl LiveStream {
     }
 
     /// Before the final sample: reads the tail a receiver's mark kept back.
-    pub fn drain_below_mark(&self) {
+    pub(crate) fn drain_below_mark(&self) {
         let mark = self.recv_mark.load(Ordering::Relaxed);
         if let (DataSock::Tcp(s), 1..) = (&self.sock, mark) {
             rperf3_engine::tcp::drain_ready(s, mark, &self.counters);
@@ -393,7 +386,7 @@ impl LiveStream {
     }
 
     /// Unblocks the worker and ends the connection.
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         match &self.sock {
             DataSock::Tcp(s) => {
                 let _ = s.shutdown(Shutdown::Both);
@@ -424,7 +417,7 @@ fn stream_info(
 
 /// Opens one client TCP data stream: the test's socket options, connect, then
 /// the 37-byte cookie.
-pub fn connect_tcp_stream(
+pub(crate) fn connect_tcp_stream(
     mut at: StreamEnds<'_>,
     params: &TestParams,
     cookie: &[u8],
@@ -449,7 +442,7 @@ pub fn connect_tcp_stream(
 
 /// Where a client data stream connects from and to, and how long it may take.
 #[derive(Debug, Clone, Copy)]
-pub struct StreamEnds<'a> {
+pub(crate) struct StreamEnds<'a> {
     /// The server's address.
     pub server: SocketAddr,
     /// `-B`: the local address to bind.
@@ -495,7 +488,7 @@ fn connect_with_cookie(
 
 /// What an SCTP data stream needs beyond the parameters.
 #[derive(Debug, Clone, Copy)]
-pub struct SctpOptions<'a> {
+pub(crate) struct SctpOptions<'a> {
     /// `-X` names: the association's local addresses.
     pub xbind: &'a [String],
     /// `--nstreams`: outbound streams (SCTP_INITMSG).
@@ -508,7 +501,7 @@ pub struct SctpOptions<'a> {
 /// SCTP_MAXSEG, SCTP_INITMSG and the `-X` addresses before connect, then the
 /// cookie, then fragmentation allowed. A kernel without SCTP fails the socket
 /// with EPROTONOSUPPORT: error 203 ("unable to connect stream").
-pub fn connect_sctp_stream(
+pub(crate) fn connect_sctp_stream(
     at: StreamEnds<'_>,
     params: &TestParams,
     sctp: SctpOptions<'_>,
@@ -553,7 +546,7 @@ pub fn connect_sctp_stream(
 }
 
 /// Shuts every stream down and waits for the workers.
-pub fn stop_all(streams: &[LiveStream], workers: Vec<Worker>) {
+pub(crate) fn stop_all(streams: &[LiveStream], workers: Vec<Worker>) {
     for s in streams {
         s.shutdown();
     }

@@ -8,7 +8,7 @@ use rperf3_proto::{
 use rperf3_report::input::{Proto, Side, TestInfo};
 use std::time::Duration;
 
-use crate::testrun::IdleLimits;
+use crate::test::run::IdleLimits;
 
 use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition, Protocol};
 
@@ -19,7 +19,7 @@ pub fn version_string() -> String {
 }
 
 /// UDP datagram size without `-l`: the control connection's MSS, else 1460.
-pub fn default_udp_len(ctrl_mss: u32) -> u32 {
+pub(crate) fn default_udp_len(ctrl_mss: u32) -> u32 {
     if ctrl_mss > 0 && ctrl_mss <= MAX_UDP_BLOCKSIZE {
         ctrl_mss
     } else {
@@ -84,8 +84,8 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
 }
 
 /// What sending workers need, from the parameters in effect.
-pub fn send_spec(p: &TestParams) -> crate::streams::SendSpec {
-    crate::streams::SendSpec {
+pub(crate) fn send_spec(p: &TestParams) -> crate::test::streams::SendSpec {
+    crate::test::streams::SendSpec {
         blksize: p.len.max(1) as usize,
         pacer: (p.bandwidth > 0).then(|| rperf3_engine::pacing::Pacer::new(p.bandwidth)),
         repeating: p.repeating_payload,
@@ -99,7 +99,7 @@ pub fn send_spec(p: &TestParams) -> crate::streams::SendSpec {
 
 /// How long each direction may go without progress: `--rcv-timeout`, or for
 /// sending, two paced blocks if `-b` spaces them further apart than that.
-pub fn idle_limits(p: &TestParams, rcv_timeout: Duration) -> IdleLimits {
+pub(crate) fn idle_limits(p: &TestParams, rcv_timeout: Duration) -> IdleLimits {
     let block_gap = (p.bandwidth > 0)
         .then(|| Duration::from_secs_f64(p.len.max(1) as f64 * 8.0 / p.bandwidth as f64));
     IdleLimits {
@@ -112,7 +112,7 @@ pub fn idle_limits(p: &TestParams, rcv_timeout: Duration) -> IdleLimits {
 /// its senders first, then (bidir) its receivers; the server takes the streams
 /// in arrival order as receivers first, then senders. Both orders describe the
 /// same connections, and stream ids follow the same order on both sides.
-pub fn stream_roles(p: &TestParams, side: Side) -> Vec<bool> {
+pub(crate) fn stream_roles(p: &TestParams, side: Side) -> Vec<bool> {
     let n = p.parallel.max(1) as usize;
     let client = side == Side::Client;
     match (p.reverse, p.bidirectional) {
@@ -125,7 +125,7 @@ pub fn stream_roles(p: &TestParams, side: Side) -> Vec<bool> {
 }
 
 /// The report's `test_start` facts from the parameters in effect.
-pub fn test_info(p: &TestParams, common: &CommonConfig, side: Side) -> TestInfo {
+pub(crate) fn test_info(p: &TestParams, common: &CommonConfig, side: Side) -> TestInfo {
     let udp = p.protocol == WireProto::Udp;
     let off = rperf3_sys::udp_io::offload();
     let roles = stream_roles(p, side);

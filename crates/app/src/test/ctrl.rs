@@ -13,25 +13,25 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What one read attempt produced.
 #[derive(Debug)]
-pub enum Read0 {
+pub(crate) enum Read0 {
     /// Nothing arrived before the timeout.
     Idle,
     /// Bytes arrived.
-    Data(usize),
+    Data,
     /// The peer closed the connection.
     Eof,
 }
 
 /// A control socket.
 #[derive(Debug)]
-pub struct Ctrl {
+pub(crate) struct Ctrl {
     sock: TcpStream,
     buf: Box<[u8; 16384]>,
 }
 
 impl Ctrl {
     /// Wraps a connected control socket (TCP_NODELAY set, as iperf3 does).
-    pub fn new(sock: TcpStream) -> io::Result<Self> {
+    pub(crate) fn new(sock: TcpStream) -> io::Result<Self> {
         sock.set_nodelay(true)?;
         sock.set_write_timeout(Some(WRITE_TIMEOUT))?;
         Ok(Self {
@@ -41,31 +41,31 @@ impl Ctrl {
     }
 
     /// The socket.
-    pub fn sock(&self) -> &TcpStream {
+    pub(crate) fn sock(&self) -> &TcpStream {
         &self.sock
     }
 
     /// The fd to poll.
-    pub fn fd(&self) -> BorrowedFd<'_> {
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.sock.as_fd()
     }
 
     /// Writes all of `bytes`; `code` is the iperf3 error to report on failure.
-    pub fn send(&mut self, bytes: &[u8], code: i32) -> Result<(), IperfError> {
+    pub(crate) fn send(&mut self, bytes: &[u8], code: i32) -> Result<(), IperfError> {
         self.sock
             .write_all(bytes)
             .map_err(|e| IperfError::from_io(code, &e))
     }
 
     /// Reads what is available now (call after poll said readable, or with a timeout).
-    pub fn read(&mut self, timeout: Duration) -> io::Result<(Read0, &[u8])> {
+    pub(crate) fn read(&mut self, timeout: Duration) -> io::Result<(Read0, &[u8])> {
         if !rperf3_sys::poll::readable(&self.sock, timeout)? {
             return Ok((Read0::Idle, &[]));
         }
         loop {
             match self.sock.read(&mut self.buf[..]) {
                 Ok(0) => return Ok((Read0::Eof, &[])),
-                Ok(n) => return Ok((Read0::Data(n), &self.buf[..n])),
+                Ok(n) => return Ok((Read0::Data, &self.buf[..n])),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -74,13 +74,13 @@ impl Ctrl {
 
     /// Ends the connection as iperf3 3.21 does: shutdown(WR), read until EOF (bounded
     /// by `limit`), close. This makes sure our last message is delivered.
-    pub fn close_gracefully(mut self, limit: Duration) {
+    pub(crate) fn close_gracefully(mut self, limit: Duration) {
         let _ = self.sock.shutdown(Shutdown::Write);
         self.drain_until_closed(limit);
     }
 
     /// Reads and discards until the peer closes, fails, or `limit` passes.
-    pub fn drain_until_closed(&mut self, limit: Duration) {
+    pub(crate) fn drain_until_closed(&mut self, limit: Duration) {
         let deadline = Instant::now() + limit;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -88,7 +88,7 @@ impl Ctrl {
                 break;
             }
             match self.read(left) {
-                Ok((Read0::Data(_), _)) => {}
+                Ok((Read0::Data, _)) => {}
                 _ => break,
             }
         }

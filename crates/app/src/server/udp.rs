@@ -25,7 +25,7 @@ struct Grant {
 
 /// The port's UDP listener and whose hellos it takes.
 #[derive(Debug)]
-pub struct UdpRouter {
+pub(super) struct UdpRouter {
     addr: SocketAddr,
     device: Option<String>,
     listener: Option<UdpSocket>,
@@ -35,7 +35,7 @@ pub struct UdpRouter {
 
 impl UdpRouter {
     /// A router for the server's address and port (`-B`, `%dev`).
-    pub fn new(addr: SocketAddr, device: Option<String>) -> Self {
+    pub(super) fn new(addr: SocketAddr, device: Option<String>) -> Self {
         Self {
             addr,
             device,
@@ -48,7 +48,7 @@ impl UdpRouter {
     /// Session `id` needs `streams` streams from `ip`. Returns the sessions
     /// that may start now (`id` itself unless another session of `ip` is
     /// setting up). Fails if the port cannot be bound.
-    pub fn request(&mut self, id: u64, ip: IpAddr, streams: usize) -> io::Result<Vec<u64>> {
+    pub(super) fn request(&mut self, id: u64, ip: IpAddr, streams: usize) -> io::Result<Vec<u64>> {
         self.waiting.push_back(Grant {
             id,
             ip: unmap_ip(ip),
@@ -59,7 +59,7 @@ impl UdpRouter {
 
     /// Session `id` is done with UDP setup (or gone). Returns the sessions that
     /// may start now.
-    pub fn release(&mut self, id: u64) -> io::Result<Vec<u64>> {
+    pub(super) fn release(&mut self, id: u64) -> io::Result<Vec<u64>> {
         self.active.retain(|g| g.id != id);
         self.waiting.retain(|g| g.id != id);
         self.grant()
@@ -93,14 +93,14 @@ impl UdpRouter {
     }
 
     /// The listener to poll, while some session sets up UDP streams.
-    pub fn socket(&self) -> Option<&UdpSocket> {
+    pub(super) fn socket(&self) -> Option<&UdpSocket> {
         self.listener.as_ref()
     }
 
     /// The listener is readable: takes one datagram. A hello for a session
     /// comes back as (session, stream socket connected to the client); anything
     /// else is dropped.
-    pub fn on_readable(&mut self) -> io::Result<Option<(u64, UdpSocket)>> {
+    pub(super) fn on_readable(&mut self) -> io::Result<Option<(u64, UdpSocket)>> {
         let Some(l) = self.listener.as_ref() else {
             return Ok(None);
         };

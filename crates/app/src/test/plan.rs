@@ -1,7 +1,7 @@
 //! What one side's test is, decided once from the parameters in effect.
 //!
 //! The client builds its plan from the parameters it sends, the server from the
-//! ones it accepted; both then hand it to the [`crate::driver::Driver`], which
+//! ones it accepted; both then hand it to the [`crate::test::driver::Driver`], which
 //! takes the test through setup, TEST_START, TEST_RUNNING and the end the same
 //! way on both sides. What differs (who connects, who decides the end) stays
 //! with the client and the session.
@@ -13,13 +13,13 @@ use rperf3_proto::{Protocol, TestParams};
 use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
 
 use crate::config::{CommonConfig, RateLimit};
-use crate::setup::{idle_limits, send_spec, stream_roles, test_info, version_string};
-use crate::streams::SendSpec;
-use crate::testrun::IdleLimits;
+use crate::test::run::IdleLimits;
+use crate::test::setup::{idle_limits, send_spec, stream_roles, test_info, version_string};
+use crate::test::streams::SendSpec;
 
 /// One side's test.
 #[derive(Debug)]
-pub struct TestPlan {
+pub(crate) struct TestPlan {
     /// The parameters in effect.
     pub params: TestParams,
     /// Stream roles in setup order (true = this side sends).
@@ -45,7 +45,7 @@ pub struct TestPlan {
 
 /// Where this side's control connection goes to or comes from.
 #[derive(Debug, Clone)]
-pub enum Peer {
+pub(crate) enum Peer {
     /// The client: `-c` as typed, and the port.
     ConnectingTo(String, u16),
     /// The server: the client's address.
@@ -55,7 +55,7 @@ pub enum Peer {
 impl TestPlan {
     /// The plan for `params` on `side`, connected now. `ctrl_mss` is the
     /// control connection's MSS where this side reports it (the client).
-    pub fn new(
+    pub(crate) fn new(
         params: TestParams,
         side: Side,
         common: &CommonConfig,
@@ -96,10 +96,5 @@ impl TestPlan {
             rate_limit: None,
             params,
         }
-    }
-
-    /// Whether streams are UDP.
-    pub fn is_udp(&self) -> bool {
-        self.params.protocol == Protocol::Udp
     }
 }

@@ -14,14 +14,14 @@ use rperf3_sys::sockopt;
 
 /// What applying the options left to say.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Applied {
+pub(crate) struct Applied {
     /// The congestion algorithm asked for is not on this host (server: a warning).
     pub congestion_missing: bool,
 }
 
 /// Options of a TCP data stream, in iperf3's order. `lenient_congestion`: an
 /// algorithm this host lacks is reported, not an error (iperf3's server goes on).
-pub fn apply_tcp(
+pub(crate) fn apply_tcp(
     fd: BorrowedFd<'_>,
     v6: bool,
     p: &TestParams,
@@ -50,7 +50,7 @@ pub fn apply_tcp(
 }
 
 /// `flowlabel` (client TCP streams, before connect): IPv6 only, as in iperf3.
-pub fn apply_flowlabel(
+pub(crate) fn apply_flowlabel(
     fd: BorrowedFd<'_>,
     server: SocketAddr,
     p: &TestParams,
@@ -68,28 +68,28 @@ pub fn apply_flowlabel(
 
 /// `fqrate`: SO_MAX_PACING_RATE in bytes/s. iperf3 only warns when the kernel
 /// refuses it (in debug mode), so a failure here is not an error either.
-pub fn apply_pacing(fd: impl AsFd, p: &TestParams) {
+pub(crate) fn apply_pacing(fd: impl AsFd, p: &TestParams) {
     if p.fqrate / 8 > 0 {
         let _ = sockopt::set_max_pacing_rate(&fd.as_fd(), p.fqrate / 8);
     }
 }
 
 /// `--snd-timeout`: TCP_USER_TIMEOUT on a data stream (0: the system's).
-pub fn apply_snd_timeout(fd: impl AsFd, ms: u32) {
+pub(crate) fn apply_snd_timeout(fd: impl AsFd, ms: u32) {
     if ms > 0 {
         let _ = sockopt::set_user_timeout(&fd, ms);
     }
 }
 
 /// `--cntl-ka`: keepalive on the control connection.
-pub fn apply_keepalive(fd: impl AsFd, ka: Option<[u32; 3]>) {
+pub(crate) fn apply_keepalive(fd: impl AsFd, ka: Option<[u32; 3]>) {
     if let Some([idle, intvl, cnt]) = ka {
         let _ = sockopt::set_keepalive(&fd, idle, intvl, cnt);
     }
 }
 
 /// The TOS byte (`TOS`), on TCP and UDP streams alike.
-pub fn apply_tos(fd: impl AsFd, v6: bool, p: &TestParams) -> Result<(), IperfError> {
+pub(crate) fn apply_tos(fd: impl AsFd, v6: bool, p: &TestParams) -> Result<(), IperfError> {
     match u8::try_from(p.tos) {
         Ok(0) => Ok(()),
         Ok(t) => sockopt::set_tos(&fd, v6, t).map_err(|e| IperfError::from_io(IE_SET_TOS, &e)),

@@ -11,11 +11,11 @@ use rperf3_proto::{IperfError, IE_TOTAL_RATE};
 use crate::config::RateLimit;
 
 /// How often the rate is looked at.
-pub const CHECK_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// Byte counts of one test over the last window.
 #[derive(Debug)]
-pub struct RateGuard {
+pub(crate) struct RateGuard {
     limit: RateLimit,
     samples: VecDeque<(Instant, u64)>,
     next: Instant,
@@ -23,7 +23,7 @@ pub struct RateGuard {
 
 impl RateGuard {
     /// A guard for a test that starts at `start` with nothing transferred.
-    pub fn new(limit: RateLimit, start: Instant) -> Self {
+    pub(crate) fn new(limit: RateLimit, start: Instant) -> Self {
         Self {
             limit,
             samples: VecDeque::from([(start, 0)]),
@@ -32,14 +32,14 @@ impl RateGuard {
     }
 
     /// When the next look is due.
-    pub fn next_check(&self) -> Instant {
+    pub(crate) fn next_check(&self) -> Instant {
         self.next
     }
 
     /// Notes the test's total bytes at `now`, if a look is due. Fails once a
     /// whole window has passed (as iperf3, which averages full windows only)
     /// and the average over the last window is above the limit.
-    pub fn check(&mut self, now: Instant, bytes: u64) -> Result<(), IperfError> {
+    pub(crate) fn check(&mut self, now: Instant, bytes: u64) -> Result<(), IperfError> {
         if now < self.next {
             return Ok(());
         }

@@ -23,7 +23,7 @@ const ACCEPT_BATCH: usize = 64;
 
 /// Where and how to listen, and who needs it.
 #[derive(Debug)]
-pub struct SctpListener {
+pub(super) struct SctpListener {
     addr: SocketAddr,
     dual_stack: bool,
     family: Family,
@@ -34,7 +34,12 @@ pub struct SctpListener {
 
 impl SctpListener {
     /// For the server's address (`-B`, `-4`/`-6`, port) and its `-X` names.
-    pub fn new(addr: SocketAddr, bind: Option<&str>, family: Family, xbind: &[String]) -> Self {
+    pub(super) fn new(
+        addr: SocketAddr,
+        bind: Option<&str>,
+        family: Family,
+        xbind: &[String],
+    ) -> Self {
         Self {
             addr,
             dual_stack: bind.is_none() && family != Family::V6,
@@ -46,7 +51,7 @@ impl SctpListener {
     }
 
     /// Session `id` runs an SCTP test: opens the listener if it is not open.
-    pub fn request(&mut self, id: u64) -> Result<(), IperfError> {
+    pub(super) fn request(&mut self, id: u64) -> Result<(), IperfError> {
         if self.listener.is_none() {
             self.listener = Some(self.open()?);
         }
@@ -82,7 +87,7 @@ impl SctpListener {
     }
 
     /// Session `id` is over; the last one closes the listener.
-    pub fn release(&mut self, id: u64) {
+    pub(super) fn release(&mut self, id: u64) {
         self.users.retain(|&u| u != id);
         if self.users.is_empty() {
             self.listener = None;
@@ -90,13 +95,13 @@ impl SctpListener {
     }
 
     /// The listener to poll, while open.
-    pub fn socket(&self) -> Option<&TcpListener> {
+    pub(super) fn socket(&self) -> Option<&TcpListener> {
         self.listener.as_ref()
     }
 
     /// Takes waiting associations into the handshake set (their cookies are
     /// read there). Returns an error worth logging, if accept() gave one.
-    pub fn accept(&mut self, pending: &mut Pending, now: Instant) -> Option<io::Error> {
+    pub(super) fn accept(&mut self, pending: &mut Pending, now: Instant) -> Option<io::Error> {
         let l = self.listener.as_ref()?;
         for _ in 0..ACCEPT_BATCH {
             match l.accept() {

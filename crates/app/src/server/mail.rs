@@ -13,20 +13,20 @@ use std::sync::mpsc::{self, Receiver, Sender};
 
 /// The receiving end: poll [`Inbox::fd`], then [`Inbox::drain`].
 #[derive(Debug)]
-pub struct Inbox<T> {
+pub(super) struct Inbox<T> {
     rx: Receiver<T>,
     bell: UnixStream,
 }
 
 /// A sending end (cheap to clone for many senders).
 #[derive(Debug)]
-pub struct Mailbox<T> {
+pub(super) struct Mailbox<T> {
     tx: Sender<T>,
     bell: UnixStream,
 }
 
 /// A connected pair.
-pub fn pair<T>() -> io::Result<(Mailbox<T>, Inbox<T>)> {
+pub(super) fn pair<T>() -> io::Result<(Mailbox<T>, Inbox<T>)> {
     let (a, b) = UnixStream::pair()?;
     a.set_nonblocking(true)?;
     b.set_nonblocking(true)?;
@@ -36,12 +36,12 @@ pub fn pair<T>() -> io::Result<(Mailbox<T>, Inbox<T>)> {
 
 impl<T> Inbox<T> {
     /// The fd that becomes readable when a message is waiting.
-    pub fn fd(&self) -> BorrowedFd<'_> {
+    pub(super) fn fd(&self) -> BorrowedFd<'_> {
         self.bell.as_fd()
     }
 
     /// Every message waiting now, in the order sent.
-    pub fn drain(&mut self) -> Vec<T> {
+    pub(super) fn drain(&mut self) -> Vec<T> {
         let mut b = [0u8; 64];
         while matches!(self.bell.read(&mut b), Ok(n) if n > 0) {}
         self.rx.try_iter().collect()
@@ -50,7 +50,7 @@ impl<T> Inbox<T> {
 
 impl<T> Mailbox<T> {
     /// Sends `msg`; false if the inbox is gone (its owner has ended).
-    pub fn send(&self, msg: T) -> bool {
+    pub(super) fn send(&self, msg: T) -> bool {
         if self.tx.send(msg).is_err() {
             return false;
         }
@@ -60,7 +60,7 @@ impl<T> Mailbox<T> {
     }
 
     /// Another sender to the same inbox.
-    pub fn try_clone(&self) -> io::Result<Self> {
+    pub(super) fn try_clone(&self) -> io::Result<Self> {
         Ok(Self {
             tx: self.tx.clone(),
             bell: self.bell.try_clone()?,
@@ -70,7 +70,7 @@ impl<T> Mailbox<T> {
 
 /// From the host to one session.
 #[derive(Debug)]
-pub enum ToSession {
+pub(super) enum ToSession {
     /// A TCP connection that sent this session's cookie (already read).
     Tcp(TcpStream),
     /// An SCTP association that sent this session's cookie (already read).
@@ -88,7 +88,7 @@ pub enum ToSession {
 
 /// From a session to the host.
 #[derive(Debug)]
-pub enum ToHost {
+pub(super) enum ToHost {
     /// The session needs `streams` UDP streams from the client at `ip`.
     UdpWanted {
         /// The session.

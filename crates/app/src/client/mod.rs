@@ -17,12 +17,12 @@ use rperf3_report::{Reporter, ServerOutput};
 
 use crate::auth::{ClientAuth, Padding};
 use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition};
-use crate::ctrl::{Ctrl, Read0};
-use crate::driver::{Driver, Test, Wake};
 use crate::interrupt::Interrupt;
-use crate::plan::{Peer, TestPlan};
-use crate::setup::client_params;
-use crate::streams::{
+use crate::test::ctrl::{Ctrl, Read0};
+use crate::test::driver::{Driver, Test, Wake};
+use crate::test::plan::{Peer, TestPlan};
+use crate::test::setup::client_params;
+use crate::test::streams::{
     connect_sctp_stream, connect_tcp_stream, DiskFile, LiveStream, SctpOptions, StreamEnds,
 };
 use crate::Outcome;
@@ -125,7 +125,7 @@ fn connect(
         cc.connect_timeout,
     )
     .map_err(|e| IperfError::from_io(IE_CONNECT, &e))?;
-    crate::sockopts::apply_keepalive(&sock, common.cntl_ka);
+    crate::test::sockopts::apply_keepalive(&sock, common.cntl_ka);
     let server = sock
         .peer_addr()
         .map_err(|e| IperfError::from_io(IE_CONNECT, &e))?;
@@ -137,7 +137,7 @@ fn connect(
     // may then fail, but the 0xFF is still there to read.
     if let Err(e) = ctrl.send(&cookie, IE_SEND_COOKIE) {
         return Err(match ctrl.read(Duration::from_secs(1)) {
-            Ok((Read0::Data(_), [0xFF, ..])) => IperfError::new(IE_ACCESS_DENIED),
+            Ok((Read0::Data, [0xFF, ..])) => IperfError::new(IE_ACCESS_DENIED),
             _ => e,
         });
     }
@@ -146,7 +146,7 @@ fn connect(
     let ctrl_mss = rperf3_sys::net::tcp_mss_settled(ctrl.sock(), MSS_SETTLE);
     if params.len == 0 {
         // UDP without -l: the control connection's MSS, as iperf3.
-        params.len = crate::setup::default_udp_len(ctrl_mss) as i32;
+        params.len = crate::test::setup::default_udp_len(ctrl_mss) as i32;
     }
     log::debug!(
         "control connection to {server}, cookie {}, MSS {ctrl_mss}",
@@ -361,7 +361,7 @@ impl Client<'_> {
                     };
                     IperfError::from_io(code, &e)
                 };
-                let s = crate::udp_setup::open_stream(
+                let s = crate::test::udp_setup::open_stream(
                     self.server,
                     self.common.bind.as_deref(),
                     local_port,
@@ -371,13 +371,14 @@ impl Client<'_> {
                 )
                 .map_err(io_err)?;
                 // Before the hello: it carries the TOS byte as every datagram does.
-                crate::sockopts::apply_tos(&s, self.server.is_ipv6(), &params)?;
-                crate::sockopts::apply_pacing(&s, &params);
+                crate::test::sockopts::apply_tos(&s, self.server.is_ipv6(), &params)?;
+                crate::test::sockopts::apply_pacing(&s, &params);
                 if self.cc.dont_fragment && self.server.is_ipv4() {
                     rperf3_sys::sockopt::set_dont_fragment(&s)
                         .map_err(|e| IperfError::from_io(IE_SET_DONT_FRAGMENT, &e))?;
                 }
-                crate::udp_setup::hello(&s, len, left.min(UDP_CONNECT_TIMEOUT)).map_err(io_err)?;
+                crate::test::udp_setup::hello(&s, len, left.min(UDP_CONNECT_TIMEOUT))
+                    .map_err(io_err)?;
                 LiveStream::udp(s, i, sender)
             } else if params.protocol == Protocol::Sctp {
                 let ends = self.stream_ends(local_port, dev, left);
@@ -391,7 +392,7 @@ impl Client<'_> {
             } else {
                 let ends = self.stream_ends(local_port, dev, left);
                 let s = connect_tcp_stream(ends, &params, &self.cookie)?;
-                crate::sockopts::apply_snd_timeout(&s, self.common.snd_timeout_ms);
+                crate::test::sockopts::apply_snd_timeout(&s, self.common.snd_timeout_ms);
                 if let Some(w) = self.cc.window {
                     rperf3_sys::net::set_buffer_sizes(&s, w as usize)
                         .map_err(|e| IperfError::from_io(IE_SET_BUF, &e))?;

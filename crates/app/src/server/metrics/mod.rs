@@ -9,7 +9,7 @@
 //! its last values are folded into the totals under that lock, so a scrape sees
 //! each byte exactly once and every counter only grows.
 
-pub mod http;
+pub(super) mod http;
 
 use std::collections::BTreeMap;
 use std::net::TcpStream;
@@ -25,11 +25,11 @@ use prometheus_client::registry::Registry;
 use rperf3_engine::counters::StreamCounters;
 use rperf3_proto::UdpRecvStats;
 
-use crate::streams::{DataSock, LiveStream};
+use crate::test::streams::{DataSock, LiveStream};
 
 /// How a test ended, as the `outcome` label says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TestOutcome {
+pub(super) enum TestOutcome {
     /// It ran to IPERF_DONE.
     Ok,
     /// It failed (a protocol, stream or peer error).
@@ -52,7 +52,7 @@ impl TestOutcome {
     ];
 
     /// The label value.
-    pub fn label(self) -> &'static str {
+    pub(super) fn label(self) -> &'static str {
         match self {
             Self::Ok => "ok",
             Self::Error => "error",
@@ -73,7 +73,7 @@ const RATE_WINDOW: Duration = Duration::from_secs(1);
 
 /// The server's metrics, shared by the host, its sessions and the endpoint.
 #[derive(Debug, Default)]
-pub struct Metrics {
+pub(super) struct Metrics {
     outcomes: [AtomicU64; TestOutcome::ALL.len()],
     running: AtomicU64,
     queued: AtomicU64,
@@ -207,7 +207,7 @@ struct Snapshot {
 
 impl Metrics {
     /// Empty metrics.
-    pub fn new() -> Arc<Self> {
+    pub(super) fn new() -> Arc<Self> {
         Arc::default()
     }
 
@@ -216,7 +216,7 @@ impl Metrics {
     }
 
     /// A test ended (or was refused) this way.
-    pub fn count(&self, outcome: TestOutcome) {
+    pub(super) fn count(&self, outcome: TestOutcome) {
         let i = TestOutcome::ALL
             .iter()
             .position(|o| *o == outcome)
@@ -226,13 +226,13 @@ impl Metrics {
 
     /// The host's view: tests running (from their first byte on) and clients
     /// waiting for a slot.
-    pub fn set_load(&self, running: usize, queued: usize) {
+    pub(super) fn set_load(&self, running: usize, queued: usize) {
         self.running.store(running as u64, Ordering::Relaxed);
         self.queued.store(queued as u64, Ordering::Relaxed);
     }
 
     /// Test `id` starts moving data on `streams`.
-    pub fn test_started(&self, id: u64, streams: &[LiveStream]) {
+    pub(super) fn test_started(&self, id: u64, streams: &[LiveStream]) {
         let taps = streams
             .iter()
             .map(|s| Tap {
@@ -258,7 +258,7 @@ impl Metrics {
 
     /// Test `id` ended this way; what it moved joins the totals. Call it after
     /// the workers are joined, so nothing moves afterwards.
-    pub fn test_ended(&self, id: u64, outcome: TestOutcome) {
+    pub(super) fn test_ended(&self, id: u64, outcome: TestOutcome) {
         let mut st = self.state();
         if let Some(mut t) = st.live.remove(&id) {
             let v = t.view(id, Instant::now());
@@ -288,7 +288,7 @@ impl Metrics {
     }
 
     /// The OpenMetrics text exposition of everything, as a scrape returns it.
-    pub fn encode(self: &Arc<Self>) -> String {
+    pub(super) fn encode(self: &Arc<Self>) -> String {
         let mut reg = Registry::with_prefix("rperf3");
         reg.register_collector(Box::new(View(self.clone())));
         let mut out = String::new();

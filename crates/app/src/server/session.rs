@@ -16,21 +16,22 @@ use rperf3_report::Reporter;
 
 use crate::auth::ServerAuth;
 use crate::config::{CommonConfig, RateLimit};
-use crate::ctrl::Ctrl;
-use crate::driver::{Driver, Wake};
-use crate::host::mail::{Inbox, Mailbox, ToHost, ToSession};
-use crate::host::StreamBudget;
-use crate::metrics::{Metrics, TestOutcome};
-use crate::plan::{Peer, TestPlan};
-use crate::streams::LiveStream;
-use crate::testrun::TestRun;
+use crate::server::access_denied;
+use crate::server::budget::{StreamBudget, StreamPermit};
+use crate::server::mail::{Inbox, Mailbox, ToHost, ToSession};
+use crate::server::metrics::{Metrics, TestOutcome};
+use crate::test::ctrl::Ctrl;
+use crate::test::driver::{Driver, Wake};
+use crate::test::plan::{Peer, TestPlan};
+use crate::test::run::TestRun;
+use crate::test::streams::LiveStream;
 
 /// Longest the server waits for the client to close after SERVER_TERMINATE or
 /// at the end.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// What a session is given by the host.
-pub struct SessionSetup {
+pub(super) struct SessionSetup {
     /// The host's number for it.
     pub id: u64,
     /// The control connection, its cookie already read.
@@ -60,7 +61,7 @@ pub struct SessionSetup {
 }
 
 /// A server-side test.
-pub struct Session {
+pub(super) struct Session {
     id: u64,
     d: Driver<ServerMachine>,
     inbox: Inbox<ToSession>,
@@ -71,7 +72,8 @@ pub struct Session {
     listener: Option<Arc<TcpListener>>,
     /// The listener carries this test's MSS until the session ends.
     listener_mss: bool,
-    reserved: usize,
+    /// This test's streams, taken from the server's budget.
+    streams: Option<StreamPermit>,
     peer: SocketAddr,
     cookie: [u8; COOKIE_LEN],
     common: CommonConfig,
@@ -94,7 +96,7 @@ enum End {
 
 impl Session {
     /// A session for an accepted control connection whose cookie the host read.
-    pub fn new(
+    pub(super) fn new(
         s: SessionSetup,
         common: CommonConfig,
         limits: ServerLimits,
@@ -102,7 +104,7 @@ impl Session {
         let now = Instant::now();
         let peer = rperf3_sys::net::unmap(s.peer);
         log::debug!("test {}: control connection from {peer}", s.id);
-        crate::sockopts::apply_keepalive(&s.conn, common.cntl_ka);
+        crate::test::sockopts::apply_keepalive(&s.conn, common.cntl_ka);
         let ctrl = Ctrl::new(s.conn)?;
         let machine = ServerMachine::new(limits.clone(), PhaseLimits::default(), now);
         Ok(Self {
@@ -115,7 +117,7 @@ impl Session {
             rate_limit: s.rate_limit,
             listener: s.listener,
             listener_mss: false,
-            reserved: 0,
+            streams: None,
             peer: rperf3_sys::net::unmap(s.peer),
             cookie: s.cookie,
             common,
@@ -128,7 +130,7 @@ impl Session {
     }
 
     /// Runs the session to its end and tells the host when its slot is free.
-    pub fn run(mut self) {
+    pub(super) fn run(mut self) {
         // The host read the cookie: the machine takes it as the first bytes.
         let cookie = self.cookie;
         let end = match self.d.machine.on_bytes(&cookie, Instant::now()) {
@@ -155,7 +157,8 @@ impl Session {
             self.d.ctrl.drain_until_closed(CLOSE_GRACE);
         }
         self.d.stop_test();
-        self.budget.give_back(self.reserved);
+        // The streams are closed: another test may have them.
+        self.streams = None;
         let err = match end {
             End::Done => None,
             End::Failed(e) => Some(e),
@@ -323,11 +326,9 @@ impl Session {
             }
         }
         let streams = p.streams_expected();
-        if !self.budget.take(streams) {
-            // Every stream is a thread: the server as a whole has a bound.
-            return Err(IperfError::new(IE_ACCESS_DENIED));
-        }
-        self.reserved = streams;
+        // Every stream is a thread: the server as a whole has a bound.
+        let permit = self.budget.take(streams);
+        self.streams = Some(permit.ok_or_else(|| IperfError::new(IE_ACCESS_DENIED))?);
         log::info!(
             "test {} from {} starts: {}, {} stream(s), {}, {} s",
             self.id,
@@ -387,11 +388,11 @@ impl Session {
     fn on_tcp(&mut self, conn: TcpStream, sctp: bool) -> Result<(), IperfError> {
         let wanted = if sctp { Protocol::Sctp } else { Protocol::Tcp };
         let (Some((i, sender)), Some(plan)) = (self.d.next_stream(), self.d.plan()) else {
-            refuse(conn);
+            access_denied(conn);
             return Ok(());
         };
         if plan.params.protocol != wanted {
-            refuse(conn);
+            access_denied(conn);
             return Ok(());
         }
         let params = &plan.params;
@@ -403,8 +404,8 @@ impl Session {
             LiveStream::sctp(conn, i, sender)
         } else {
             let v6 = conn.local_addr().is_ok_and(|l| l.is_ipv6());
-            let applied = crate::sockopts::apply_tcp(conn.as_fd(), v6, params, true)?;
-            crate::sockopts::apply_snd_timeout(&conn, self.common.snd_timeout_ms);
+            let applied = crate::test::sockopts::apply_tcp(conn.as_fd(), v6, params, true)?;
+            crate::test::sockopts::apply_snd_timeout(&conn, self.common.snd_timeout_ms);
             if applied.congestion_missing {
                 self.d
                     .rep
@@ -430,11 +431,11 @@ impl Session {
         };
         let p = &plan.params;
         let window = (p.window > 0).then_some(p.window as u32);
-        crate::udp_setup::size_buffers(&sock, p.len.max(1) as usize, window)
+        crate::test::udp_setup::size_buffers(&sock, p.len.max(1) as usize, window)
             .map_err(|e| IperfError::from_io(IE_STREAM_ACCEPT, &e))?;
         let v6 = sock.local_addr().is_ok_and(|l| l.is_ipv6());
-        crate::sockopts::apply_tos(&sock, v6, p)?;
-        crate::sockopts::apply_pacing(&sock, p);
+        crate::test::sockopts::apply_tos(&sock, v6, p)?;
+        crate::test::sockopts::apply_pacing(&sock, p);
         if p.dont_fragment && self.peer.is_ipv4() {
             let _ = rperf3_sys::sockopt::set_dont_fragment(&sock);
         }
@@ -460,7 +461,10 @@ impl Session {
         self.release_udp();
         // `-F`: the server sends the file in reverse tests, else stores what arrives.
         if let (Some(f), Some(plan)) = (self.common.file.as_deref(), self.d.plan_mut()) {
-            plan.send.file = Some(crate::streams::DiskFile::open(f, plan.params.reverse)?);
+            plan.send.file = Some(crate::test::streams::DiskFile::open(
+                f,
+                plan.params.reverse,
+            )?);
         }
         self.d.machine.all_streams_connected(Instant::now());
         // Before counting starts, as the client starts counting on TEST_START.
@@ -504,10 +508,4 @@ impl Session {
         }
         r
     }
-}
-
-/// ACCESS_DENIED on a connection, then close (best effort, never blocking).
-pub fn refuse(conn: TcpStream) {
-    let _ = conn.set_nonblocking(true);
-    let _ = std::io::Write::write(&mut &conn, &ACCESS_DENIED_BYTES);
 }

@@ -13,7 +13,7 @@ use rperf3_report::input::{
 };
 use rperf3_sys::tcp_info::TcpInfo;
 
-use crate::streams::LiveStream;
+use crate::test::streams::LiveStream;
 
 #[derive(Debug, Default, Clone)]
 struct Track {
@@ -35,7 +35,7 @@ struct Track {
 
 /// Interval and total bookkeeping for the streams of one test.
 #[derive(Debug)]
-pub struct Sampler {
+pub(crate) struct Sampler {
     start: Instant,
     last_tick: Instant,
     omitting: bool,
@@ -44,7 +44,7 @@ pub struct Sampler {
 
 impl Sampler {
     /// Starts sampling at `start` (TEST_START); `omitting` while `-O` runs.
-    pub fn new(streams: &[LiveStream], start: Instant, omitting: bool) -> Self {
+    pub(crate) fn new(streams: &[LiveStream], start: Instant, omitting: bool) -> Self {
         let tracks = streams
             .iter()
             .map(|s| {
@@ -65,22 +65,17 @@ impl Sampler {
     }
 
     /// Whether the omit period is still running.
-    pub fn omitting(&self) -> bool {
+    pub(crate) fn omitting(&self) -> bool {
         self.omitting
     }
 
-    /// When the current (post-omit) measurement began.
-    pub fn start(&self) -> Instant {
-        self.start
-    }
-
     /// When the last interval ended.
-    pub fn last_tick(&self) -> Instant {
+    pub(crate) fn last_tick(&self) -> Instant {
         self.last_tick
     }
 
     /// Ends the omit period at `now`: totals and times restart from here.
-    pub fn end_omit(&mut self, streams: &[LiveStream], now: Instant) {
+    pub(crate) fn end_omit(&mut self, streams: &[LiveStream], now: Instant) {
         self.omitting = false;
         self.start = now;
         self.last_tick = now;
@@ -108,7 +103,7 @@ impl Sampler {
     }
 
     /// Closes the interval that ends at `now`.
-    pub fn sample(&mut self, streams: &[LiveStream], now: Instant) -> IntervalInput {
+    pub(crate) fn sample(&mut self, streams: &[LiveStream], now: Instant) -> IntervalInput {
         let rel = |t: Instant| t.saturating_duration_since(self.start).as_secs_f64();
         let (start, end) = (rel(self.last_tick), rel(now));
         let omitted = self.omitting;
@@ -152,7 +147,7 @@ impl Sampler {
     }
 
     /// Totals at the end of the test (call after the last [`Sampler::sample`]).
-    pub fn finals(&self, streams: &[LiveStream]) -> Vec<StreamFinal> {
+    pub(crate) fn finals(&self, streams: &[LiveStream]) -> Vec<StreamFinal> {
         let duration = self
             .last_tick
             .saturating_duration_since(self.start)
@@ -175,7 +170,7 @@ impl Sampler {
 
     /// Counters moved on all streams since the (post-omit) start, by direction:
     /// (sent, received).
-    pub fn totals(&self, streams: &[LiveStream]) -> (CounterSnapshot, CounterSnapshot) {
+    pub(crate) fn totals(&self, streams: &[LiveStream]) -> (CounterSnapshot, CounterSnapshot) {
         let mut sent = CounterSnapshot::default();
         let mut recv = CounterSnapshot::default();
         for (t, s) in self.tracks.iter().zip(streams) {

@@ -19,11 +19,11 @@ use rperf3_report::input::{
 };
 
 use crate::config::RateLimit;
-use crate::cpu::CpuMeter;
-use crate::ratelimit::RateGuard;
-use crate::sampler::Sampler;
-use crate::streams::{DiskFile, LiveStream, SendSpec, SharedPayload, TcpCrowd};
-use crate::ticker::{Due, Ticker};
+use crate::test::cpu::CpuMeter;
+use crate::test::ratelimit::RateGuard;
+use crate::test::sampler::Sampler;
+use crate::test::streams::{DiskFile, LiveStream, SendSpec, SharedPayload, TcpCrowd};
+use crate::test::ticker::{Due, Ticker};
 
 /// Longest wait for senders to finish their current block at the end. A block
 /// that takes longer (a slow path, or a peer that stopped reading) is left out,
@@ -32,7 +32,7 @@ const SENDER_GRACE: Duration = Duration::from_millis(100);
 
 /// A running (or finished) test's data side.
 #[derive(Debug)]
-pub struct TestRun {
+pub(crate) struct TestRun {
     /// The streams, in protocol order.
     pub streams: Vec<LiveStream>,
     ctl: Arc<RunControl>,
@@ -55,7 +55,7 @@ pub struct TestRun {
 /// stopped reading leaves our senders blocked) the same, or longer when `-b`
 /// paces blocks further apart than that.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IdleLimits {
+pub(crate) struct IdleLimits {
     /// Nothing received for this long: error 144.
     pub recv: Duration,
     /// Nothing sent for this long: a write error.
@@ -83,7 +83,7 @@ impl Progress {
 impl TestRun {
     /// Marks TEST_START: times, omit and interval schedule start now. The test
     /// fails when a direction makes no progress for its `limits`.
-    pub fn start(
+    pub(crate) fn start(
         streams: Vec<LiveStream>,
         interval: Option<Duration>,
         omit: Duration,
@@ -121,17 +121,17 @@ impl TestRun {
 
     /// `--server-bitrate-limit`: the test fails (error 27) when its total
     /// rate over the limit's window is above it.
-    pub fn limit_rate(&mut self, limit: RateLimit) {
+    pub(crate) fn limit_rate(&mut self, limit: RateLimit) {
         self.rate = Some(RateGuard::new(limit, self.started));
     }
 
     /// The TEST_START instant.
-    pub fn started_at(&self) -> Instant {
+    pub(crate) fn started_at(&self) -> Instant {
         self.started
     }
 
     /// TEST_RUNNING: one worker thread per stream.
-    pub fn spawn_workers(&mut self, send: &SendSpec) -> io::Result<()> {
+    pub(crate) fn spawn_workers(&mut self, send: &SendSpec) -> io::Result<()> {
         self.diskfile.clone_from(&send.file);
         let payload = SharedPayload::default();
         let crowd = TcpCrowd::of(&self.streams);
@@ -144,7 +144,7 @@ impl TestRun {
 
     /// When the control loop must wake next for this test: a tick, or the
     /// moment a direction would be idle for too long.
-    pub fn next_wake(&self) -> Option<Instant> {
+    pub(crate) fn next_wake(&self) -> Option<Instant> {
         if self.finished {
             return None;
         }
@@ -165,7 +165,7 @@ impl TestRun {
     /// still moves in every direction this side has: a peer that stops sending
     /// ends the test (error 144), one that stops reading too (a write error;
     /// its sockets are then shut, which frees our blocked senders).
-    pub fn check(&mut self, now: Instant) -> Result<(), IperfError> {
+    pub(crate) fn check(&mut self, now: Instant) -> Result<(), IperfError> {
         if let Some(f) = self.ctl.take_error() {
             let code = if f.sending {
                 IE_STREAM_WRITE
@@ -201,7 +201,7 @@ impl TestRun {
     }
 
     /// Handles due ticks at `now`; returns interval reports to print.
-    pub fn tick(&mut self, now: Instant) -> Vec<IntervalInput> {
+    pub(crate) fn tick(&mut self, now: Instant) -> Vec<IntervalInput> {
         let mut out = Vec::new();
         if self.finished {
             return out;
@@ -228,17 +228,17 @@ impl TestRun {
     }
 
     /// Counters (sent, received) since the post-omit start.
-    pub fn totals(&self) -> (CounterSnapshot, CounterSnapshot) {
+    pub(crate) fn totals(&self) -> (CounterSnapshot, CounterSnapshot) {
         self.sampler.totals(&self.streams)
     }
 
     /// Whether the omit period is over.
-    pub fn past_omit(&self) -> bool {
+    pub(crate) fn past_omit(&self) -> bool {
         !self.sampler.omitting()
     }
 
     /// Whether every sending worker has returned (its budget is used up).
-    pub fn senders_done(&self) -> bool {
+    pub(crate) fn senders_done(&self) -> bool {
         self.streams
             .iter()
             .zip(&self.workers)
@@ -247,17 +247,17 @@ impl TestRun {
     }
 
     /// Whether any stream sends.
-    pub fn has_senders(&self) -> bool {
+    pub(crate) fn has_senders(&self) -> bool {
         self.streams.iter().any(|s| s.info.sender)
     }
 
     /// Whether any stream receives.
-    pub fn has_receivers(&self) -> bool {
+    pub(crate) fn has_receivers(&self) -> bool {
         self.streams.iter().any(|s| !s.info.sender)
     }
 
     /// The send budget, if any.
-    pub fn budget_exhausted(&self) -> bool {
+    pub(crate) fn budget_exhausted(&self) -> bool {
         self.ctl.budget().is_some_and(Budget::exhausted)
     }
 
@@ -265,7 +265,7 @@ impl TestRun {
     /// to finish their block (so what they sent is all counted), then the last
     /// sample. Returns the final (possibly short) interval. Sockets stay open until
     /// [`TestRun::close`].
-    pub fn finish(&mut self) -> Option<IntervalInput> {
+    pub(crate) fn finish(&mut self) -> Option<IntervalInput> {
         if self.finished {
             return None;
         }
@@ -294,7 +294,7 @@ impl TestRun {
     }
 
     /// Shuts every socket (unblocking the workers) and joins all workers.
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         if self.cpu_final.is_none() {
             self.cpu_final = Some(self.cpu.read(&self.workers));
         }
@@ -306,7 +306,7 @@ impl TestRun {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
-        crate::streams::stop_all(&self.streams, std::mem::take(&mut self.workers));
+        crate::test::streams::stop_all(&self.streams, std::mem::take(&mut self.workers));
     }
 
     fn cpu(&self) -> Cpu {
@@ -315,19 +315,19 @@ impl TestRun {
     }
 
     /// The congestion control algorithm of the first TCP stream.
-    pub fn congestion(&self) -> Option<String> {
+    pub(crate) fn congestion(&self) -> Option<String> {
         self.streams
             .iter()
             .find_map(|s| s.tcp_socket().and_then(rperf3_sys::net::tcp_congestion))
     }
 
     /// Whether this side is a TCP sender with retransmit counters.
-    pub fn has_retransmits(&self) -> bool {
+    pub(crate) fn has_retransmits(&self) -> bool {
         self.streams.iter().any(|s| s.tcp_info().is_some())
     }
 
     /// This side's results document for the exchange.
-    pub fn results(&self) -> TestResults {
+    pub(crate) fn results(&self) -> TestResults {
         let congestion = self.congestion();
         let cpu = self.cpu();
         let finals = self.sampler.finals(&self.streams);
@@ -371,7 +371,7 @@ impl TestRun {
     }
 
     /// The report's end input, with the peer's results when known.
-    pub fn final_input(&self, peer: Option<&TestResults>) -> FinalInput {
+    pub(crate) fn final_input(&self, peer: Option<&TestResults>) -> FinalInput {
         FinalInput {
             streams: self.sampler.finals(&self.streams),
             cpu: self.cpu(),
@@ -395,7 +395,7 @@ impl Drop for TestRun {
 }
 
 /// The peer's results, as the report reads them.
-pub fn peer_summary(r: &TestResults) -> PeerSummary {
+pub(crate) fn peer_summary(r: &TestResults) -> PeerSummary {
     PeerSummary {
         cpu: Cpu {
             total: r.cpu_util_total,

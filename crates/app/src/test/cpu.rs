@@ -12,14 +12,14 @@ use rperf3_sys::rusage::{thread_cpu_times, CpuTimes};
 
 /// Started at TEST_START on the test's control thread, read at the end.
 #[derive(Debug, Clone, Copy)]
-pub struct CpuMeter {
+pub(crate) struct CpuMeter {
     wall: Instant,
     control: CpuTimes,
 }
 
 impl CpuMeter {
     /// Starts measuring now; call on the test's control thread.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Self {
             wall: Instant::now(),
             control: thread_cpu_times(),
@@ -28,7 +28,7 @@ impl CpuMeter {
 
     /// Percentages of one core since the start (may exceed 100 with threads), for
     /// the calling (control) thread and `workers`.
-    pub fn read(&self, workers: &[Worker]) -> Cpu {
+    pub(crate) fn read(&self, workers: &[Worker]) -> Cpu {
         let own = thread_cpu_times().since(self.control);
         let used = workers
             .iter()

@@ -14,16 +14,16 @@ use std::time::{Duration, Instant};
 use rperf3_proto::*;
 use rperf3_report::Reporter;
 
-use crate::ctrl::{Ctrl, Read0};
-use crate::plan::TestPlan;
-use crate::streams::LiveStream;
-use crate::testrun::TestRun;
+use crate::test::ctrl::{Ctrl, Read0};
+use crate::test::plan::TestPlan;
+use crate::test::run::TestRun;
+use crate::test::streams::LiveStream;
 
 /// Longest single sleep: a wait with no deadline at all still wakes now and then.
 const MAX_SLEEP: Duration = Duration::from_secs(3600);
 
 /// A control-connection state machine, as the driver feeds it.
-pub trait Machine {
+pub(crate) trait Machine {
     /// What the machine tells its driver.
     type Event;
     /// Bytes read from the control connection at `now`.
@@ -84,7 +84,7 @@ impl Machine for ClientMachine {
 
 /// The data side of a test, by phase.
 #[derive(Debug, Default)]
-pub enum Test {
+pub(crate) enum Test {
     /// No streams yet.
     #[default]
     Idle,
@@ -98,7 +98,7 @@ pub enum Test {
 
 impl Test {
     /// The run, once the test has started.
-    pub fn run(&self) -> Option<&TestRun> {
+    pub(crate) fn run(&self) -> Option<&TestRun> {
         match self {
             Self::Running(r) | Self::Ended(r) => Some(r),
             Self::Idle | Self::Setup(_) => None,
@@ -122,7 +122,7 @@ impl Test {
 
 /// What woke [`Driver::wait`].
 #[derive(Debug)]
-pub enum Wake<E> {
+pub(crate) enum Wake<E> {
     /// Bytes from the peer, and the events they made (possibly none).
     Events(Vec<E>),
     /// The outside fd is readable (a signal, a message from the host).
@@ -132,7 +132,7 @@ pub enum Wake<E> {
 }
 
 /// One side's control loop state.
-pub struct Driver<M> {
+pub(crate) struct Driver<M> {
     /// The control connection.
     pub ctrl: Ctrl,
     /// The protocol machine.
@@ -147,7 +147,7 @@ pub struct Driver<M> {
 
 impl<M: Machine> Driver<M> {
     /// A driver for a connected control socket.
-    pub fn new(ctrl: Ctrl, machine: M, rep: Reporter) -> Self {
+    pub(crate) fn new(ctrl: Ctrl, machine: M, rep: Reporter) -> Self {
         Self {
             ctrl,
             machine,
@@ -158,18 +158,18 @@ impl<M: Machine> Driver<M> {
     }
 
     /// The test's plan, once the parameters are agreed.
-    pub fn plan(&self) -> Option<&TestPlan> {
+    pub(crate) fn plan(&self) -> Option<&TestPlan> {
         self.plan.as_deref()
     }
 
     /// The test's plan, to complete before TEST_START (the `-F` file).
-    pub fn plan_mut(&mut self) -> Option<&mut TestPlan> {
+    pub(crate) fn plan_mut(&mut self) -> Option<&mut TestPlan> {
         self.plan.as_deref_mut()
     }
 
     /// The parameters are agreed: the report says the control connection is
     /// up, and stream setup begins.
-    pub fn accept(&mut self, plan: TestPlan) {
+    pub(crate) fn accept(&mut self, plan: TestPlan) {
         self.rep.control_connected(&plan.start, &plan.info);
         self.test = Test::Setup(Vec::with_capacity(plan.roles.len()));
         self.plan = Some(Box::new(plan));
@@ -177,7 +177,7 @@ impl<M: Machine> Driver<M> {
 
     /// The index and role (true = sends) of the next stream to set up; None
     /// when every stream is there or setup is over.
-    pub fn next_stream(&self) -> Option<(usize, bool)> {
+    pub(crate) fn next_stream(&self) -> Option<(usize, bool)> {
         let (Test::Setup(streams), Some(plan)) = (&self.test, &self.plan) else {
             return None;
         };
@@ -186,7 +186,7 @@ impl<M: Machine> Driver<M> {
     }
 
     /// A stream is set up: reported and kept. True once every stream is there.
-    pub fn add_stream(&mut self, s: LiveStream) -> bool {
+    pub(crate) fn add_stream(&mut self, s: LiveStream) -> bool {
         self.rep.stream_connected(&s.info);
         if let Test::Setup(streams) = &mut self.test {
             streams.push(s);
@@ -195,7 +195,7 @@ impl<M: Machine> Driver<M> {
     }
 
     /// TEST_START: counting starts now; the report shows the test's start.
-    pub fn start_test(&mut self) {
+    pub(crate) fn start_test(&mut self) {
         let (Test::Setup(streams), Some(plan)) = (&mut self.test, &mut self.plan) else {
             return;
         };
@@ -219,7 +219,7 @@ impl<M: Machine> Driver<M> {
 
     /// TEST_RUNNING: a worker per stream. Whatever started is stopped and
     /// joined when the run is dropped.
-    pub fn run_workers(&mut self) -> Result<(), IperfError> {
+    pub(crate) fn run_workers(&mut self) -> Result<(), IperfError> {
         if let (Test::Running(run), Some(plan)) = (&mut self.test, &self.plan) {
             run.spawn_workers(&plan.send)
                 .map_err(|e| IperfError::from_io(IE_PTHREAD_CREATE, &e))?;
@@ -228,18 +228,18 @@ impl<M: Machine> Driver<M> {
     }
 
     /// Stops counting, if the test runs: the last interval is reported.
-    pub fn end_test(&mut self) {
+    pub(crate) fn end_test(&mut self) {
         self.test.end(&mut self.rep);
     }
 
     /// This side's results document for the exchange (empty before the test).
-    pub fn local_results(&self) -> TestResults {
+    pub(crate) fn local_results(&self) -> TestResults {
         self.test.run().map(TestRun::results).unwrap_or_default()
     }
 
     /// Writes what the machine has queued, in order; a failed write is the
     /// error the machine gave that message (the rest is dropped).
-    pub fn flush(&mut self) -> Result<(), IperfError> {
+    pub(crate) fn flush(&mut self) -> Result<(), IperfError> {
         while let Some(t) = self.machine.poll_transmit() {
             self.ctrl.send(&t.bytes, t.error)?;
         }
@@ -250,7 +250,7 @@ impl<M: Machine> Driver<M> {
     /// on; `own` is the caller's deadline, if any. Fails with a failed write,
     /// the machine's phase error, a worker's failure or the idle limit of a
     /// running test.
-    pub fn wait(
+    pub(crate) fn wait(
         &mut self,
         outside: BorrowedFd<'_>,
         own: Option<Instant>,
@@ -280,7 +280,7 @@ impl<M: Machine> Driver<M> {
         }
         let now = Instant::now();
         match self.ctrl.read(Duration::ZERO) {
-            Ok((Read0::Data(_), bytes)) => self.machine.on_bytes(bytes, now).map(Wake::Events),
+            Ok((Read0::Data, bytes)) => self.machine.on_bytes(bytes, now).map(Wake::Events),
             Ok((Read0::Idle, _)) => Ok(Wake::Timer),
             Ok((Read0::Eof, _)) => self.machine.on_eof().map(Wake::Events),
             Err(e) => Err(IperfError::from_io(IE_CTRL_READ, &e)),
@@ -289,7 +289,7 @@ impl<M: Machine> Driver<M> {
 
     /// Stops counting if the test runs, then shuts the streams and joins the
     /// workers. The run stays for the final report.
-    pub fn stop_test(&mut self) {
+    pub(crate) fn stop_test(&mut self) {
         self.test.end(&mut self.rep);
         if let Test::Ended(run) = &mut self.test {
             run.close();

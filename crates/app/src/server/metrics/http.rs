@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use super::Metrics;
 
 /// Connections served at once.
-pub const MAX_CONNS: usize = 16;
+pub(crate) const MAX_CONNS: usize = 16;
 /// A connection's whole life, request and response: longer ones are closed.
-pub const CONN_DEADLINE: Duration = Duration::from_secs(5);
+pub(crate) const CONN_DEADLINE: Duration = Duration::from_secs(5);
 /// A request head larger than this is refused.
 const MAX_REQUEST: usize = 8 * 1024;
 /// The thread notices a stop request at least this often.
@@ -31,7 +31,8 @@ const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset
 
 /// The running endpoint; dropping it stops the thread.
 #[derive(Debug)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
+    #[cfg(test)]
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -40,9 +41,10 @@ pub struct Endpoint {
 impl Endpoint {
     /// Listens on `addr` now (so a bad address fails at startup) and serves
     /// `metrics` from a new thread.
-    pub fn start(addr: SocketAddr, metrics: Arc<Metrics>) -> io::Result<Self> {
+    pub(crate) fn start(addr: SocketAddr, metrics: Arc<Metrics>) -> io::Result<Self> {
         let listener = TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
+        #[cfg(test)]
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -50,6 +52,7 @@ impl Endpoint {
             .name("metrics".into())
             .spawn(move || serve(&listener, &metrics, &flag))?;
         Ok(Self {
+            #[cfg(test)]
             addr,
             stop,
             thread: Some(thread),
@@ -57,7 +60,8 @@ impl Endpoint {
     }
 
     /// The address it listens on.
-    pub fn local_addr(&self) -> SocketAddr {
+    #[cfg(test)]
+    pub(crate) fn local_addr(&self) -> SocketAddr {
         self.addr
     }
 }

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 /// What is due at a wakeup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Due {
+pub(crate) enum Due {
     /// Nothing yet.
     Nothing,
     /// The omit period ends (an omitted interval closes here too).
@@ -15,7 +15,7 @@ pub enum Due {
 
 /// Schedules interval reports (every `-i`) and the end of the omit period (`-O`).
 #[derive(Debug, Clone)]
-pub struct Ticker {
+pub(crate) struct Ticker {
     interval: Option<Duration>,
     next_tick: Option<Instant>,
     omit_end: Option<Instant>,
@@ -23,7 +23,7 @@ pub struct Ticker {
 
 impl Ticker {
     /// Starts at `start`.
-    pub fn new(start: Instant, interval: Option<Duration>, omit: Duration) -> Self {
+    pub(crate) fn new(start: Instant, interval: Option<Duration>, omit: Duration) -> Self {
         let omit_end = (!omit.is_zero()).then(|| start + omit);
         Self {
             interval,
@@ -33,7 +33,7 @@ impl Ticker {
     }
 
     /// What is due at `now`; advances the schedule past it.
-    pub fn poll(&mut self, now: Instant) -> Due {
+    pub(crate) fn poll(&mut self, now: Instant) -> Due {
         if let Some(o) = self.omit_end {
             if now >= o {
                 self.omit_end = None;
@@ -57,7 +57,7 @@ impl Ticker {
     }
 
     /// The next instant something is due, if any.
-    pub fn next(&self) -> Option<Instant> {
+    pub(crate) fn next(&self) -> Option<Instant> {
         match (self.omit_end, self.next_tick) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
