@@ -6,6 +6,8 @@
 //! keeps the connection (a server may queue it), unless `--connect-timeout` is
 //! given.
 
+mod connect;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -19,13 +21,13 @@ use crate::auth::{ClientAuth, Padding};
 use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition};
 use crate::interrupt::Interrupt;
 use crate::test::ctrl::{Ctrl, Read0};
+use crate::test::diskfile::DiskFile;
 use crate::test::driver::{Driver, Test, Wake};
 use crate::test::plan::{Peer, TestPlan};
 use crate::test::setup::client_params;
-use crate::test::streams::{
-    connect_sctp_stream, connect_tcp_stream, DiskFile, LiveStream, SctpOptions, StreamEnds,
-};
+use crate::test::streams::LiveStream;
 use crate::Outcome;
+use connect::{connect_sctp_stream, connect_tcp_stream, SctpOptions, StreamEnds};
 
 /// How often a byte/block-limited client checks its totals.
 const LIMIT_CHECK: Duration = Duration::from_millis(10);

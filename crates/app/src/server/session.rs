@@ -461,7 +461,7 @@ impl Session {
         self.release_udp();
         // `-F`: the server sends the file in reverse tests, else stores what arrives.
         if let (Some(f), Some(plan)) = (self.common.file.as_deref(), self.d.plan_mut()) {
-            plan.send.file = Some(crate::test::streams::DiskFile::open(
+            plan.send.file = Some(crate::test::diskfile::DiskFile::open(
                 f,
                 plan.params.reverse,
             )?);

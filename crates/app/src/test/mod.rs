@@ -5,6 +5,7 @@
 
 pub(crate) mod cpu;
 pub(crate) mod ctrl;
+pub(crate) mod diskfile;
 pub(crate) mod driver;
 pub(crate) mod plan;
 pub(crate) mod ratelimit;
@@ -15,3 +16,4 @@ pub(crate) mod sockopts;
 pub(crate) mod streams;
 pub(crate) mod ticker;
 pub(crate) mod udp_setup;
+pub(crate) mod workers;

@@ -15,7 +15,7 @@ use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
 use crate::config::{CommonConfig, RateLimit};
 use crate::test::run::IdleLimits;
 use crate::test::setup::{idle_limits, send_spec, stream_roles, test_info, version_string};
-use crate::test::streams::SendSpec;
+use crate::test::workers::SendSpec;
 
 /// One side's test.
 #[derive(Debug)]

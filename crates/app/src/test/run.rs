@@ -20,10 +20,13 @@ use rperf3_report::input::{
 
 use crate::config::RateLimit;
 use crate::test::cpu::CpuMeter;
+use crate::test::diskfile::DiskFile;
 use crate::test::ratelimit::RateGuard;
 use crate::test::sampler::Sampler;
-use crate::test::streams::{DiskFile, LiveStream, SendSpec, SharedPayload, TcpCrowd};
+use crate::test::streams::LiveStream;
 use crate::test::ticker::{Due, Ticker};
+use crate::test::workers;
+use crate::test::workers::{SendSpec, SharedPayload, TcpCrowd};
 
 /// Longest wait for senders to finish their current block at the end. A block
 /// that takes longer (a slow path, or a peer that stopped reading) is left out,
@@ -136,8 +139,13 @@ impl TestRun {
         let payload = SharedPayload::default();
         let crowd = TcpCrowd::of(&self.streams);
         for s in &self.streams {
-            self.workers
-                .push(s.spawn(&self.ctl, send, &payload, crowd)?);
+            self.workers.push(workers::spawn(
+                s,
+                s.plan_worker(send, crowd),
+                &self.ctl,
+                send,
+                &payload,
+            )?);
         }
         Ok(())
     }
