@@ -13,12 +13,13 @@ mod budget;
 mod mail;
 mod metrics;
 mod pending;
+mod refuse;
 mod sctp;
 mod session;
 mod udp;
 
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
@@ -26,8 +27,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rperf3_proto::{
-    IperfError, ServerLimits, ACCESS_DENIED_BYTES, COOKIE_LEN, IE_LISTEN, IE_RECV_COOKIE,
-    IE_SERVER_TERM,
+    IperfError, ServerLimits, COOKIE_LEN, IE_LISTEN, IE_RECV_COOKIE, IE_SERVER_TERM,
 };
 use rperf3_report::Reporter;
 
@@ -40,6 +40,7 @@ use budget::StreamBudget;
 use mail::{Inbox, Mailbox, ToHost, ToSession};
 use metrics::{http::Endpoint, Metrics, TestOutcome};
 use pending::Pending;
+use refuse::access_denied;
 use sctp::SctpListener;
 use session::{Session, SessionSetup};
 use udp::UdpRouter;
@@ -606,11 +607,4 @@ impl Host<'_, '_> {
             let _ = t.join();
         }
     }
-}
-
-/// ACCESS_DENIED on a connection, then close (best effort, never blocking):
-/// a client the server is too busy for, or a data connection no test expects.
-fn access_denied(conn: TcpStream) {
-    let _ = conn.set_nonblocking(true);
-    let _ = (&conn).write(&ACCESS_DENIED_BYTES);
 }

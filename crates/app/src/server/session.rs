@@ -16,10 +16,10 @@ use rperf3_report::Reporter;
 
 use crate::auth::ServerAuth;
 use crate::config::{CommonConfig, RateLimit};
-use crate::server::access_denied;
 use crate::server::budget::{StreamBudget, StreamPermit};
 use crate::server::mail::{Inbox, Mailbox, ToHost, ToSession};
 use crate::server::metrics::{Metrics, TestOutcome};
+use crate::server::refuse::access_denied;
 use crate::test::ctrl::Ctrl;
 use crate::test::driver::{Driver, Wake};
 use crate::test::plan::{Peer, TestPlan};
