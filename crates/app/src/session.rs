@@ -371,11 +371,7 @@ impl Session {
             "test {} from {} starts: {}, {} stream(s), {}, {} s",
             self.id,
             self.peer,
-            if p.protocol == Protocol::Udp {
-                "UDP"
-            } else {
-                "TCP"
-            },
+            p.protocol.name(),
             p.parallel,
             if p.bidirectional {
                 "bidirectional"
