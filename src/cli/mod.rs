@@ -22,6 +22,8 @@ mod validate;
 mod tests;
 #[cfg(test)]
 mod tests_errors;
+#[cfg(test)]
+mod tests_peers;
 
 use std::ffi::OsString;
 use std::fmt;
