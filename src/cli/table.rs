@@ -551,6 +551,22 @@ mod tests {
         assert!(by_short('Q').is_none());
     }
 
+    /// The defaults the help quotes are the ones in effect.
+    #[test]
+    fn help_defaults_are_the_constants() {
+        use rperf3_proto::{DEFAULT_DURATION, DEFAULT_PORT, DEFAULT_RCV_TIMEOUT};
+        let skew = super::super::validate::DEFAULT_SKEW_THRESHOLD;
+        for (id, default) in [
+            (Opt::Port, u128::from(DEFAULT_PORT)),
+            (Opt::Time, DEFAULT_DURATION.into()),
+            (Opt::RcvTimeout, DEFAULT_RCV_TIMEOUT.as_millis()),
+            (Opt::TimeSkewThreshold, skew.into()),
+        ] {
+            let help = spec(id).help;
+            assert!(help.contains(&format!("(default {default})")), "{help}");
+        }
+    }
+
     #[test]
     fn usage_column() {
         assert_eq!(spec(Opt::Port).usage(), "-p, --port      #");

@@ -28,7 +28,7 @@ use super::table::{Opt, Side};
 use super::units::{atof, atoi, parse_rate, parse_size, strtol0, to_count, UnitError};
 
 /// iperf3's `--time-skew-threshold` default, seconds.
-const DEFAULT_SKEW_THRESHOLD: u32 = 10;
+pub(super) const DEFAULT_SKEW_THRESHOLD: u32 = 10;
 const DEFAULT_TIMESTAMP_FORMAT: &str = "%c ";
 /// `-d` without a level, or with a level below 1, means every message.
 const DEBUG_LEVEL_MAX: u8 = 4;
