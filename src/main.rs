@@ -4,6 +4,8 @@
 //! the process edges: parsing the command line, installing signal delivery, opening
 //! the log file, choosing the exit status.
 #![forbid(unsafe_code)]
+// Checked on the program only: its test build also links the dev-dependencies.
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod cli;
 mod logger;

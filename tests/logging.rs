@@ -71,6 +71,20 @@ fn issue10_debug_server_logs_each_test_to_stderr_with_timestamps() {
     assert!(!out.stdout.contains(" info: ") && !out.stdout.contains(" debug: "));
 }
 
+/// The server names an SCTP test's transport as SCTP (it said TCP).
+#[test]
+fn issue16_an_sctp_test_is_logged_as_sctp() {
+    let srv = Server::start(&["-d"]);
+    // The start is logged before the streams are opened, so the line is there
+    // whether or not this kernel has SCTP (without it, the test then fails).
+    let _ = srv.client(&["--sctp", "-t", "1", "-P", "2"]);
+    let want = "starts: SCTP, 2 stream(s), server receives, 1 s";
+    let found = srv.proc().wait_stderr(want, Duration::from_secs(10));
+    let err = srv.stop().stderr;
+    assert!(found, "{err}");
+    assert!(!err.contains("starts: TCP"), "{err}");
+}
+
 #[test]
 fn issue10_debug_logs_go_to_the_logfile_with_the_report() {
     let log = scratch_file("server.log");

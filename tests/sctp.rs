@@ -1,11 +1,10 @@
 //! `--sctp`, `-X` and `--nstreams` against rperf3 and stock iperf3 peers.
 //!
-//! This machine's kernel has no SCTP module, so every SCTP socket fails with
-//! EPROTONOSUPPORT: what is checked here is that each side says so in iperf3's
-//! words, where iperf3 says it (the server that opens the SCTP listener, or
-//! the client whose stream socket fails), with iperf3's exit status and JSON
-//! error, and that servers go on serving. On a kernel with SCTP the same
-//! commands must run the test instead.
+//! On a kernel without SCTP every SCTP socket fails with EPROTONOSUPPORT: what
+//! is checked there is that each side says so in iperf3's words, where iperf3
+//! says it (the server that opens the SCTP listener, or the client whose stream
+//! socket fails), with iperf3's exit status and JSON error, and that servers go
+//! on serving. On a kernel with SCTP the same commands must run the test instead.
 
 use crate::common;
 

@@ -12,7 +12,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 
-use super::table::{self, ArgKind, OptSpec, LONG_ORDER};
+use super::table::{self, ArgKind, OptSpec};
 
 /// One option as found on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,14 +194,12 @@ fn display_byte(b: u8) -> char {
 /// option (aliases of the first one do not count). `Err` holds the candidates to
 /// list (empty when nothing matches).
 fn match_long(name: &str) -> Result<(&'static str, &'static OptSpec), Vec<&'static str>> {
-    if let Some(exact) = LONG_ORDER.iter().find(|n| **n == name) {
-        let spec = table::by_long(exact).expect("LONG_ORDER names are in the table");
-        return Ok((exact, spec));
+    if let Some(exact) = table::long_names().find(|(n, _)| *n == name) {
+        return Ok(exact);
     }
     let mut first: Option<(&'static str, &'static OptSpec)> = None;
     let mut ambiguous: Vec<&'static str> = Vec::new();
-    for n in LONG_ORDER.iter().filter(|n| n.starts_with(name)) {
-        let spec = table::by_long(n).expect("LONG_ORDER names are in the table");
+    for (n, spec) in table::long_names().filter(|(n, _)| n.starts_with(name)) {
         match first {
             None => first = Some((n, spec)),
             Some((first_name, first_spec)) => {

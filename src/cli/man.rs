@@ -2,12 +2,12 @@
 //!
 //! Hand-written roff (a few macros of man(7)) rather than a crate: the page is
 //! a handful of sections, and escaping is the only subtle part. Every row of the
-//! table is documented, including the options rperf3 does not implement yet.
+//! table is documented, with what it needs from the system.
 
 use std::fmt::Write as _;
 
 use super::commands::{COMMANDS, GENERATE_KINDS, PLOT_OPTIONS};
-use super::table::{ArgKind, OptSpec, Side, OPTIONS};
+use super::table::{status_note, ArgKind, OptSpec, Side, OPTIONS};
 
 /// Text safe on a roff text line: backslashes escaped, hyphens as minus signs
 /// (so options copy and paste), and a leading control character neutralised.
@@ -50,8 +50,8 @@ fn option_body(spec: &OptSpec) -> String {
         (Side::Client, true) => notes.push("client only".to_string()),
         _ => {}
     }
-    if !spec.supported {
-        notes.push("recognised for iperf3 compatibility, not supported yet".to_string());
+    if let Some(note) = status_note(spec.id) {
+        notes.push(esc(note));
     }
     let mut body = esc(&spec.help.replace('\n', " "));
     if !notes.is_empty() {
@@ -181,6 +181,11 @@ mod tests {
             }
         }
         assert!(page.contains("[also \\fB\\-\\-bandwidth\\fR; client only]"));
+        // SCTP's requirement, said of the system the page is read on.
+        assert!(page.contains(
+            "[client only; needs a kernel with SCTP support, on Linux the sctp module; "
+        ));
+        assert!(!page.contains("machine") && !page.contains("not supported yet"));
         assert!(page.contains(".SH COMMANDS") && page.contains(".SH \"EXIT STATUS\""));
     }
 

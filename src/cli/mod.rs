@@ -3,10 +3,7 @@
 //! iperf3 users and scripts rely on its exact command line, so this layer follows
 //! iperf3 3.21: getopt_long parsing over one table of options ([`table`]), the
 //! arguments as typed ([`raw`]), then iperf3's checks and messages while building
-//! the `Config` ([`validate`]). Options iperf3 has and rperf3 does not implement
-//! yet are refused by name, never ignored.
-// Until the binary wires it.
-#![allow(dead_code, unused_imports)]
+//! the `Config` ([`validate`]).
 
 mod auth;
 mod commands;
@@ -25,6 +22,8 @@ mod validate;
 mod tests;
 #[cfg(test)]
 mod tests_errors;
+#[cfg(test)]
+mod tests_peers;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -36,9 +35,8 @@ use self::table::Opt;
 
 pub(crate) use self::auth::{load as load_auth, Loaded as LoadedAuth};
 pub(crate) use self::commands::{Generate, PlotArgs};
-pub(crate) use self::help::{help_text, version_line, version_text};
+pub(crate) use self::help::{help_text, version_text};
 pub(crate) use self::raw::RawArgs;
-pub(crate) use self::table::status_table_markdown;
 
 /// A parsed command line that runs a test or a server.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,5 +1,7 @@
 //! `-S` and `--dscp` values: C's `strtol(…, 0)` numbers and iperf3's DSCP names.
 
+use rperf3_proto::MAX_FLOWLABEL;
+
 use super::units::strtol0;
 
 /// `-S N`: a TOS byte; like iperf3, trailing text after the number is ignored.
@@ -7,11 +9,11 @@ pub(crate) fn tos(s: &str) -> Option<u8> {
     strtol0(s).and_then(|(v, _)| u8::try_from(v).ok())
 }
 
-/// `-L N`: an IPv6 flow label, 1..=0xFFFFF (C number syntax, trailing text ignored).
+/// `-L N`: an IPv6 flow label, 1..=[`MAX_FLOWLABEL`] (C number syntax, trailing text ignored).
 pub(crate) fn flowlabel(s: &str) -> Option<u32> {
     strtol0(s)
         .and_then(|(v, _)| u32::try_from(v).ok())
-        .filter(|v| (1..=0xF_FFFF).contains(v))
+        .filter(|v| (1..=MAX_FLOWLABEL).contains(v))
 }
 
 /// iperf3's DSCP names and their codepoints.

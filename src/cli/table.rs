@@ -1,15 +1,12 @@
 //! The one table of every iperf3 3.21 command-line option.
 //!
 //! Parsing, the role checks, the help text and the README's status table all read
-//! this table, so an option's name, argument, side and support status are written
-//! down exactly once. Rows are in help order; [`LONG_ORDER`] separately keeps
+//! this table, so an option's name, argument, side and help are written down
+//! exactly once. Rows are in help order; [`LONG_ORDER`] separately keeps
 //! iperf3's `longopts` order, which decides the order of the candidates getopt lists
 //! for an ambiguous abbreviation.
 
-use std::fmt::Write as _;
-
-/// Every option iperf3 3.21 knows, whether or not rperf3 implements it, and
-/// rperf3's own.
+/// Every option iperf3 3.21 knows, and rperf3's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Opt {
     Port,
@@ -120,8 +117,6 @@ pub(crate) struct OptSpec {
     /// iperf3 refuses the option on the other side (errors 3 and 4). Some options
     /// that only matter on one side are not checked by iperf3, and so not by us.
     pub(crate) enforced: bool,
-    /// rperf3 implements it; otherwise it is parsed and then refused.
-    pub(crate) supported: bool,
     /// Left help column after the option names (`#`, `<host>`, `#[KMG]`).
     pub(crate) metavar: &'static str,
     /// Help description; `\n` starts a continuation line.
@@ -152,7 +147,7 @@ impl OptSpec {
 
 macro_rules! row {
     ($id:ident, $short:expr, $long:literal, $aliases:expr, $arg:ident, $side:ident,
-     $enforced:literal, $supported:literal, $metavar:literal, $help:literal) => {
+     $enforced:literal, $metavar:literal, $help:literal) => {
         OptSpec {
             id: Opt::$id,
             short: $short,
@@ -161,7 +156,6 @@ macro_rules! row {
             arg: ArgKind::$arg,
             side: Side::$side,
             enforced: $enforced,
-            supported: $supported,
             metavar: $metavar,
             help: $help,
         }
@@ -172,238 +166,246 @@ const NO: &[&str] = &[];
 
 /// All options, in help order: both sides, then server, then client.
 pub(crate) static OPTIONS: &[OptSpec] = &[
-    row!(Port, Some('p'), "port", NO, Required, Both, false, true, "#",
+    row!(Port, Some('p'), "port", NO, Required, Both, false, "#",
         "server port to listen on or connect to (default 5201)"),
-    row!(Format, Some('f'), "format", NO, Required, Both, false, true, "[kmgtKMGT]",
+    row!(Format, Some('f'), "format", NO, Required, Both, false, "[kmgtKMGT]",
         "rate unit of the text report: Kbits, Mbits, Gbits, Tbits\n(upper case: bytes)"),
-    row!(Interval, Some('i'), "interval", NO, Required, Both, false, true, "#",
+    row!(Interval, Some('i'), "interval", NO, Required, Both, false, "#",
         "seconds between interval reports (0 turns them off)"),
-    row!(Pidfile, Some('I'), "pidfile", NO, Required, Both, false, true, "file",
+    row!(Pidfile, Some('I'), "pidfile", NO, Required, Both, false, "file",
         "write the process id to a file"),
-    row!(File, Some('F'), "file", NO, Required, Both, false, true, "name",
+    row!(File, Some('F'), "file", NO, Required, Both, false, "name",
         "send (client) or store (server) a file instead of the buffer"),
-    row!(Affinity, Some('A'), "affinity", NO, Required, Both, false, true, "n[,m]",
+    row!(Affinity, Some('A'), "affinity", NO, Required, Both, false, "n[,m]",
         "pin to CPU n (client: m pins the server's test)"),
-    row!(Bind, Some('B'), "bind", NO, Required, Both, false, true, "<host>[%<dev>]",
+    row!(Bind, Some('B'), "bind", NO, Required, Both, false, "<host>[%<dev>]",
         "bind to the local address <host>\n(optional <dev>: also bind to that interface)"),
-    row!(BindDev, None, "bind-dev", NO, Required, Both, false, true, "<dev>",
+    row!(BindDev, None, "bind-dev", NO, Required, Both, false, "<dev>",
         "bind to a network interface (SO_BINDTODEVICE)"),
-    row!(Verbose, Some('V'), "verbose", NO, None, Both, false, true, "",
+    row!(Verbose, Some('V'), "verbose", NO, None, Both, false, "",
         "more detailed output"),
-    row!(Json, Some('J'), "json", NO, None, Both, false, true, "",
+    row!(Json, Some('J'), "json", NO, None, Both, false, "",
         "output one JSON document"),
-    row!(JsonStream, None, "json-stream", NO, None, Both, false, true, "",
+    row!(JsonStream, None, "json-stream", NO, None, Both, false, "",
         "output line-delimited JSON events"),
-    row!(JsonStreamFullOutput, None, "json-stream-full-output", NO, None, Both, false, true, "",
+    row!(JsonStreamFullOutput, None, "json-stream-full-output", NO, None, Both, false, "",
         "with --json-stream, also print the whole JSON document"),
-    row!(Logfile, None, "logfile", NO, Required, Both, false, true, "f",
+    row!(Logfile, None, "logfile", NO, Required, Both, false, "f",
         "append the output to a file"),
-    row!(ForceFlush, None, "forceflush", NO, None, Both, false, true, "",
+    row!(ForceFlush, None, "forceflush", NO, None, Both, false, "",
         "flush the output after every line"),
-    row!(Timestamps, None, "timestamps", NO, Optional, Both, false, true, "<=format>",
+    row!(Timestamps, None, "timestamps", NO, Optional, Both, false, "<=format>",
         "start every output line with the time\n(optional \"=\" and strftime(3) format)"),
-    row!(RcvTimeout, None, "rcv-timeout", NO, Required, Both, false, true, "#",
+    row!(RcvTimeout, None, "rcv-timeout", NO, Required, Both, false, "#",
         "give up when no data arrives for # ms (default 120000)"),
-    row!(SndTimeout, None, "snd-timeout", NO, Required, Both, false, true, "#",
+    row!(SndTimeout, None, "snd-timeout", NO, Required, Both, false, "#",
         "give up on unacknowledged TCP data after # ms"),
-    row!(CntlKa, None, "cntl-ka", NO, Optional, Both, false, true, "[=#/#/#]",
+    row!(CntlKa, None, "cntl-ka", NO, Optional, Both, false, "[=#/#/#]",
         "TCP keepalive on the control connection\n(idle seconds/interval seconds/count)"),
-    row!(Mptcp, Some('m'), "mptcp", NO, None, Client, true, true, "",
+    row!(Mptcp, Some('m'), "mptcp", NO, None, Client, true, "",
         "use MPTCP instead of TCP"),
-    row!(Debug, Some('d'), "debug", NO, Optional, Both, false, true, "[=#]",
+    row!(Debug, Some('d'), "debug", NO, Optional, Both, false, "[=#]",
         "debug output (optional \"=\" and level 1-4, default 4)"),
-    row!(Version, Some('v'), "version", NO, None, Both, false, true, "",
+    row!(Version, Some('v'), "version", NO, None, Both, false, "",
         "print the version and exit"),
-    row!(Help, Some('h'), "help", NO, None, Both, false, true, "",
+    row!(Help, Some('h'), "help", NO, None, Both, false, "",
         "print this help and exit"),
-    row!(Server, Some('s'), "server", NO, None, Server, false, true, "",
+    row!(Server, Some('s'), "server", NO, None, Server, false, "",
         "run as a server"),
-    row!(Daemon, Some('D'), "daemon", NO, None, Server, true, true, "",
+    row!(Daemon, Some('D'), "daemon", NO, None, Server, true, "",
         "run the server in the background"),
-    row!(OneOff, Some('1'), "one-off", NO, None, Server, true, true, "",
+    row!(OneOff, Some('1'), "one-off", NO, None, Server, true, "",
         "serve one test, then exit"),
-    row!(MaxTests, None, "max-tests", NO, Required, Server, true, true, "#",
+    row!(MaxTests, None, "max-tests", NO, Required, Server, true, "#",
         "run up to # tests at once (default 1)"),
-    row!(Queue, None, "queue", NO, Required, Server, true, true, "#",
+    row!(Queue, None, "queue", NO, Required, Server, true, "#",
         "let up to # more clients wait for a free test slot\n(default 0: refuse them as busy)"),
-    row!(ServerBitrateLimit, None, "server-bitrate-limit", NO, Required, Server, true, true,
+    row!(ServerBitrateLimit, None, "server-bitrate-limit", NO, Required, Server, true,
         "#[KMG][/#]", "refuse tests above this total rate\n(optional \"/\" and averaging seconds)"),
-    row!(ServerMaxDuration, None, "server-max-duration", NO, Required, Server, true, true, "#",
+    row!(ServerMaxDuration, None, "server-max-duration", NO, Required, Server, true, "#",
         "refuse tests longer than # seconds"),
-    row!(IdleTimeout, None, "idle-timeout", NO, Required, Server, true, true, "#",
+    row!(IdleTimeout, None, "idle-timeout", NO, Required, Server, true, "#",
         "a one-off server exits after # seconds without a client"),
-    row!(Metrics, None, "metrics", NO, Required, Server, true, true, "<addr>:<port>",
+    row!(Metrics, None, "metrics", NO, Required, Server, true, "<addr>:<port>",
         "serve Prometheus metrics at http://<addr>:<port>/metrics"),
-    row!(RsaPrivateKeyPath, None, "rsa-private-key-path", NO, Required, Server, true, true,
+    row!(RsaPrivateKeyPath, None, "rsa-private-key-path", NO, Required, Server, true,
         "file", "RSA private key (PEM) for authentication"),
-    row!(AuthorizedUsersPath, None, "authorized-users-path", NO, Required, Server, true, true,
+    row!(AuthorizedUsersPath, None, "authorized-users-path", NO, Required, Server, true,
         "file", "the users allowed in (user,sha256 lines)"),
-    row!(TimeSkewThreshold, None, "time-skew-threshold", NO, Required, Server, true, true,
+    row!(TimeSkewThreshold, None, "time-skew-threshold", NO, Required, Server, true,
         "#", "clock difference allowed, seconds (default 10)"),
-    row!(Client, Some('c'), "client", NO, Required, Client, false, true, "<host>[%<dev>]",
+    row!(Client, Some('c'), "client", NO, Required, Client, false, "<host>[%<dev>]",
         "run as a client of <host>\n(optional <dev>: bind to that interface)"),
-    row!(Sctp, None, "sctp", NO, None, Client, true, true, "",
+    row!(Sctp, None, "sctp", NO, None, Client, true, "",
         "use SCTP instead of TCP"),
-    row!(Xbind, Some('X'), "xbind", NO, Required, Client, false, true, "<name>",
+    row!(Xbind, Some('X'), "xbind", NO, Required, Client, false, "<name>",
         "bind the SCTP association to more addresses\n(server: the SCTP listener's addresses)"),
-    row!(NStreams, None, "nstreams", NO, Required, Client, true, true, "#",
+    row!(NStreams, None, "nstreams", NO, Required, Client, true, "#",
         "number of SCTP streams"),
-    row!(Udp, Some('u'), "udp", NO, None, Client, true, true, "",
+    row!(Udp, Some('u'), "udp", NO, None, Client, true, "",
         "use UDP instead of TCP"),
-    row!(ConnectTimeout, None, "connect-timeout", NO, Required, Client, true, true, "#",
+    row!(ConnectTimeout, None, "connect-timeout", NO, Required, Client, true, "#",
         "give up connecting after # ms"),
-    row!(Bitrate, Some('b'), "bitrate", &["bandwidth"], Required, Client, true, true,
+    row!(Bitrate, Some('b'), "bitrate", &["bandwidth"], Required, Client, true,
         "#[KMG][/#]", "target bits/s per stream, 0 for no limit\n(default 1 Mbit/s for UDP, none for TCP;\noptional \"/\" and packets per burst)"),
-    row!(PacingTimer, None, "pacing-timer", NO, Required, Client, true, true, "#[KMG]",
+    row!(PacingTimer, None, "pacing-timer", NO, Required, Client, true, "#[KMG]",
         "pacing timer in microseconds"),
-    row!(FqRate, None, "fq-rate", NO, Required, Client, true, true, "#[KMG]",
+    row!(FqRate, None, "fq-rate", NO, Required, Client, true, "#[KMG]",
         "socket pacing rate in bits/s (Linux)"),
-    row!(NoFqSocketPacing, None, "no-fq-socket-pacing", NO, None, Client, true, true, "",
+    row!(NoFqSocketPacing, None, "no-fq-socket-pacing", NO, None, Client, true, "",
         "turn socket pacing off (deprecated)"),
-    row!(Time, Some('t'), "time", NO, Required, Client, true, true, "#",
+    row!(Time, Some('t'), "time", NO, Required, Client, true, "#",
         "seconds to send (default 10)"),
-    row!(Bytes, Some('n'), "bytes", NO, Required, Client, true, true, "#[KMG]",
+    row!(Bytes, Some('n'), "bytes", NO, Required, Client, true, "#[KMG]",
         "bytes to send (instead of -t)"),
-    row!(BlockCount, Some('k'), "blockcount", NO, Required, Client, true, true, "#[KMG]",
+    row!(BlockCount, Some('k'), "blockcount", NO, Required, Client, true, "#[KMG]",
         "blocks (packets) to send (instead of -t or -n)"),
-    row!(Length, Some('l'), "length", NO, Required, Client, true, true, "#[KMG]",
+    row!(Length, Some('l'), "length", NO, Required, Client, true, "#[KMG]",
         "bytes per read or write\n(default 128 KB for TCP, path MSS or 1460 for UDP)"),
-    row!(ClientPort, None, "cport", NO, Required, Client, false, true, "<port>",
+    row!(ClientPort, None, "cport", NO, Required, Client, false, "<port>",
         "local port of the data streams"),
-    row!(Parallel, Some('P'), "parallel", NO, Required, Client, true, true, "#",
+    row!(Parallel, Some('P'), "parallel", NO, Required, Client, true, "#",
         "number of parallel streams (default 1)"),
-    row!(Reverse, Some('R'), "reverse", NO, None, Client, true, true, "",
+    row!(Reverse, Some('R'), "reverse", NO, None, Client, true, "",
         "reverse mode: the server sends"),
-    row!(Bidir, None, "bidir", NO, None, Client, true, true, "",
+    row!(Bidir, None, "bidir", NO, None, Client, true, "",
         "both sides send at once"),
-    row!(Window, Some('w'), "window", NO, Required, Client, true, true, "#[KMG]",
+    row!(Window, Some('w'), "window", NO, Required, Client, true, "#[KMG]",
         "socket buffer size (sets the TCP window)"),
     row!(Congestion, Some('C'), "congestion", &["linux-congestion"], Required, Client, true,
-        true, "<algo>", "TCP congestion control algorithm"),
-    row!(SetMss, Some('M'), "set-mss", NO, Required, Client, true, true, "#",
+        "<algo>", "TCP congestion control algorithm"),
+    row!(SetMss, Some('M'), "set-mss", NO, Required, Client, true, "#",
         "TCP maximum segment size"),
-    row!(NoDelay, Some('N'), "no-delay", NO, None, Client, true, true, "",
+    row!(NoDelay, Some('N'), "no-delay", NO, None, Client, true, "",
         "turn Nagle's algorithm off"),
-    row!(Version4, Some('4'), "version4", NO, None, Client, false, true, "",
+    row!(Version4, Some('4'), "version4", NO, None, Client, false, "",
         "IPv4 only"),
-    row!(Version6, Some('6'), "version6", NO, None, Client, false, true, "",
+    row!(Version6, Some('6'), "version6", NO, None, Client, false, "",
         "IPv6 only"),
-    row!(Tos, Some('S'), "tos", NO, Required, Client, true, true, "N",
+    row!(Tos, Some('S'), "tos", NO, Required, Client, true, "N",
         "IP type of service, 0-255 (decimal, 0octal or 0xhex)"),
-    row!(Dscp, None, "dscp", NO, Required, Client, true, true, "N|name",
+    row!(Dscp, None, "dscp", NO, Required, Client, true, "N|name",
         "IP DSCP, 0-63 or a name such as af11 or ef"),
-    row!(FlowLabel, Some('L'), "flowlabel", NO, Required, Client, true, true, "N",
+    row!(FlowLabel, Some('L'), "flowlabel", NO, Required, Client, true, "N",
         "IPv6 flow label (Linux)"),
-    row!(ZeroCopy, Some('Z'), "zerocopy", NO, None, Client, true, true, "",
+    row!(ZeroCopy, Some('Z'), "zerocopy", NO, None, Client, true, "",
         "send with a zero-copy method"),
-    row!(SkipRxCopy, None, "skip-rx-copy", NO, None, Client, true, true, "",
+    row!(SkipRxCopy, None, "skip-rx-copy", NO, None, Client, true, "",
         "discard received data without copying it (MSG_TRUNC)"),
-    row!(Omit, Some('O'), "omit", NO, Required, Client, true, true, "N",
+    row!(Omit, Some('O'), "omit", NO, Required, Client, true, "N",
         "leave the first N seconds out of the results"),
-    row!(Title, Some('T'), "title", NO, Required, Client, true, true, "str",
+    row!(Title, Some('T'), "title", NO, Required, Client, true, "str",
         "put this string before every output line"),
-    row!(ExtraData, None, "extra-data", NO, Required, Client, true, true, "str",
+    row!(ExtraData, None, "extra-data", NO, Required, Client, true, "str",
         "a string to put into the client and server JSON"),
-    row!(GetServerOutput, None, "get-server-output", NO, None, Client, true, true, "",
+    row!(GetServerOutput, None, "get-server-output", NO, None, Client, true, "",
         "show the server's output too"),
-    row!(UdpCounters64Bit, None, "udp-counters-64bit", NO, None, Client, false, true, "",
+    row!(UdpCounters64Bit, None, "udp-counters-64bit", NO, None, Client, false, "",
         "64-bit counters in UDP packets"),
-    row!(Gsro, None, "gsro", NO, None, Client, true, true, "",
+    row!(Gsro, None, "gsro", NO, None, Client, true, "",
         "UDP segmentation offload (GSO/GRO) on both sides"),
-    row!(RepeatingPayload, None, "repeating-payload", NO, None, Client, true, true, "",
+    row!(RepeatingPayload, None, "repeating-payload", NO, None, Client, true, "",
         "a repeating pattern as payload instead of random bytes"),
-    row!(DontFragment, None, "dont-fragment", NO, None, Client, true, true, "",
+    row!(DontFragment, None, "dont-fragment", NO, None, Client, true, "",
         "set the IPv4 Don't Fragment flag"),
-    row!(Username, None, "username", NO, Required, Client, true, true, "name",
+    row!(Username, None, "username", NO, Required, Client, true, "name",
         "user name for authentication (password: IPERF3_PASSWORD\nor asked for on the terminal)"),
-    row!(RsaPublicKeyPath, None, "rsa-public-key-path", NO, Required, Client, true, true,
+    row!(RsaPublicKeyPath, None, "rsa-public-key-path", NO, Required, Client, true,
         "file", "the server's RSA public key (PEM)"),
-    row!(UsePkcs1Padding, None, "use-pkcs1-padding", NO, None, Client, false, true, "",
+    row!(UsePkcs1Padding, None, "use-pkcs1-padding", NO, None, Client, false, "",
         "PKCS#1 v1.5 padding, for servers of iperf3 3.16 or older\n(rperf3 servers accept both)"),
 ];
 
-/// Long names (aliases included) in iperf3 3.21's `longopts` order: the order in
-/// which an ambiguous abbreviation's candidates are listed.
-pub(crate) static LONG_ORDER: &[&str] = &[
-    "port",
-    "format",
-    "interval",
-    "daemon",
-    "one-off",
-    "verbose",
-    "json",
-    "json-stream",
-    "json-stream-full-output",
-    "version",
-    "server",
-    "client",
-    "udp",
-    "bitrate",
-    "bandwidth",
-    "server-bitrate-limit",
-    "server-max-duration",
-    "time",
-    "bytes",
-    "blockcount",
-    "length",
-    "parallel",
-    "reverse",
-    "bidir",
-    "window",
-    "bind",
-    "bind-dev",
-    "cport",
-    "set-mss",
-    "no-delay",
-    "version4",
-    "version6",
-    "tos",
-    "dscp",
-    "extra-data",
-    "flowlabel",
-    "zerocopy",
-    "omit",
-    "file",
-    "repeating-payload",
-    "timestamps",
-    "affinity",
-    "title",
-    "congestion",
-    "linux-congestion",
-    "sctp",
-    "nstreams",
-    "xbind",
-    "pidfile",
-    "logfile",
-    "forceflush",
-    "get-server-output",
-    "udp-counters-64bit",
-    "no-fq-socket-pacing",
-    "dont-fragment",
-    "skip-rx-copy",
-    "username",
-    "rsa-public-key-path",
-    "rsa-private-key-path",
-    "authorized-users-path",
-    "time-skew-threshold",
-    "use-pkcs1-padding",
-    "fq-rate",
-    "pacing-timer",
-    "connect-timeout",
-    "idle-timeout",
-    "rcv-timeout",
-    "snd-timeout",
-    "cntl-ka",
-    "mptcp",
-    "gsro",
-    "debug",
-    "help",
+/// The options in iperf3 3.21's `longopts` order, each followed there by its
+/// aliases: the order in which an ambiguous abbreviation's candidates are listed.
+pub(crate) static LONG_ORDER: &[Opt] = &[
+    Opt::Port,
+    Opt::Format,
+    Opt::Interval,
+    Opt::Daemon,
+    Opt::OneOff,
+    Opt::Verbose,
+    Opt::Json,
+    Opt::JsonStream,
+    Opt::JsonStreamFullOutput,
+    Opt::Version,
+    Opt::Server,
+    Opt::Client,
+    Opt::Udp,
+    Opt::Bitrate,
+    Opt::ServerBitrateLimit,
+    Opt::ServerMaxDuration,
+    Opt::Time,
+    Opt::Bytes,
+    Opt::BlockCount,
+    Opt::Length,
+    Opt::Parallel,
+    Opt::Reverse,
+    Opt::Bidir,
+    Opt::Window,
+    Opt::Bind,
+    Opt::BindDev,
+    Opt::ClientPort,
+    Opt::SetMss,
+    Opt::NoDelay,
+    Opt::Version4,
+    Opt::Version6,
+    Opt::Tos,
+    Opt::Dscp,
+    Opt::ExtraData,
+    Opt::FlowLabel,
+    Opt::ZeroCopy,
+    Opt::Omit,
+    Opt::File,
+    Opt::RepeatingPayload,
+    Opt::Timestamps,
+    Opt::Affinity,
+    Opt::Title,
+    Opt::Congestion,
+    Opt::Sctp,
+    Opt::NStreams,
+    Opt::Xbind,
+    Opt::Pidfile,
+    Opt::Logfile,
+    Opt::ForceFlush,
+    Opt::GetServerOutput,
+    Opt::UdpCounters64Bit,
+    Opt::NoFqSocketPacing,
+    Opt::DontFragment,
+    Opt::SkipRxCopy,
+    Opt::Username,
+    Opt::RsaPublicKeyPath,
+    Opt::RsaPrivateKeyPath,
+    Opt::AuthorizedUsersPath,
+    Opt::TimeSkewThreshold,
+    Opt::UsePkcs1Padding,
+    Opt::FqRate,
+    Opt::PacingTimer,
+    Opt::ConnectTimeout,
+    Opt::IdleTimeout,
+    Opt::RcvTimeout,
+    Opt::SndTimeout,
+    Opt::CntlKa,
+    Opt::Mptcp,
+    Opt::Gsro,
+    Opt::Debug,
+    Opt::Help,
     // rperf3's own options come after iperf3's, so an abbreviation that means
     // an iperf3 option still means the same one.
-    "max-tests",
-    "queue",
-    "metrics",
+    Opt::MaxTests,
+    Opt::Queue,
+    Opt::Metrics,
 ];
+
+/// Every long name (aliases included) with its row, in [`LONG_ORDER`].
+pub(crate) fn long_names() -> impl Iterator<Item = (&'static str, &'static OptSpec)> {
+    LONG_ORDER.iter().flat_map(|id| {
+        let s = spec(*id);
+        std::iter::once(s.long)
+            .chain(s.aliases.iter().copied())
+            .map(move |n| (n, s))
+    })
+}
 
 /// The row of an option.
 pub(crate) fn spec(id: Opt) -> &'static OptSpec {
@@ -418,82 +420,105 @@ pub(crate) fn by_short(c: char) -> Option<&'static OptSpec> {
     OPTIONS.iter().find(|s| s.short == Some(c))
 }
 
-/// The row owning a long name or alias.
-pub(crate) fn by_long(name: &str) -> Option<&'static OptSpec> {
-    OPTIONS
-        .iter()
-        .find(|s| s.long == name || s.aliases.contains(&name))
-}
-
-fn side_name(side: Side) -> &'static str {
-    match side {
-        Side::Both => "both",
-        Side::Server => "server",
-        Side::Client => "client",
-    }
-}
-
-/// What the README says beside "supported": limits of this machine or of the
-/// wire protocol.
-fn status_note(id: Opt) -> Option<&'static str> {
+/// What the README's table and the man page add to an option: what it needs
+/// from the system, or what the wire protocol limits.
+pub(crate) fn status_note(id: Opt) -> Option<&'static str> {
     Some(match id {
         Opt::Sctp | Opt::Xbind | Opt::NStreams => {
-            "the test machine's kernel has no SCTP: the test fails with \"Protocol not supported\""
+            "needs a kernel with SCTP support, on Linux the sctp module; where an end \
+             lacks it, the test fails with \"Protocol not supported\" and the server \
+             goes on serving"
         }
         Opt::SetMss => "a server with `--max-tests` > 1 cannot put it on the SYN-ACK",
         _ => return None,
     })
 }
 
-/// A markdown table of every option and whether rperf3 supports it, for the README.
-pub(crate) fn status_table_markdown() -> String {
-    let mut out = String::from("| option | argument | side | status |\n|---|---|---|---|\n");
-    for s in OPTIONS {
-        let mut names = String::new();
-        if let Some(c) = s.short {
-            let _ = write!(names, "`-{c}`, ");
-        }
-        let _ = write!(names, "`--{}`", s.long);
-        for a in s.aliases {
-            let _ = write!(names, ", `--{a}`");
-        }
-        let arg = match s.arg {
-            ArgKind::None => String::new(),
-            // A bare "|" would end the table cell.
-            ArgKind::Required => format!("`{}`", s.metavar.replace('|', "\\|")),
-            ArgKind::Optional => format!("`{}` (optional)", s.metavar),
-        };
-        let status = match (s.supported, status_note(s.id)) {
-            (true, Some(note)) => format!("supported ({note})"),
-            (true, None) => "supported".to_string(),
-            (false, _) => "not yet".to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "| {names} | {arg} | {} | {status} |",
-            side_name(s.side)
-        );
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashSet;
+    use std::fmt::Write as _;
+
+    fn side_name(side: Side) -> &'static str {
+        match side {
+            Side::Both => "both",
+            Side::Server => "server",
+            Side::Client => "client",
+        }
+    }
+
+    /// The README's table of every option (the test below keeps its copy current).
+    fn status_table_markdown() -> String {
+        let mut out = String::from("| option | argument | side | status |\n|---|---|---|---|\n");
+        for s in OPTIONS {
+            let mut names = String::new();
+            if let Some(c) = s.short {
+                let _ = write!(names, "`-{c}`, ");
+            }
+            let _ = write!(names, "`--{}`", s.long);
+            for a in s.aliases {
+                let _ = write!(names, ", `--{a}`");
+            }
+            let arg = match s.arg {
+                ArgKind::None => String::new(),
+                // A bare "|" would end the table cell.
+                ArgKind::Required => format!("`{}`", s.metavar.replace('|', "\\|")),
+                ArgKind::Optional => format!("`{}` (optional)", s.metavar),
+            };
+            let status = match status_note(s.id) {
+                Some(note) => format!("supported ({note})"),
+                None => "supported".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "| {names} | {arg} | {} | {status} |",
+                side_name(s.side)
+            );
+        }
+        out
+    }
 
     #[test]
-    fn every_long_name_is_in_longopts_order_once() {
-        let mut names: Vec<&str> = Vec::new();
-        for s in OPTIONS {
-            names.push(s.long);
-            names.extend(s.aliases.iter().copied());
-        }
-        let table: HashSet<&str> = names.iter().copied().collect();
-        let order: HashSet<&str> = LONG_ORDER.iter().copied().collect();
-        assert_eq!(table.len(), names.len(), "duplicate long name in the table");
+    fn every_option_is_in_longopts_order_once() {
+        let order: HashSet<Opt> = LONG_ORDER.iter().copied().collect();
         assert_eq!(order.len(), LONG_ORDER.len(), "duplicate in LONG_ORDER");
+        let table: HashSet<Opt> = OPTIONS.iter().map(|s| s.id).collect();
         assert_eq!(table, order);
+        let names: Vec<&str> = long_names().map(|(n, _)| n).collect();
+        let unique: HashSet<&str> = names.iter().copied().collect();
+        assert_eq!(
+            unique.len(),
+            names.len(),
+            "duplicate long name in the table"
+        );
+    }
+
+    #[test]
+    fn long_names_follow_iperf3s_longopts() {
+        // The start of iperf3 3.21's longopts, aliases in place.
+        let names: Vec<&str> = long_names().map(|(n, _)| n).take(16).collect();
+        assert_eq!(
+            names,
+            [
+                "port",
+                "format",
+                "interval",
+                "daemon",
+                "one-off",
+                "verbose",
+                "json",
+                "json-stream",
+                "json-stream-full-output",
+                "version",
+                "server",
+                "client",
+                "udp",
+                "bitrate",
+                "bandwidth",
+                "server-bitrate-limit",
+            ]
+        );
     }
 
     #[test]
@@ -515,101 +540,31 @@ mod tests {
     #[test]
     fn lookups() {
         assert_eq!(by_short('b').unwrap().id, Opt::Bitrate);
-        assert_eq!(by_long("bandwidth").unwrap().id, Opt::Bitrate);
-        assert_eq!(by_long("linux-congestion").unwrap().id, Opt::Congestion);
-        assert!(
-            by_long("band").is_none(),
-            "by_long is exact; prefixes are getopt's job"
+        let by_long = |name| long_names().find(|(n, _)| *n == name).map(|(_, s)| s.id);
+        assert_eq!(by_long("bandwidth"), Some(Opt::Bitrate));
+        assert_eq!(by_long("linux-congestion"), Some(Opt::Congestion));
+        assert_eq!(
+            by_long("band"),
+            None,
+            "exact names; prefixes are getopt's job"
         );
         assert!(by_short('Q').is_none());
     }
 
+    /// The defaults the help quotes are the ones in effect.
     #[test]
-    fn implemented_set_is_the_documented_one() {
-        let supported: HashSet<&str> = OPTIONS
-            .iter()
-            .filter(|s| s.supported)
-            .map(|s| s.long)
-            .collect();
-        let expected: HashSet<&str> = [
-            "server",
-            "client",
-            "port",
-            "format",
-            "interval",
-            "file",
-            "verbose",
-            "json",
-            "json-stream",
-            "json-stream-full-output",
-            "logfile",
-            "forceflush",
-            "timestamps",
-            "debug",
-            "version",
-            "help",
-            "one-off",
-            "bind",
-            "version4",
-            "version6",
-            "rcv-timeout",
-            "time",
-            "bytes",
-            "blockcount",
-            "length",
-            "parallel",
-            "reverse",
-            "bidir",
-            "omit",
-            "title",
-            "extra-data",
-            "get-server-output",
-            "connect-timeout",
-            "udp",
-            "bitrate",
-            "window",
-            "udp-counters-64bit",
-            "repeating-payload",
-            "dont-fragment",
-            "gsro",
-            "congestion",
-            "set-mss",
-            "no-delay",
-            "tos",
-            "dscp",
-            "cport",
-            "pacing-timer",
-            "fq-rate",
-            "no-fq-socket-pacing",
-            "snd-timeout",
-            "cntl-ka",
-            "bind-dev",
-            "mptcp",
-            "flowlabel",
-            "max-tests",
-            "queue",
-            "pidfile",
-            "daemon",
-            "server-bitrate-limit",
-            "server-max-duration",
-            "idle-timeout",
-            "metrics",
-            "affinity",
-            "zerocopy",
-            "skip-rx-copy",
-            "sctp",
-            "xbind",
-            "nstreams",
-            "rsa-private-key-path",
-            "authorized-users-path",
-            "time-skew-threshold",
-            "username",
-            "rsa-public-key-path",
-            "use-pkcs1-padding",
-        ]
-        .into_iter()
-        .collect();
-        assert_eq!(supported, expected);
+    fn help_defaults_are_the_constants() {
+        use rperf3_proto::{DEFAULT_DURATION, DEFAULT_PORT, DEFAULT_RCV_TIMEOUT};
+        let skew = super::super::validate::DEFAULT_SKEW_THRESHOLD;
+        for (id, default) in [
+            (Opt::Port, u128::from(DEFAULT_PORT)),
+            (Opt::Time, DEFAULT_DURATION.into()),
+            (Opt::RcvTimeout, DEFAULT_RCV_TIMEOUT.as_millis()),
+            (Opt::TimeSkewThreshold, skew.into()),
+        ] {
+            let help = spec(id).help;
+            assert!(help.contains(&format!("(default {default})")), "{help}");
+        }
     }
 
     #[test]
@@ -630,7 +585,8 @@ mod tests {
         assert_eq!(t.lines().count(), OPTIONS.len() + 2);
         assert!(t.contains("| `--username` | `name` | client | supported |"));
         assert!(!t.contains("not yet"));
-        assert!(t.contains("| `--sctp` |  | client | supported (the test machine's kernel"));
+        assert!(t.contains("| `--sctp` |  | client | supported (needs a kernel with SCTP"));
+        assert!(!t.contains("machine"));
         assert!(
             t.contains("| `-b`, `--bitrate`, `--bandwidth` | `#[KMG][/#]` | client | supported |")
         );

@@ -365,7 +365,7 @@ fn sctp_options() {
     assert_eq!(j["len"], 65536);
     assert!(j.get("tcp").is_none() && j.get("nstreams").is_none(), "{j}");
     let p = rperf3_proto::TestParams::from_json(j.to_string().as_bytes()).unwrap();
-    assert_eq!(p.protocol, rperf3_proto::Protocol::Sctp);
+    assert_eq!(p.protocol, Protocol::Sctp);
     // -m is for TCP only.
     let j = rperf3_app::client_params(&client(&["-c", "h", "--sctp", "-m"])).to_json();
     assert!(j.get("mptcp").is_none(), "{j}");

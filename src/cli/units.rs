@@ -7,13 +7,15 @@
 //! error 38. Plain integers (`-p -t -P -O`, the `/burst` of `-b`) follow C's
 //! `atoi`, which reads a leading number and ignores the rest, as iperf3 does.
 
+use rperf3_proto::{IperfError, IE_UNIT_VAL};
+
 /// The text of an invalid size or rate; Display is iperf3's error 38 text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct UnitError(pub(crate) String);
 
 impl std::fmt::Display for UnitError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "invalid unit value or suffix: '{}'", self.0)
+        IperfError::with_detail(IE_UNIT_VAL, self.0.as_str()).fmt(f)
     }
 }
 

@@ -14,25 +14,30 @@ use rperf3_app::config::{
     DEFAULT_RATE_WINDOW,
 };
 
-use super::error::{
-    ParamError, MAX_AFFINITY_CPU, MAX_BLOCKSIZE, MAX_BURST, MAX_INTERVAL, MAX_MSS, MAX_OMIT_TIME,
-    MAX_STREAMS, MAX_TCP_BUFFER, MAX_TIME, MAX_UDP_BLOCKSIZE, MIN_INTERVAL, MIN_RCV_TIMEOUT_MS,
-    MIN_UDP_BLOCKSIZE,
+use rperf3_proto::{
+    DEFAULT_DURATION, DEFAULT_PORT, DEFAULT_RCV_TIMEOUT, MAX_AFFINITY_CPU, MAX_BLOCK, MAX_BURST,
+    MAX_INTERVAL, MAX_MSS, MAX_OMIT, MAX_STREAMS, MAX_TCP_BUFFER, MAX_TIME, MAX_UDP_BLOCKSIZE,
+    MIN_INTERVAL, MIN_RCV_TIMEOUT_MS, MIN_UDP_BLOCKSIZE,
 };
+
+use super::error::ParamError;
 use super::getopt::Occurrence;
 use super::qos;
 use super::raw::RawArgs;
 use super::table::{Opt, Side};
 use super::units::{atof, atoi, parse_rate, parse_size, strtol0, to_count, UnitError};
 
-const DEFAULT_PORT: u16 = 5201;
-const DEFAULT_TIME: u32 = 10;
-const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
 /// iperf3's `--time-skew-threshold` default, seconds.
-const DEFAULT_SKEW_THRESHOLD: u32 = 10;
+pub(super) const DEFAULT_SKEW_THRESHOLD: u32 = 10;
 const DEFAULT_TIMESTAMP_FORMAT: &str = "%c ";
 /// `-d` without a level, or with a level below 1, means every message.
 const DEBUG_LEVEL_MAX: u8 = 4;
+
+/// Whether `v` (an `atoi` result or a length) lies within `lo..=hi`, iperf3's
+/// unsigned limits compared without overflow.
+fn within(v: impl Into<i64>, lo: u32, hi: u32) -> bool {
+    (i64::from(lo)..=i64::from(hi)).contains(&v.into())
+}
 
 /// `-b rate[/burst]`: the rate in bits/s and the burst if a slash was given.
 fn bitrate(text: &str) -> Result<(u64, Option<u32>), ParamError> {
@@ -40,7 +45,7 @@ fn bitrate(text: &str) -> Result<(u64, Option<u32>), ParamError> {
         Some((rate, burst)) => {
             // iperf3 checks the burst before it reads the rate.
             let n = atoi(burst);
-            if !(1..=MAX_BURST).contains(&n) {
+            if !within(n, 1, MAX_BURST) {
                 return Err(ParamError::Burst);
             }
             (rate, Some(n.unsigned_abs()))
@@ -153,14 +158,11 @@ fn cntl_ka(v: Option<&str>) -> Result<[u32; 3], ParamError> {
 /// The checks iperf3 makes as it meets each option. `raw` holds the options met
 /// before this one.
 pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), ParamError> {
-    let spec = occ.spec;
-    if !spec.supported {
-        let long = occ.spelled.strip_prefix("--").unwrap_or(spec.long);
-        return Err(ParamError::Unsupported(long.to_string()));
-    }
     let v = value(occ);
-    match spec.id {
-        Opt::Port | Opt::ClientPort if !(1..=65535).contains(&atoi(&v)) => Err(ParamError::BadPort),
+    match occ.spec.id {
+        Opt::Port | Opt::ClientPort if !within(atoi(&v), 1, u16::MAX.into()) => {
+            Err(ParamError::BadPort)
+        }
         Opt::Format if !v.starts_with(['k', 'm', 'g', 't', 'K', 'M', 'G', 'T']) => {
             Err(ParamError::BadFormat)
         }
@@ -175,15 +177,15 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
         Opt::Server if raw.has(Opt::Client) => Err(ParamError::ServerAndClient),
         Opt::Client if raw.has(Opt::Server) => Err(ParamError::ServerAndClient),
         Opt::Bitrate => bitrate(&v).map(|_| ()),
-        Opt::Time if !(0..=MAX_TIME).contains(&atoi(&v)) => Err(ParamError::Duration),
+        Opt::Time if !within(atoi(&v), 0, MAX_TIME) => Err(ParamError::Duration),
         Opt::Bytes | Opt::BlockCount => count(&v).map(|_| ()),
         Opt::Length | Opt::ConnectTimeout => parse_size(&v).map(|_| ()).map_err(Into::into),
-        Opt::Parallel if !(1..=MAX_STREAMS).contains(&atoi(&v)) => Err(ParamError::NumStreams),
+        Opt::Parallel if !within(atoi(&v), 1, MAX_STREAMS) => Err(ParamError::NumStreams),
         Opt::Reverse if raw.has(Opt::Bidir) => Err(ParamError::ReverseBidir),
         Opt::Bidir if raw.has(Opt::Reverse) => Err(ParamError::ReverseBidir),
         Opt::Window => {
             let w = parse_size(&v)?;
-            if w > MAX_TCP_BUFFER {
+            if w > f64::from(MAX_TCP_BUFFER) {
                 Err(ParamError::BufSize)
             } else if w < 0.0 {
                 Err(UnitError(v).into())
@@ -191,15 +193,15 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
                 Ok(())
             }
         }
-        Opt::Omit if !(0..=MAX_OMIT_TIME).contains(&atoi(&v)) => Err(ParamError::Omit),
-        Opt::RcvTimeout if !(MIN_RCV_TIMEOUT_MS..=MAX_TIME * 1000).contains(&atoi(&v)) => {
+        Opt::Omit if !within(atoi(&v), 0, MAX_OMIT) => Err(ParamError::Omit),
+        Opt::RcvTimeout if !within(atoi(&v), MIN_RCV_TIMEOUT_MS, MAX_TIME * 1000) => {
             Err(ParamError::RcvTimeout)
         }
-        Opt::ServerMaxDuration if !(0..=MAX_TIME).contains(&atoi(&v)) => Err(ParamError::Duration),
-        Opt::IdleTimeout if !(1..=MAX_TIME).contains(&atoi(&v)) => Err(ParamError::IdleTimeout),
+        Opt::ServerMaxDuration if !within(atoi(&v), 0, MAX_TIME) => Err(ParamError::Duration),
+        Opt::IdleTimeout if !within(atoi(&v), 1, MAX_TIME) => Err(ParamError::IdleTimeout),
         Opt::ServerBitrateLimit => rate_limit(&v).map(|_| ()),
         Opt::Affinity => affinity(&v).map(|_| ()),
-        Opt::SetMss if atoi(&v) > MAX_MSS => Err(ParamError::Mss),
+        Opt::SetMss if i64::from(atoi(&v)) > i64::from(MAX_MSS) => Err(ParamError::Mss),
         Opt::Tos if qos::tos(&v).is_none() => Err(ParamError::Tos),
         Opt::Dscp if qos::dscp(&v).is_none() => Err(ParamError::Dscp),
         Opt::FlowLabel if qos::flowlabel(&v).is_none() => Err(ParamError::FlowLabel),
@@ -207,9 +209,7 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
             .map(|_| ())
             .map_err(Into::into),
         Opt::PacingTimer if parse_size(&v)? < 0.0 => Err(ParamError::PacingTimer),
-        Opt::SndTimeout if !(0..=MAX_TIME * 1000).contains(&atoi(&v)) => {
-            Err(ParamError::SndTimeout)
-        }
+        Opt::SndTimeout if !within(atoi(&v), 0, MAX_TIME * 1000) => Err(ParamError::SndTimeout),
         Opt::CntlKa => cntl_ka(occ.value.as_ref().map(|_| v.as_str())).map(|_| ()),
         Opt::NStreams => nstreams(&v).map(|_| ()),
         Opt::TimeSkewThreshold if atoi(&v) <= 0 => Err(ParamError::SkewThreshold),
@@ -262,10 +262,10 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
         Some(t) => parse_size(&t)? as i64,
         None => 0,
     };
-    if (!udp && length < 0) || length > MAX_BLOCKSIZE {
+    if (!udp && length < 0) || length > i64::from(MAX_BLOCK) {
         return Err(ParamError::BlockSize);
     }
-    if udp && length != 0 && !(MIN_UDP_BLOCKSIZE..=MAX_UDP_BLOCKSIZE).contains(&length) {
+    if udp && length != 0 && !within(length, MIN_UDP_BLOCKSIZE, MAX_UDP_BLOCKSIZE) {
         return Err(ParamError::UdpBlockSize);
     }
 
@@ -325,7 +325,7 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
         } else if blocks != 0 {
             EndCondition::Blocks(blocks)
         } else {
-            EndCondition::Time(DEFAULT_TIME)
+            EndCondition::Time(DEFAULT_DURATION)
         };
         let mut cc = client(raw, protocol, end, length, direction)?;
         // A sent file with no end condition ends the test when it is all sent.

@@ -177,36 +177,16 @@ pub enum EndCondition {
     Blocks(u64),
 }
 
-/// Direction of test data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Direction {
-    /// Client sends.
-    #[default]
-    Normal,
-    /// `-R`: server sends.
-    Reverse,
-    /// `--bidir`: both send.
-    Bidir,
-}
-
-/// Transport of the data streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Protocol {
-    /// TCP (default).
-    #[default]
-    Tcp,
-    /// `-u`
-    Udp,
-    /// `--sctp`
-    Sctp,
-}
+/// The direction of test data (`-R`, `--bidir`) and the transport (`-u`,
+/// `--sctp`) are the protocol's own types.
+pub use rperf3_proto::{Direction, Protocol};
 
 /// Client-only settings: what the test is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientConfig {
     /// `-c host` as typed (may carry `%dev`, kept for display).
     pub host: String,
-    /// TCP or UDP.
+    /// TCP, UDP or SCTP.
     pub protocol: Protocol,
     /// `-t` / `-n` / `-k`.
     pub end: EndCondition,
@@ -242,8 +222,10 @@ pub struct ClientConfig {
     pub gsro: bool,
     /// `-A n,m`: the CPU the server runs this test on (`m`).
     pub server_affinity: Option<u32>,
-    /// `-Z`: send without copying (rperf3's TCP senders always do; the flag
-    /// still goes to the server, as iperf3 sends it).
+    /// `-Z`: zero-copy sends. A TCP sender chooses sendfile or plain writes
+    /// from its block size, this flag, the number of sending streams and the
+    /// congestion control (`streams::sends_with_sendfile`); the flag also goes
+    /// to the server, as iperf3 sends it.
     pub zerocopy: bool,
     /// `--skip-rx-copy`: receivers on both ends discard data with MSG_TRUNC.
     pub skip_rx_copy: bool,

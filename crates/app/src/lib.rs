@@ -4,6 +4,9 @@
 //! signal pipe; the drivers return the process outcome.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// Checked on the library only: its test build also links the dev-dependencies,
+// which the integration tests may use and the unit tests not.
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod auth;
 mod client;

@@ -237,10 +237,7 @@ fn fill_from_peer(local: &mut [Series], peer: &[Series]) {
 fn description(doc: &Value, protocol: Protocol, streams: usize) -> String {
     let start = doc.get("start").unwrap_or(&Value::Null);
     let ts = start.get("test_start").unwrap_or(&Value::Null);
-    let mut parts = vec![match protocol {
-        Protocol::Tcp => "TCP".to_string(),
-        Protocol::Udp => "UDP".to_string(),
-    }];
+    let mut parts = vec![protocol.name().to_string()];
     let n = ts
         .get("num_streams")
         .and_then(Value::as_u64)
@@ -294,12 +291,20 @@ pub fn run_from_doc(label: &str, doc: &Value) -> Result<Run, PlotError> {
             None => PlotError::NoIntervals,
         });
     }
-    let udp = ts.get("protocol").and_then(Value::as_str) == Some("UDP")
+    let named = ts
+        .get("protocol")
+        .and_then(Value::as_str)
+        .and_then(Protocol::from_name);
+    let udp = named == Some(Protocol::Udp)
         || sums.iter().any(|s| !s.jitter_ms.is_empty())
         || doc
             .pointer("/intervals/0/sum/packets")
             .is_some_and(Value::is_number);
-    let protocol = if udp { Protocol::Udp } else { Protocol::Tcp };
+    let protocol = if udp {
+        Protocol::Udp
+    } else {
+        named.unwrap_or(Protocol::Tcp)
+    };
     if let Some(peer) = doc.get("server_output_json") {
         let (p_streams, p_sums, _) = series_of(peer, bidir);
         fill_from_peer(&mut streams, &p_streams);

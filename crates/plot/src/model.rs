@@ -7,14 +7,9 @@
 /// of the interval (its figure is an average over the interval).
 pub type Points = Vec<(f64, f64)>;
 
-/// The transport a run used; it decides the lower panels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// Retransmits, congestion window and RTT below the throughput.
-    Tcp,
-    /// Loss and jitter below the throughput.
-    Udp,
-}
+/// The transport a run used; it decides the lower panels: for UDP loss and
+/// jitter below the throughput, otherwise retransmits, congestion window and RTT.
+pub use rperf3_proto::Protocol;
 
 /// One data stream, or the sum of a direction, across the run.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -42,7 +37,7 @@ pub struct Series {
 pub struct Run {
     /// Names the run in legends and titles (usually the file name).
     pub label: String,
-    /// TCP or UDP.
+    /// TCP, UDP or SCTP.
     pub protocol: Protocol,
     /// A one-line description: protocol, streams, direction, side, peer, date.
     pub description: String,

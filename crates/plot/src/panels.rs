@@ -246,7 +246,7 @@ pub(crate) fn panels(runs: &[Run]) -> Vec<Panel> {
         }
     };
     let mut out = vec![panel(Figure::Throughput, 2)];
-    if runs.iter().any(|r| r.protocol == Protocol::Tcp) {
+    if runs.iter().any(|r| r.protocol != Protocol::Udp) {
         out.extend([Figure::Retransmits, Figure::Cwnd, Figure::Rtt].map(|f| panel(f, 1)));
     }
     if runs.iter().any(|r| r.protocol == Protocol::Udp) {

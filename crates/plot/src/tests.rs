@@ -170,6 +170,22 @@ fn json_stream_reads_like_the_document() {
 }
 
 #[test]
+fn an_sctp_run_is_named_sctp_with_the_tcp_panels() {
+    let tcp = ours!("tcp_P2.client.json");
+    let sctp = tcp.replace("\"protocol\":\t\"TCP\"", "\"protocol\":\t\"SCTP\"");
+    assert_ne!(sctp, tcp);
+    let run = one(&sctp);
+    assert_eq!(run.protocol, Protocol::Sctp);
+    assert!(
+        run.description.starts_with("SCTP, 2 streams"),
+        "{}",
+        run.description
+    );
+    let shown = |r: &Run| panels(std::slice::from_ref(r)).len();
+    assert_eq!(shown(&run), shown(&one(tcp)));
+}
+
+#[test]
 fn a_log_of_several_documents_is_several_runs() {
     let text = format!(
         "{}\n{}",

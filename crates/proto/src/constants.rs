@@ -45,6 +45,10 @@ pub const MAX_FLOWLABEL: u32 = 0xFFFFF;
 pub const MIN_INTERVAL: f64 = 0.1;
 /// Longest report interval (`-i`), error 9's upper limit.
 pub const MAX_INTERVAL: f64 = 60.0;
+/// Shortest `--rcv-timeout` in milliseconds, error 31's lower limit.
+pub const MIN_RCV_TIMEOUT_MS: u32 = 100;
+/// Highest CPU number `-A` takes, error 132's limit.
+pub const MAX_AFFINITY_CPU: u32 = 1024;
 /// Default `pacing_timer` in microseconds (sent by every client; unused by 3.21).
 pub const DEFAULT_PACING_TIMER: u32 = 1000;
 /// Default `gso_bf_size` / `gro_bf_size` a 3.21 client sends for UDP.

@@ -9,6 +9,9 @@
 //! control-connection machines.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// Checked on the library only: its test build also links the dev-dependencies,
+// which the integration tests may use and the unit tests not.
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 pub mod auth;
 mod client_machine;

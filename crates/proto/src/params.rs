@@ -39,6 +39,13 @@ impl Protocol {
             Self::Sctp => "SCTP",
         }
     }
+
+    /// The protocol [`Protocol::name`] names (a document's `test_start.protocol`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Tcp, Self::Udp, Self::Sctp]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
 }
 
 /// Direction of test data, derived from `reverse` / `bidirectional`.

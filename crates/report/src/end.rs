@@ -6,7 +6,7 @@
 //! builds its summary before the results exchange, so everything the peer would
 //! have told it is zero and the peer's times fall back to its own.
 
-use crate::input::{FinalInput, PeerStream, Proto, StreamFinal, StreamInfo};
+use crate::input::{FinalInput, PeerStream, Protocol, StreamFinal, StreamInfo};
 use crate::interval::num;
 use crate::model::{
     usec, DiskFileEnd, EndGroup, EndReport, EndStream, Flow, Layout, RetransEnd, UdpEnd, UdpSums,
@@ -125,7 +125,7 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], fin: &FinalInput) -> EndRe
         .as_ref()
         .is_some_and(|p| p.sender_has_retransmits != 0);
     let has_retrans = |group_sender: bool| {
-        layout.protocol == Proto::Tcp
+        layout.protocol == Protocol::Tcp
             && if layout.bidir {
                 if group_sender {
                     fin.has_retransmits
@@ -138,7 +138,7 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], fin: &FinalInput) -> EndRe
                 peer_has
             }
     };
-    let udp_test = layout.protocol == Proto::Udp;
+    let udp_test = layout.protocol == Protocol::Udp;
     let groups: Vec<EndGroup> = layout
         .groups()
         .into_iter()
@@ -380,7 +380,7 @@ fn udp_stream_json(s: &EndStream, group_sender: bool) -> Value {
 
 /// The JSON `end` object.
 pub fn to_json(r: &EndReport) -> Value {
-    let udp = r.layout.protocol == Proto::Udp;
+    let udp = r.layout.protocol == Protocol::Udp;
     let streams: Vec<Value> = r
         .groups
         .iter()
@@ -470,7 +470,7 @@ mod tests {
     use crate::testutil::{stream, test_info};
 
     fn udp_receiver_with_old_peer(omitted_local: u64) -> EndReport {
-        let mut t = test_info(Side::Client, Proto::Udp);
+        let mut t = test_info(Side::Client, Protocol::Udp);
         t.reverse = true;
         let layout = Layout::new(Side::Client, &t);
         let streams = [stream(5, 1, false, "127.0.0.1:1", "127.0.0.1:2")];
@@ -525,7 +525,7 @@ mod tests {
 
     #[test]
     fn server_without_peer_falls_back_to_local_times_and_zero_peer_bytes() {
-        let t = test_info(Side::Server, Proto::Tcp);
+        let t = test_info(Side::Server, Protocol::Tcp);
         let layout = Layout::new(Side::Server, &t);
         let streams = [stream(5, 1, false, "127.0.0.1:1", "127.0.0.1:2")];
         let fin = FinalInput {

@@ -29,9 +29,9 @@ impl Replay {
         Some(TestInfo {
             side: self.side,
             protocol: if t["protocol"] == "UDP" {
-                Proto::Udp
+                Protocol::Udp
             } else {
-                Proto::Tcp
+                Protocol::Tcp
             },
             num_streams: u(&t["num_streams"]) as u32,
             blksize: u(&t["blksize"]) as u32,
@@ -55,9 +55,9 @@ impl Replay {
         self.test().unwrap_or(TestInfo {
             side: self.side,
             protocol: if self.doc["start"].get("tcp_mss_default").is_some() {
-                Proto::Tcp
+                Protocol::Tcp
             } else {
-                Proto::Udp
+                Protocol::Udp
             },
             num_streams: 1,
             blksize: 0,
@@ -187,7 +187,7 @@ impl Replay {
     fn end(&self, t: &TestInfo, streams: &[StreamInfo]) -> Option<FinalInput> {
         let e = &self.doc["end"];
         let rows = e.get("streams")?.as_array()?;
-        let udp = t.protocol == Proto::Udp;
+        let udp = t.protocol == Protocol::Udp;
         let client = self.side == Side::Client;
         let row = |info: &StreamInfo| {
             rows.iter()

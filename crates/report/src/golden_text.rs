@@ -9,7 +9,7 @@ use crate::ServerOutput;
 #[test]
 fn tcp_client_matches_fixture() {
     let (mut r, out) = client_tcp(false);
-    let t = test_info(Side::Client, Proto::Tcp);
+    let t = test_info(Side::Client, Protocol::Tcp);
     let si = start_info(Side::Client, true);
     r.control_connected(&si, &t);
     r.stream_connected(&stream(4, 1, true, "127.0.0.1:41268", "127.0.0.1:27911"));
@@ -41,7 +41,7 @@ fn tcp_client_matches_fixture() {
 #[test]
 fn tcp_server_matches_fixture() {
     let (mut r, out, _) = reporter(|_| {}, Side::Server);
-    let t = test_info(Side::Server, Proto::Tcp);
+    let t = test_info(Side::Server, Protocol::Tcp);
     let mut si = start_info(Side::Server, true);
     si.accepted_connection = Some("127.0.0.1:41260".parse().unwrap());
     r.server_banner(27911, 1);
@@ -67,7 +67,7 @@ fn tcp_server_matches_fixture() {
 #[test]
 fn tcp_verbose_client_matches_fixture() {
     let (mut r, out) = client_tcp(true);
-    let t = test_info(Side::Client, Proto::Tcp);
+    let t = test_info(Side::Client, Protocol::Tcp);
     let mut si = start_info(Side::Client, true);
     si.timestamp_millis = 1_795_236_911_000;
     si.cookie = "k2dpvnnwy3j7zigpslzgkvg6g4gag2rchyiz".into();
@@ -108,7 +108,7 @@ fn tcp_bidir_p2_client_matches_fixture() {
     let t = TestInfo {
         num_streams: 2,
         bidir: true,
-        ..test_info(Side::Client, Proto::Tcp)
+        ..test_info(Side::Client, Protocol::Tcp)
     };
     let si = start_info(Side::Client, true);
     r.control_connected(&si, &t);
@@ -173,7 +173,7 @@ fn tcp_bidir_p2_client_matches_fixture() {
 #[test]
 fn tcp_server_verbose_notes_missing_sender_statistics() {
     let (mut r, out, _) = reporter(|o| o.verbose = true, Side::Server);
-    let t = test_info(Side::Server, Proto::Tcp);
+    let t = test_info(Side::Server, Protocol::Tcp);
     let si = start_info(Side::Server, true);
     r.preamble();
     r.server_banner(5201, 1);
@@ -224,7 +224,7 @@ fn tcp_bidir_verbose_client_summary_order() {
     let (mut r, out) = client_tcp(true);
     let t = TestInfo {
         bidir: true,
-        ..test_info(Side::Client, Proto::Tcp)
+        ..test_info(Side::Client, Protocol::Tcp)
     };
     let si = start_info(Side::Client, true);
     r.control_connected(&si, &t);
@@ -296,7 +296,7 @@ fn reverse_client_prints_reverse_line_and_peer_retransmits() {
     let (mut r, out) = client_tcp(false);
     let t = TestInfo {
         reverse: true,
-        ..test_info(Side::Client, Proto::Tcp)
+        ..test_info(Side::Client, Protocol::Tcp)
     };
     let si = start_info(Side::Client, true);
     r.control_connected(&si, &t);
@@ -344,7 +344,7 @@ fn omitted_interval_title_and_timestamps() {
     );
     let t = TestInfo {
         omit: 1,
-        ..test_info(Side::Client, Proto::Tcp)
+        ..test_info(Side::Client, Protocol::Tcp)
     };
     let si = start_info(Side::Client, true);
     r.control_connected(&si, &t);
@@ -415,7 +415,7 @@ fn errors_go_to_the_error_writer_with_program_name() {
 #[test]
 fn server_text_capture_starts_at_accepted_connection() {
     let (mut r, out, _) = reporter(|_| {}, Side::Server);
-    let t = test_info(Side::Server, Proto::Tcp);
+    let t = test_info(Side::Server, Protocol::Tcp);
     let si = start_info(Side::Server, true);
     r.server_banner(5201, 1);
     r.set_server_output_requested(true);

@@ -57,7 +57,7 @@ impl IntervalHistory {
 mod tests {
     use super::*;
     use crate::cjson;
-    use crate::input::{Proto, SampleExtra, Side, StreamSample, TcpSample, TestInfo};
+    use crate::input::{Protocol, SampleExtra, Side, StreamSample, TcpSample, TestInfo};
     use crate::testutil::{plain, stream, tcp_tx, test_info, udp_rx, udp_tx};
 
     /// Bytes a kept interval costs: the fixed part plus one sample per stream
@@ -67,7 +67,7 @@ mod tests {
     fn kept_intervals_are_small() {
         assert!(size_of::<StreamSample>() <= 128);
         assert!(size_of::<Kept>() <= 48);
-        let t = test_info(Side::Client, Proto::Tcp);
+        let t = test_info(Side::Client, Protocol::Tcp);
         let layout = Layout::new(Side::Client, &t);
         let streams: Vec<_> = (0..4)
             .map(|i| stream(5 + i, 1 + i as u32, true, "127.0.0.1:1", "127.0.0.1:2"))
@@ -81,7 +81,7 @@ mod tests {
         assert_eq!(h.kept[0].input.streams.capacity(), 4);
     }
 
-    fn test(side: Side, protocol: Proto, reverse: bool, bidir: bool, n: u32) -> TestInfo {
+    fn test(side: Side, protocol: Protocol, reverse: bool, bidir: bool, n: u32) -> TestInfo {
         TestInfo {
             num_streams: n,
             reverse,
@@ -115,7 +115,7 @@ mod tests {
             ));
             let bytes = 1_000_003 * (i as u64 + 1) + k as u64;
             samples.push(match (t.protocol, sender) {
-                (Proto::Tcp, true) if i % 2 == 0 => StreamSample {
+                (Protocol::Tcp, true) if i % 2 == 0 => StreamSample {
                     omitted: k == 0,
                     extra: SampleExtra::TcpSender(TcpSample {
                         retransmits: k as u64,
@@ -128,9 +128,11 @@ mod tests {
                     }),
                     ..plain(-a, b, bytes)
                 },
-                (Proto::Tcp | Proto::Sctp, _) => plain(a, b, bytes),
-                (Proto::Udp, true) => udp_tx(a, b, bytes, bytes / 1400),
-                (Proto::Udp, false) => udp_rx(a, b, bytes, 1.7e-5 * k as f64, bytes as i64 / 1400),
+                (Protocol::Tcp | Protocol::Sctp, _) => plain(a, b, bytes),
+                (Protocol::Udp, true) => udp_tx(a, b, bytes, bytes / 1400),
+                (Protocol::Udp, false) => {
+                    udp_rx(a, b, bytes, 1.7e-5 * k as f64, bytes as i64 / 1400)
+                }
             });
         }
         (streams, samples)
@@ -142,7 +144,7 @@ mod tests {
     #[test]
     fn deferred_json_is_what_was_built_at_once() {
         for side in [Side::Client, Side::Server] {
-            for protocol in [Proto::Tcp, Proto::Udp, Proto::Sctp] {
+            for protocol in [Protocol::Tcp, Protocol::Udp, Protocol::Sctp] {
                 for (reverse, bidir) in [(false, false), (true, false), (false, true)] {
                     for n in [1, 3] {
                         let t = test(side, protocol, reverse, bidir, n);

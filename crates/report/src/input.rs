@@ -16,27 +16,10 @@ pub enum Side {
     Server,
 }
 
-/// Transport of the data streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Proto {
-    /// TCP streams.
-    Tcp,
-    /// UDP streams.
-    Udp,
-    /// SCTP streams (reported as TCP's, without TCP_INFO).
-    Sctp,
-}
-
-impl Proto {
-    /// The name iperf3 prints and puts in `test_start.protocol`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Tcp => "TCP",
-            Self::Udp => "UDP",
-            Self::Sctp => "SCTP",
-        }
-    }
-}
+/// Transport of the data streams: the protocol's own type. SCTP streams are
+/// reported as TCP's, without TCP_INFO; [`Protocol::name`] is the name iperf3
+/// prints and puts in `test_start.protocol`.
+pub use rperf3_proto::Protocol;
 
 /// Test parameters as in effect, known at TEST_START (JSON `start.test_start`).
 #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +27,7 @@ pub struct TestInfo {
     /// This process's side.
     pub side: Side,
     /// Transport.
-    pub protocol: Proto,
+    pub protocol: Protocol,
     /// Streams per direction (`-P`).
     pub num_streams: u32,
     /// Block or datagram size in use.

@@ -5,7 +5,7 @@
 //! from the first stream of the whole test; TCP retransmits are shown only for
 //! local senders with tcp_info; UDP receiving totals average the jitter over `-P`.
 
-use crate::input::{IntervalInput, Proto, SampleExtra, StreamInfo, StreamSample, UdpRecvSample};
+use crate::input::{IntervalInput, Protocol, SampleExtra, StreamInfo, StreamSample, UdpRecvSample};
 use crate::model::{
     usec, IntervalExtra, IntervalGroup, IntervalReport, IntervalStream, IntervalSum, Layout,
     SumExtra, UdpLoss,
@@ -51,13 +51,13 @@ fn row(layout: &Layout, info: &StreamInfo, s: &StreamSample) -> IntervalStream {
         0.0
     };
     let extra = match (layout.protocol, info.sender, s.extra) {
-        (Proto::Tcp, true, SampleExtra::TcpSender(t)) => IntervalExtra::Tcp(t),
-        (Proto::Tcp | Proto::Sctp, _, _) => IntervalExtra::None,
-        (Proto::Udp, true, SampleExtra::UdpSender { packets }) => {
+        (Protocol::Tcp, true, SampleExtra::TcpSender(t)) => IntervalExtra::Tcp(t),
+        (Protocol::Tcp | Protocol::Sctp, _, _) => IntervalExtra::None,
+        (Protocol::Udp, true, SampleExtra::UdpSender { packets }) => {
             IntervalExtra::UdpSent { packets }
         }
-        (Proto::Udp, true, _) => IntervalExtra::UdpSent { packets: 0 },
-        (Proto::Udp, false, extra) => {
+        (Protocol::Udp, true, _) => IntervalExtra::UdpSent { packets: 0 },
+        (Protocol::Udp, false, extra) => {
             let r = match extra {
                 SampleExtra::UdpReceiver(r) => r,
                 _ => UdpRecvSample::default(),
@@ -98,7 +98,7 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], iv: &IntervalInput) -> Int
                 let (start, end, seconds) = times(s0);
                 let bytes: u64 = rows.iter().map(|r| r.bytes).sum();
                 let extra = match layout.protocol {
-                    Proto::Tcp if local_retrans && sender => SumExtra::Retransmits(
+                    Protocol::Tcp if local_retrans && sender => SumExtra::Retransmits(
                         rows.iter()
                             .map(|r| match &r.extra {
                                 IntervalExtra::Tcp(t) => t.retransmits as i64,
@@ -106,8 +106,8 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], iv: &IntervalInput) -> Int
                             })
                             .sum(),
                     ),
-                    Proto::Tcp | Proto::Sctp => SumExtra::None,
-                    Proto::Udp if sender => SumExtra::UdpSent {
+                    Protocol::Tcp | Protocol::Sctp => SumExtra::None,
+                    Protocol::Udp if sender => SumExtra::UdpSent {
                         packets: rows
                             .iter()
                             .map(|r| match r.extra {
@@ -116,7 +116,7 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], iv: &IntervalInput) -> Int
                             })
                             .sum(),
                     },
-                    Proto::Udp => {
+                    Protocol::Udp => {
                         let (mut jitter, mut lost, mut packets) = (0.0, 0i64, 0i64);
                         for (_, s) in &members {
                             if let SampleExtra::UdpReceiver(r) = s.extra {
@@ -252,7 +252,7 @@ mod tests {
         }
     }
 
-    fn test(protocol: Proto, num_streams: u32, reverse: bool, bidir: bool) -> TestInfo {
+    fn test(protocol: Protocol, num_streams: u32, reverse: bool, bidir: bool) -> TestInfo {
         TestInfo {
             num_streams,
             duration: 3,
@@ -264,7 +264,7 @@ mod tests {
 
     #[test]
     fn tcp_sender_row_matches_fixture_numbers() {
-        let layout = Layout::new(Side::Client, &test(Proto::Tcp, 1, false, false));
+        let layout = Layout::new(Side::Client, &test(Protocol::Tcp, 1, false, false));
         let sample = StreamSample {
             start: 0.0,
             end: 1.001076,
@@ -293,7 +293,7 @@ mod tests {
 
     #[test]
     fn udp_receiver_row_matches_fixture_numbers() {
-        let layout = Layout::new(Side::Client, &test(Proto::Udp, 1, true, false));
+        let layout = Layout::new(Side::Client, &test(Protocol::Udp, 1, true, false));
         let sample = StreamSample {
             start: 0.0,
             end: 1.001103,
@@ -349,7 +349,7 @@ mod tests {
 
     #[test]
     fn bidir_groups_split_streams_and_use_first_stream_times() {
-        let layout = Layout::new(Side::Client, &test(Proto::Tcp, 1, false, true));
+        let layout = Layout::new(Side::Client, &test(Protocol::Tcp, 1, false, true));
         let tx = StreamSample {
             start: 0.0,
             end: 1.0,

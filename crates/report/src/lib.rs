@@ -5,6 +5,9 @@
 //! and the formatters print that model as iperf3 text or cJSON-style JSON.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// Checked on the library only: its test build also links the dev-dependencies,
+// which the integration tests may use and the unit tests not.
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod cfmt;
 pub mod cjson;

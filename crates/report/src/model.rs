@@ -5,7 +5,7 @@
 //! leaves at zero, how groups are summed). The JSON and text formatters only read
 //! them, so both outputs always agree and neither computes anything.
 
-use crate::input::{Cpu, Proto, Side, TcpSample, TestInfo};
+use crate::input::{Cpu, Protocol, Side, TcpSample, TestInfo};
 
 /// How the streams of a test split into report groups, derived from the
 /// parameters. A group is the set of streams whose `sender` flag equals the
@@ -15,7 +15,7 @@ pub struct Layout {
     /// This process's side.
     pub side: Side,
     /// Transport.
-    pub protocol: Proto,
+    pub protocol: Protocol,
     /// `--bidir`.
     pub bidir: bool,
     /// `-P`: streams per direction.
@@ -366,7 +366,7 @@ mod tests {
         TestInfo {
             reverse,
             bidir,
-            ..crate::testutil::test_info(Side::Client, Proto::Tcp)
+            ..crate::testutil::test_info(Side::Client, Protocol::Tcp)
         }
     }
 

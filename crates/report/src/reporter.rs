@@ -478,7 +478,7 @@ impl Reporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{Proto, SampleExtra, StreamSample};
+    use crate::input::{Protocol, SampleExtra, StreamSample};
     use crate::testutil::{reporter, start_info, stream, test_info};
 
     fn sample() -> IntervalInput {
@@ -498,7 +498,7 @@ mod tests {
         for requested in [false, true] {
             let (mut r, out, _) = reporter(|o| o.json_stream = true, Side::Server);
             r.set_server_output_requested(requested);
-            let t = test_info(Side::Server, Proto::Tcp);
+            let t = test_info(Side::Server, Protocol::Tcp);
             let si = start_info(Side::Server, true);
             r.control_connected(&si, &t);
             r.stream_connected(&stream(5, 1, false, "127.0.0.1:5201", "127.0.0.1:40000"));

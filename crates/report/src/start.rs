@@ -5,7 +5,7 @@
 //! TEST_START), so a test that fails midway shows only the keys reached. This
 //! module rebuilds the same object, in the same order, from what is known.
 
-use crate::input::{MssInfo, Proto, Side, StartInfo, StreamInfo, TestInfo};
+use crate::input::{MssInfo, Protocol, Side, StartInfo, StreamInfo, TestInfo};
 use crate::text::host;
 use serde_json::{json, Map, Value};
 
@@ -114,7 +114,7 @@ pub fn to_json(p: &StartParts<'_>) -> Value {
     let Some((si, test)) = p.connect else {
         return Value::Object(m);
     };
-    let tcp = test.protocol == Proto::Tcp;
+    let tcp = test.protocol == Protocol::Tcp;
     let rate = test.target_bitrate;
     let server = p.side == Side::Server;
     if server {
@@ -182,7 +182,7 @@ mod tests {
 
     #[test]
     fn interval_prints_as_int_or_fraction() {
-        let mut t = crate::testutil::test_info(Side::Client, Proto::Tcp);
+        let mut t = crate::testutil::test_info(Side::Client, Protocol::Tcp);
         assert_eq!(
             crate::cjson::to_compact(&test_start_json(&t)["interval"]),
             "1"
@@ -197,9 +197,9 @@ mod tests {
     #[test]
     fn protocol_names_are_iperf3s() {
         for (p, name) in [
-            (Proto::Tcp, "TCP"),
-            (Proto::Udp, "UDP"),
-            (Proto::Sctp, "SCTP"),
+            (Protocol::Tcp, "TCP"),
+            (Protocol::Udp, "UDP"),
+            (Protocol::Sctp, "SCTP"),
         ] {
             let t = crate::testutil::test_info(Side::Client, p);
             assert_eq!(test_start_json(&t)["protocol"], name);

@@ -1,8 +1,8 @@
 //! Shared builders for the tests of this crate.
 
-use crate::input::{Proto, Side, StreamInfo, TestInfo};
+use crate::input::{Protocol, Side, StreamInfo, TestInfo};
 
-pub(crate) fn test_info(side: Side, protocol: Proto) -> TestInfo {
+pub(crate) fn test_info(side: Side, protocol: Protocol) -> TestInfo {
     TestInfo {
         side,
         protocol,
@@ -196,6 +196,6 @@ pub(crate) fn udp_test(side: Side) -> TestInfo {
     TestInfo {
         blksize: 1400,
         target_bitrate: 1_000_000,
-        ..test_info(side, Proto::Udp)
+        ..test_info(side, Protocol::Udp)
     }
 }

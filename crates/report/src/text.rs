@@ -6,7 +6,7 @@
 //! block) gets one prefix only.
 
 use crate::cfmt;
-use crate::input::{MssInfo, Proto, Side, StartInfo, StreamInfo, TestInfo};
+use crate::input::{MssInfo, Protocol, Side, StartInfo, StreamInfo, TestInfo};
 use crate::model::{
     EndGroup, EndReport, EndStream, IntervalExtra, IntervalReport, IntervalStream, IntervalSum,
     Layout, SumExtra,
@@ -71,7 +71,7 @@ pub fn on_connect(
     }
     if verbose {
         out.push(format!("      Cookie: {}\n", start.cookie));
-        if test.protocol == Proto::Tcp {
+        if test.protocol == Protocol::Tcp {
             match start.tcp_mss {
                 Some(MssInfo::Set(m)) => out.push(format!("      TCP MSS: {m}\n")),
                 Some(MssInfo::Default(m)) => out.push(format!("      TCP MSS: {m} (default)\n")),
@@ -161,17 +161,17 @@ fn interval_header(layout: &Layout, report: &IntervalReport) -> &'static str {
             .any(|r| matches!(r.extra, IntervalExtra::Tcp(_)))
     });
     match (layout.protocol, layout.bidir) {
-        (Proto::Tcp, false) if tcp_retrans => "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n",
-        (Proto::Tcp, true) if tcp_retrans => "[ ID][Role] Interval           Transfer     Bitrate         Retr  Cwnd\n",
-        (Proto::Tcp | Proto::Sctp, false) => "[ ID] Interval           Transfer     Bitrate\n",
-        (Proto::Tcp | Proto::Sctp, true) => "[ ID][Role] Interval           Transfer     Bitrate\n",
-        (Proto::Udp, true) => {
+        (Protocol::Tcp, false) if tcp_retrans => "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n",
+        (Protocol::Tcp, true) if tcp_retrans => "[ ID][Role] Interval           Transfer     Bitrate         Retr  Cwnd\n",
+        (Protocol::Tcp | Protocol::Sctp, false) => "[ ID] Interval           Transfer     Bitrate\n",
+        (Protocol::Tcp | Protocol::Sctp, true) => "[ ID][Role] Interval           Transfer     Bitrate\n",
+        (Protocol::Udp, true) => {
             "[ ID][Role] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
         }
-        (Proto::Udp, false) if layout.local_sender => {
+        (Protocol::Udp, false) if layout.local_sender => {
             "[ ID] Interval           Transfer     Bitrate         Total Datagrams\n"
         }
-        (Proto::Udp, false) => {
+        (Protocol::Udp, false) => {
             "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
         }
     }
@@ -253,14 +253,14 @@ pub fn interval(layout: &Layout, report: &IntervalReport, first: bool, fmt: char
 
 fn summary_header(r: &EndReport) -> &'static str {
     match (r.layout.protocol, r.layout.bidir) {
-        (Proto::Tcp, false) if r.retransmits_header => "[ ID] Interval           Transfer     Bitrate         Retr\n",
-        (Proto::Tcp, true) if r.retransmits_header => "[ ID][Role] Interval           Transfer     Bitrate         Retr\n",
-        (Proto::Tcp | Proto::Sctp, false) => "[ ID] Interval           Transfer     Bitrate\n",
-        (Proto::Tcp | Proto::Sctp, true) => "[ ID][Role] Interval           Transfer     Bitrate\n",
-        (Proto::Udp, false) => {
+        (Protocol::Tcp, false) if r.retransmits_header => "[ ID] Interval           Transfer     Bitrate         Retr\n",
+        (Protocol::Tcp, true) if r.retransmits_header => "[ ID][Role] Interval           Transfer     Bitrate         Retr\n",
+        (Protocol::Tcp | Protocol::Sctp, false) => "[ ID] Interval           Transfer     Bitrate\n",
+        (Protocol::Tcp | Protocol::Sctp, true) => "[ ID][Role] Interval           Transfer     Bitrate\n",
+        (Protocol::Udp, false) => {
             "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
         }
-        (Proto::Udp, true) => {
+        (Protocol::Udp, true) => {
             "[ ID][Role] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
         }
     }
@@ -481,7 +481,7 @@ impl EndCtx<'_> {
                 out.push(self.cpu_line("receiver", "sender"));
             }
         }
-        if self.report.layout.protocol == Proto::Tcp {
+        if self.report.layout.protocol == Protocol::Tcp {
             let (snd, rcv) = self.report.congestion_for(g.sender);
             if let Some(c) = snd {
                 out.push(format!("snd_tcp_congestion {c}\n"));
@@ -510,8 +510,8 @@ pub fn end(report: &EndReport, fmt: char, verbose: bool) -> Vec<String> {
     for g in &report.groups {
         for s in &g.streams {
             match report.layout.protocol {
-                Proto::Tcp | Proto::Sctp => ctx.tcp_stream(&mut out, g, s),
-                Proto::Udp => ctx.udp_stream(&mut out, g, s),
+                Protocol::Tcp | Protocol::Sctp => ctx.tcp_stream(&mut out, g, s),
+                Protocol::Udp => ctx.udp_stream(&mut out, g, s),
             }
         }
         if report.layout.num_streams > 1 {
@@ -545,7 +545,7 @@ mod tests {
 
     #[test]
     fn starting_test_names_the_end_condition() {
-        let mut t = test_info(Side::Client, Proto::Udp);
+        let mut t = test_info(Side::Client, Protocol::Udp);
         t.bytes = 209_715_200;
         assert_eq!(
             starting_test(&t),

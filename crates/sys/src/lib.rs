@@ -13,6 +13,9 @@
 //!
 //! Everything else goes through `socket2`, `nix` or `std`.
 #![deny(missing_docs)]
+// Checked on the library only: its test build also links the dev-dependencies,
+// which the integration tests may use and the unit tests not.
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 pub mod clock;
 pub mod net;

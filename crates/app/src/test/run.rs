@@ -264,7 +264,8 @@ impl TestRun {
         self.streams.iter().any(|s| !s.info.sender)
     }
 
-    /// The send budget, if any.
+    /// Whether the test has a `-n`/`-k` budget and its senders have claimed all
+    /// of it (false without a budget).
     pub(crate) fn budget_exhausted(&self) -> bool {
         self.ctl.budget().is_some_and(Budget::exhausted)
     }

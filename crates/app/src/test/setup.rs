@@ -1,11 +1,11 @@
 //! From configuration to protocol parameters and report facts, both directions.
 
-use rperf3_proto::{Protocol as WireProto, TestParams};
+use rperf3_proto::TestParams;
 use rperf3_proto::{
     DEFAULT_PACING_TIMER, DEFAULT_SCTP_BLKSIZE, DEFAULT_TCP_BLKSIZE, DEFAULT_UDP_BLKSIZE,
     DEFAULT_UDP_RATE, MAX_UDP_BLOCKSIZE,
 };
-use rperf3_report::input::{Proto, Side, TestInfo};
+use rperf3_report::input::{Side, TestInfo};
 use std::time::Duration;
 
 use crate::test::run::IdleLimits;
@@ -31,14 +31,14 @@ pub(crate) fn default_udp_len(ctrl_mss: u32) -> u32 {
 /// (filled from the control MSS once connected).
 pub fn client_params(cc: &ClientConfig) -> TestParams {
     let udp = cc.protocol == Protocol::Udp;
-    let (protocol, default_len) = match cc.protocol {
-        Protocol::Tcp => (WireProto::Tcp, DEFAULT_TCP_BLKSIZE as i32),
-        Protocol::Udp => (WireProto::Udp, 0),
-        Protocol::Sctp => (WireProto::Sctp, DEFAULT_SCTP_BLKSIZE as i32),
+    let default_len = match cc.protocol {
+        Protocol::Tcp => DEFAULT_TCP_BLKSIZE as i32,
+        Protocol::Udp => 0,
+        Protocol::Sctp => DEFAULT_SCTP_BLKSIZE as i32,
     };
     let mut p = TestParams {
         server_affinity: cc.server_affinity.map(|c| c as i32),
-        protocol,
+        protocol: cc.protocol,
         omit: cc.omit as i32,
         parallel: cc.parallel as i32,
         reverse: cc.direction == Direction::Reverse,
@@ -126,16 +126,12 @@ pub(crate) fn stream_roles(p: &TestParams, side: Side) -> Vec<bool> {
 
 /// The report's `test_start` facts from the parameters in effect.
 pub(crate) fn test_info(p: &TestParams, common: &CommonConfig, side: Side) -> TestInfo {
-    let udp = p.protocol == WireProto::Udp;
+    let udp = p.protocol == Protocol::Udp;
     let off = rperf3_sys::udp_io::offload();
     let roles = stream_roles(p, side);
     TestInfo {
         side,
-        protocol: match p.protocol {
-            WireProto::Tcp => Proto::Tcp,
-            WireProto::Udp => Proto::Udp,
-            WireProto::Sctp => Proto::Sctp,
-        },
+        protocol: p.protocol,
         num_streams: p.parallel.max(1) as u32,
         blksize: p.len.max(0) as u32,
         omit: p.omit.max(0) as u32,
