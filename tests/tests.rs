@@ -18,6 +18,7 @@ mod e2e_udp;
 mod file_option;
 mod generate;
 mod hostile_clients;
+mod hostile_control;
 mod interop_tcp;
 mod interop_udp;
 mod json_shape;
