@@ -26,6 +26,7 @@ mod logging;
 mod metrics;
 mod mptcp;
 mod multi_test;
+mod multi_test_kill;
 mod plot;
 mod prerelease;
 mod raw_server;
