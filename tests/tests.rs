@@ -24,6 +24,7 @@ mod interop_udp;
 mod json_shape;
 mod logging;
 mod metrics;
+mod metrics_outcomes;
 mod mptcp;
 mod multi_test;
 mod multi_test_kill;

@@ -11,6 +11,7 @@
 pub mod auth;
 pub mod interop;
 pub mod json;
+pub mod prom;
 pub mod raw;
 
 use std::io::Read;
