@@ -13,6 +13,7 @@ pub mod interop;
 pub mod json;
 pub mod prom;
 pub mod raw;
+pub mod tcp_streams;
 
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
