@@ -11,7 +11,9 @@
 pub mod auth;
 pub mod interop;
 pub mod json;
+pub mod prom;
 pub mod raw;
+pub mod tcp_streams;
 
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};

@@ -13,6 +13,10 @@ use crate::constants::{
 use crate::error_codes::IE_UNIT_VAL;
 use crate::msg::Msg;
 
+/// What iperf3's server says, without `error - `, when a client's control
+/// connection closes mid-test: it ends that test as done, not with error 109.
+pub const CLIENT_CLOSED: &str = "the client has unexpectedly closed the connection";
+
 /// What iperf3 appends after a code's text.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Suffix {

@@ -202,6 +202,14 @@ fn be_i32(b: &[u8]) -> i32 {
     i32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
+/// Parses a JSON document as iperf3's cJSON does: string bytes that are not
+/// UTF-8 (a Latin-1 `--extra-data` from a stock client) are taken, here as
+/// U+FFFD, instead of failing the document. Bytes outside strings must still
+/// be JSON.
+pub(crate) fn decode_json(body: &[u8]) -> serde_json::Result<Value> {
+    serde_json::from_str(&String::from_utf8_lossy(body))
+}
+
 /// A JSON document on the wire: u32 big-endian length, then compact JSON text.
 pub fn encode_json(v: &Value) -> Vec<u8> {
     let body = serde_json::to_vec(v).unwrap_or_else(|_| b"null".to_vec());
@@ -218,6 +226,14 @@ mod tests {
     use proptest::prelude::*;
 
     const J: Expect = Expect::Json { max_len: 8192 };
+
+    #[test]
+    fn strings_that_are_not_utf8_are_taken_as_cjson_takes_them() {
+        let v = decode_json(b"{\"extra_data\":\"caf\xe9\",\"time\":1}").unwrap();
+        assert_eq!(v["extra_data"], "caf\u{fffd}");
+        assert_eq!(v["time"], 1);
+        assert!(decode_json(b"{\"time\":\xe9}").is_err());
+    }
 
     #[test]
     fn json_prefix_and_body_split_across_pushes() {

@@ -37,7 +37,7 @@ pub use client_machine::{ClientEvent, ClientMachine, ClientPhase};
 pub use constants::*;
 pub use cookie::{cookie_matches, cookie_str, make_cookie, COOKIE_ALPHABET, COOKIE_LEN};
 pub use deadline::PhaseLimits;
-pub use error::{server_error_bytes, strerror, IperfError};
+pub use error::{server_error_bytes, strerror, IperfError, CLIENT_CLOSED};
 pub use error_codes::*;
 pub use framing::{encode_json, ControlDecoder, Expect, FramingError, Unit};
 pub use msg::Msg;

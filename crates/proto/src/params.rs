@@ -15,7 +15,7 @@ use crate::constants::{
 };
 use crate::error::IperfError;
 use crate::error_codes::IE_RECV_PARAMS;
-use crate::framing::encode_json;
+use crate::framing::{decode_json, encode_json};
 use crate::json_num::{as_c_int, as_u64_sat};
 
 /// Transport of the data streams.
@@ -333,7 +333,7 @@ impl TestParams {
     /// Reads a parameters document with iperf3 3.21 server semantics. Fails with
     /// error 114 (IERECVPARAMS) only if the text is not a JSON object.
     pub fn from_json(body: &[u8]) -> Result<Self, IperfError> {
-        let v: Value = serde_json::from_slice(body).map_err(|_| IperfError::new(IE_RECV_PARAMS))?;
+        let v = decode_json(body).map_err(|_| IperfError::new(IE_RECV_PARAMS))?;
         match v {
             Value::Object(m) => Ok(Self::from_map(&m)),
             _ => Err(IperfError::new(IE_RECV_PARAMS)),

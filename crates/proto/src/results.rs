@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::error::IperfError;
 use crate::error_codes::IE_RECV_RESULTS;
-use crate::framing::{encode_json, ControlDecoder, Expect, Unit};
+use crate::framing::{decode_json, encode_json, ControlDecoder, Expect, Unit};
 use crate::json_num::{as_c_int, as_f64, as_i64_wrapping, as_u64_sat, num_f64};
 
 /// Counters of one stream, matched with the peer's by `id`.
@@ -93,7 +93,7 @@ impl TestResults {
     /// object or lacks a key 3.21 requires (or has it with a non-number type), or if
     /// a stream has only one of `omitted_errors` / `omitted_packets`.
     pub fn from_json(body: &[u8]) -> Result<Self, IperfError> {
-        let v: Value = serde_json::from_slice(body).map_err(|_| bad())?;
+        let v = decode_json(body).map_err(|_| bad())?;
         Self::from_value(&v)
     }
 

@@ -374,13 +374,18 @@ impl Reporter {
     /// Ended by a signal: JSON `"error": "interrupt - msg"`; text
     /// `<prog>: interrupt - msg`.
     pub fn interrupted(&mut self, msg: &str) {
-        let text = format!("interrupt - {msg}");
+        self.ended_without_error(&format!("interrupt - {msg}"));
+    }
+
+    /// A test cut short that iperf3 does not count as an error (a signal, a
+    /// client gone mid-test): JSON `"error": text`; text `<prog>: text`.
+    pub fn ended_without_error(&mut self, text: &str) {
         if !self.json {
             let line = format!("{}: {text}\n", self.prog);
             self.sink.flush();
             self.sink.err_line(&line);
         }
-        self.error = Some(text);
+        self.error = Some(text.to_string());
     }
 
     fn core_document(&self) -> Map<String, Value> {

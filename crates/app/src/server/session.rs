@@ -172,6 +172,7 @@ impl Session {
         }
         match &err {
             Some(e) if e.code == IE_SERVER_TERM => self.d.rep.interrupted(&e.text()),
+            Some(e) if e.code == IE_CTRL_CLOSE => self.d.rep.ended_without_error(CLIENT_CLOSED),
             Some(e) => self.d.rep.error(&e.text()),
             None => {}
         }
