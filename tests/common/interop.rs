@@ -339,10 +339,14 @@ impl Run {
                 format!("{rp}: {rcv_b} bytes but packets {rcv_pk} - lost {lost} of {len_c}")
             });
             // What the receiver got, by its own count, against what the other
-            // side says it sent: loopback loses little (see `udp_loss_bound`).
+            // side says it sent: loopback loses little (see `udp_loss_bound`),
+            // and a sender that learns of the end late sends on after the
+            // receiver's final count: a quarter second's worth on a loaded
+            // machine (6 of 42 datagrams at -b 10M were seen).
             let missing = sent_pk - (rcv_pk - lost);
+            let tail = 0.25 * sent_pk / self.num(client_sends, &format!("{sp}.seconds"));
             let bound = if bound_iperf3_receiver || !self.iperf3_receives(client_sends) {
-                udp_loss_bound(sent_pk)
+                udp_loss_bound(sent_pk) + tail
             } else {
                 sent_pk
             };
