@@ -339,31 +339,32 @@ impl Run {
                 format!("{rp}: {rcv_b} bytes but packets {rcv_pk} - lost {lost} of {len_c}")
             });
             // What the receiver got, by its own count, against what the other
-            // side says it sent: loopback loses little (see `udp_loss_bound`),
-            // and a sender that learns of the end late sends on after the
-            // receiver's final count: a quarter second's worth on a loaded
-            // machine (6 of 42 datagrams at -b 10M were seen).
-            let missing = sent_pk - (rcv_pk - lost);
-            let tail = 0.25 * sent_pk / self.num(client_sends, &format!("{sp}.seconds"));
-            let bound = if bound_iperf3_receiver || !self.iperf3_receives(client_sends) {
-                udp_loss_bound(sent_pk) + tail
+            // side says it sent. Datagrams it counted lost (gaps in the
+            // sequence) stay within `udp_loss_bound`; those it never saw at the
+            // end are what a sender that learns of the end late sends after the
+            // receiver's final count: a quarter second's worth at most on a
+            // loaded machine (6 of 42 datagrams at -b 10M were seen).
+            let bounded = bound_iperf3_receiver || !self.iperf3_receives(client_sends);
+            let secs = self.num(client_sends, &format!("{sp}.seconds"));
+            let tail = sent_pk - rcv_pk;
+            let (lost_max, tail_max) = if bounded {
+                (udp_loss_bound(sent_pk), 4.0 + 0.25 * sent_pk / secs)
             } else {
-                sent_pk
+                (sent_pk, sent_pk)
             };
-            self.check(missing <= bound, || {
+            self.check(lost <= lost_max && tail <= tail_max, || {
                 format!(
-                    "{rp}: {} of {sent_pk} datagrams sent arrived ({lost} counted lost), \
-                     more than {bound} missing",
-                    rcv_pk - lost
+                    "{rp}: of {sent_pk} datagrams sent, {lost} counted lost (at most \
+                     {lost_max}) and {tail} never seen at the end (at most {tail_max})"
                 )
             });
         }
     }
 }
 
-/// Datagrams of `sent` a loopback receiver may miss: those lost when a loaded
-/// machine leaves its socket full (0 in most runs here) plus the last few, sent
-/// just before the end and still queued when the receiver took its final count.
+/// Datagrams of `sent` a loopback receiver may lose: those a loaded machine
+/// drops when the receiver's socket is full (none in the `-b 10M` and `-b 20M`
+/// tests here; one train of 128 datagrams of 17,850 at `-b 100M -l 1400`).
 pub fn udp_loss_bound(sent: f64) -> f64 {
     (0.01 * sent).max(4.0)
 }
