@@ -40,10 +40,7 @@ fn all_cpus() -> String {
 
 fn two_cpus() -> bool {
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if n < 2 {
-        eprintln!("note: one CPU here, nothing to pin apart");
-    }
-    n >= 2
+    common::require(n >= 2, "second CPU to pin apart")
 }
 
 /// Starts `client` and waits for its first interval line.

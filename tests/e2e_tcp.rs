@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::interop::in_flight_per_stream;
+use common::interop::{in_flight_per_stream, send_buffer_max};
 use common::json::{arr, assert_no_error, at, close, num};
 use common::Server;
 use serde_json::Value;
@@ -35,6 +35,16 @@ fn assert_delivered(sent: f64, received: f64) {
     );
 }
 
+/// A counted (`-n`/`-k`) test's receiver got all of `sent` but what the
+/// sender's socket may still have held at TEST_END, and never more.
+fn assert_unread_at_most_a_send_buffer(sent: f64, received: f64) {
+    let unread = send_buffer_max();
+    assert!(
+        received <= sent && received >= sent - unread,
+        "received {received} of {sent} (at most {unread} unread)"
+    );
+}
+
 /// Test duration in the summary: the requested time, allowing for a loaded machine.
 fn assert_duration(doc: &Value, path: &str, want: f64) {
     let got = num(doc, path);
@@ -56,10 +66,6 @@ fn tcp_normal_json_totals_agree() {
     assert_delivered(
         num(&doc, "end.sum_sent.bytes"),
         num(&doc, "end.sum_received.bytes"),
-    );
-    assert_eq!(
-        num(&doc, "end.sum_sent.bytes"),
-        num(&doc, "end.streams[0].sender.bytes")
     );
     assert_eq!(at(&doc, "end.sum_sent.sender"), &Value::Bool(true));
     assert_duration(&doc, "end.sum_sent.seconds", 1.0);
@@ -144,9 +150,10 @@ fn tcp_parallel_4_streams_sum_up() {
     );
 }
 
-/// `-n`: the sender's count is exact. The receiver stops counting at
-/// TEST_END, so (as in iperf3, whose own server often reports much less) it may
-/// miss what was still in flight; the two documents must agree on it.
+/// `-n`: the sender's count is exact. TEST_END can overtake data still in the
+/// sender's socket (iperf3's own pair often reports much less); the receiver
+/// reads what its socket holds before its final count, so it misses at most
+/// the sender's send buffer, and the two documents agree on its figure.
 #[test]
 fn tcp_bytes_10m_exact_sender_consistent_receiver() {
     const TEN_M: f64 = 10.0 * 1024.0 * 1024.0;
@@ -159,7 +166,7 @@ fn tcp_bytes_10m_exact_sender_consistent_receiver() {
     assert_eq!(num(&doc, "start.test_start.duration"), 0.0);
     assert_eq!(num(&doc, "end.sum_sent.bytes"), TEN_M, "client sent");
     let received = num(&doc, "end.sum_received.bytes");
-    assert!(received > 0.0 && received <= TEN_M, "received {received}");
+    assert_unread_at_most_a_send_buffer(TEN_M, received);
     let srv_out = srv.wait_exit(common::CLIENT_TIMEOUT);
     let sdoc = srv_out.json();
     assert_no_error(&sdoc);
@@ -195,9 +202,8 @@ fn tcp_blockcount_100_blocks() {
     let doc = json_test(&["-k", "100"]);
     assert_eq!(num(&doc, "start.test_start.blocks"), 100.0);
     assert_eq!(num(&doc, "end.sum_sent.bytes"), 100.0 * 131072.0);
-    // The receiver stops counting at TEST_END (see the -n test).
-    let received = num(&doc, "end.sum_received.bytes");
-    assert!(received > 0.0 && received <= 100.0 * 131072.0, "{received}");
+    // TEST_END may overtake what the sender still held (see the -n test).
+    assert_unread_at_most_a_send_buffer(100.0 * 131072.0, num(&doc, "end.sum_received.bytes"));
 }
 
 #[test]

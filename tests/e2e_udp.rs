@@ -1,49 +1,12 @@
-//! UDP against ourselves: the pacer hits the target rate, `-n` is exact, and the
-//! receiver's counts reconcile with the sender's.
+//! UDP against ourselves: `-n` is exact, the receiver's counts reconcile with
+//! the sender's, many streams set up, and the receive buffer. The pacer's rate
+//! is judged by counters rperf3 does not own: the stock iperf3 receiver's
+//! (`interop_udp.rs`) and iptables' in the namespace ground truth.
 
 use crate::common;
 
 use common::json::{assert_no_error, num};
 use common::Server;
-
-/// (sent, received) rate over a 5 s test: the client's own figure, and the
-/// server's, measured where the datagrams arrived.
-fn rates(rate: &str) -> (f64, f64, serde_json::Value) {
-    let srv = Server::start(&["-1"]);
-    let out = srv.client(&["-u", "-b", rate, "-l", "1448", "-t", "5", "-J"]);
-    out.assert_ok();
-    let doc = out.json();
-    assert_no_error(&doc);
-    // What reached the receiver plus what was lost on the way (a busy
-    // machine's receiver socket may overflow: that is not the pacer's doing),
-    // over the receiver's own time.
-    let arrived =
-        num(&doc, "end.sum_received.bytes") + num(&doc, "end.sum_received.lost_packets") * 1448.0;
-    (
-        num(&doc, "end.sum_sent.bits_per_second"),
-        arrived * 8.0 / num(&doc, "end.sum_received.seconds"),
-        doc,
-    )
-}
-
-/// At -b 100M and -b 1G the rate is within 0.5% of the target, as sent and as
-/// received (with segmentation offload the datagrams leave in trains; the
-/// receiver must still see the rate, not bursts above it). One test runs both,
-/// one after the other, so they do not share the CPU.
-#[test]
-fn udp_pacing_hits_100m_and_1g_within_half_a_percent() {
-    for (rate, target) in [("100M", 100e6), ("1G", 1e9)] {
-        let (sent, received, doc) = rates(rate);
-        for (what, bps) in [("sent", sent), ("received", received)] {
-            let err = (bps - target).abs() / target;
-            assert!(
-                err < 0.005,
-                "-b {rate}: {what} {bps:.0} bit/s, {:.3}% off\n{doc:#}",
-                err * 100.0
-            );
-        }
-    }
-}
 
 /// `-n` sends exactly that many bytes in whole datagrams, and the receiver's
 /// packets + loss account for every one of them.

@@ -6,7 +6,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use common::interop::{Mode, Pairing, Run};
+use common::interop::{threaded, Mode, Pairing, Run};
 use common::json::{arr, num, string};
 use common::tcp_streams::{block, check_tcp_streams};
 use common::*;
@@ -27,6 +27,10 @@ fn stock_peers() -> Vec<(&'static str, PathBuf)> {
 /// One `-J` test between `client` and a one-off `-J` server of `server`,
 /// the client aimed at `::1`.
 fn run_v6(client: &Path, server: &Path, pairing: Pairing, extra: &[&str]) -> Run {
+    let iperf3_threads = threaded(match pairing {
+        Pairing::OursToIperf3 => server,
+        Pairing::Iperf3ToOurs => client,
+    });
     let srv = Server::start_program(server, &["-1", "-J"]);
     let port = srv.port.to_string();
     let mut args = vec!["-c", "::1", "-p", &port, "-J"];
@@ -51,6 +55,7 @@ fn run_v6(client: &Path, server: &Path, pairing: Pairing, extra: &[&str]) -> Run
         problems,
         transcript: format!("{c}\n{s}"),
         pairing: Some(pairing),
+        iperf3_threads,
     }
 }
 

@@ -9,14 +9,19 @@ use std::time::Duration;
 
 use common::{Proc, Server, CLIENT_TIMEOUT};
 
+/// Whether this kernel offers MPTCP (`net.mptcp.enabled`); a failure under CI
+/// when it does not.
+fn mptcp_enabled() -> bool {
+    let enabled = std::fs::read_to_string("/proc/sys/net/mptcp/enabled").unwrap_or_default();
+    common::require(enabled.trim() == "1", "MPTCP (net.mptcp.enabled = 1)")
+}
+
 #[test]
 fn mptcp_data_streams_against_a_mptcp_server() {
     if !(common::require_tool("iperf3") && common::require_tool("ss")) {
         return;
     }
-    let enabled = std::fs::read_to_string("/proc/sys/net/mptcp/enabled").unwrap_or_default();
-    if enabled.trim() != "1" {
-        eprintln!("note: MPTCP is not enabled on this host, skipping");
+    if !mptcp_enabled() {
         return;
     }
     // A 3.12 server has no MPTCP listener: the kernel falls back to TCP.
@@ -65,9 +70,7 @@ fn mptcp_clients_get_mptcp_data_streams_from_the_rperf3_server_issue_7() {
     if !common::require_tool("ss") {
         return;
     }
-    let enabled = std::fs::read_to_string("/proc/sys/net/mptcp/enabled").unwrap_or_default();
-    if enabled.trim() != "1" {
-        eprintln!("note: MPTCP is not enabled on this host, skipping");
+    if !mptcp_enabled() {
         return;
     }
     // As with a 3.21 server: the server's end of an -m data stream is an MPTCP

@@ -48,6 +48,7 @@ fn run_pair(client: Value, server: Value, transcript: String) -> Run {
         problems: Vec::new(),
         transcript,
         pairing: None,
+        iperf3_threads: false,
     }
 }
 

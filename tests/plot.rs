@@ -100,6 +100,24 @@ impl Svg {
             .collect()
     }
 
+    /// Tick labels of the panel titled `title` as (value, pixel): along x (under
+    /// the panel) and along y (right-aligned left of the axis, x < 87). A panel's
+    /// texts run from its title (at x = 10) to the next panel's.
+    fn ticks(&self, title: &str) -> (Ticks, Ticks) {
+        let at = self.texts.iter().position(|t| t.2 == title).expect(title);
+        let (mut xs, mut ys) = (Vec::new(), Vec::new());
+        for (x, y, text) in self.texts[at + 1..].iter().take_while(|t| t.0 != 10.0) {
+            if let Ok(v) = text.parse::<f64>() {
+                if *x < 87.0 {
+                    ys.push((v, *y));
+                } else {
+                    xs.push((v, *x));
+                }
+            }
+        }
+        (xs, ys)
+    }
+
     /// The first data line (the throughput panel's) drawn in this style.
     fn series(&self, stroke: &str, width: &str) -> &Polyline {
         self.lines
@@ -140,6 +158,18 @@ fn plot_and_render(inputs: &[String], extra: &[&str]) -> Option<Svg> {
     Some(parsed)
 }
 
+/// An axis's tick labels as (value, pixel).
+type Ticks = Vec<(f64, f64)>;
+
+/// The value at pixel `at` on an axis with these ticks (linear, from the two
+/// outermost), and how much value one pixel is.
+fn from_pixel(ticks: &[(f64, f64)], at: f64) -> (f64, f64) {
+    let (v0, p0) = ticks[0];
+    let (v1, p1) = ticks[ticks.len() - 1];
+    let per_pixel = (v1 - v0) / (p1 - p0);
+    (v0 + (at - p0) * per_pixel, per_pixel.abs())
+}
+
 /// The document's interval count (non-omitted), for the series' lengths.
 fn intervals(path: &str) -> usize {
     let text = std::fs::read_to_string(path).unwrap();
@@ -171,6 +201,26 @@ fn tcp_parallel_plot_has_each_stream_and_the_sum() {
     assert_ne!(series[0].stroke, series[1].stroke);
     for i in 0..n {
         assert!(series[2].points[i].1 < series[0].points[i].1.min(series[1].points[i].1));
+    }
+    // Read back through the axes' tick labels, every point is the document's
+    // own rate in Gbit/s at the middle of its interval (to the pixel it was
+    // rounded to, as were the ticks).
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&input).unwrap()).unwrap();
+    let (xs, ys) = svg.ticks("Throughput (Gbit/s)");
+    for (k, iv) in doc["intervals"].as_array().unwrap().iter().enumerate() {
+        let rows = [&iv["streams"][0], &iv["streams"][1], &iv["sum"]];
+        for (row, line) in rows.iter().zip(&series) {
+            let f = |key: &str| row[key].as_f64().unwrap();
+            let (t, gbps) = ((f("start") + f("end")) / 2.0, f("bits_per_second") / 1e9);
+            let (x, x_px) = from_pixel(&xs, line.points[k].0);
+            let (y, y_px) = from_pixel(&ys, line.points[k].1);
+            assert!((x - t).abs() <= 1.5 * x_px, "interval {k}: x {x} for {t}");
+            assert!(
+                (y - gbps).abs() <= 1.5 * y_px,
+                "interval {k}: {y} Gbit/s for {gbps}"
+            );
+        }
     }
     for t in [
         "Throughput (Gbit/s)",

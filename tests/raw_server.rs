@@ -176,6 +176,16 @@ fn data_connection_with_wrong_cookie_is_refused_and_test_goes_on() {
     expect_state(&mut ctl, TEST_RUNNING);
     const SENT: u64 = 1 << 20;
     data.write_all(&vec![0x5a; SENT as usize]).unwrap();
+    // TEST_END only once the server has read every byte (its socket's receive
+    // queue empty, ours acknowledged), so its count must be exact.
+    let ours = data.local_addr().unwrap().port();
+    let deadline = Instant::now() + READY;
+    while common::tcp_queues(ours, srv.port) != Some((0, 0))
+        || common::tcp_queues(srv.port, ours).is_none_or(|(_, rx)| rx != 0)
+    {
+        assert!(Instant::now() < deadline, "the server never read the data");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     ctl.write_all(&[TEST_END]).unwrap();
     expect_state(&mut ctl, EXCHANGE_RESULTS);
     send_json(
@@ -190,7 +200,7 @@ fn data_connection_with_wrong_cookie_is_refused_and_test_goes_on() {
     assert_eq!(streams.len(), 1, "{results}");
     assert_eq!(streams[0]["id"], 1, "{results}");
     let got = streams[0]["bytes"].as_u64().expect("bytes");
-    assert!(got <= SENT, "server counted {got} of {SENT}");
+    assert_eq!(got, SENT, "server's count of what it read");
     assert_eq!(results["sender_has_retransmits"], -1, "a receiving server");
     expect_state(&mut ctl, DISPLAY_RESULTS);
     ctl.write_all(&[IPERF_DONE]).unwrap();

@@ -446,7 +446,11 @@ fn fq_rate_paces_the_sender_in_both_roles() {
     if !common::require_tool("iperf3") {
         return;
     }
-    let near = |bps: f64| (30e6..=50e6).contains(&bps);
+    // The kernel paces to the rate; the receiver's count over its seconds comes
+    // out 2.1% to 4.0% above 40M here (12 runs, both roles): the first window
+    // leaves before pacing has a rate to hold. A sender without the option
+    // reaches Gbit/s; one that set bytes for bits, 320M.
+    let near = |bps: f64| (0.99 * 40e6..=1.05 * 40e6).contains(&bps);
     let server = Server::start_program(Path::new("iperf3"), &["-1"]);
     let out = server.client(&["-t", "2", "-J", "--fq-rate", "40M"]);
     out.assert_ok();

@@ -28,6 +28,8 @@ pub struct Run {
     pub transcript: String,
     /// Which side is iperf3, when one is.
     pub pairing: Option<Pairing>,
+    /// Whether that iperf3 sends from threads (3.16 and newer).
+    pub iperf3_threads: bool,
 }
 
 /// Runs `client_args` (after `-c 127.0.0.1 -p PORT -J`) against a one-off
@@ -39,11 +41,22 @@ pub fn run(pairing: Pairing, client_args: &[&str]) -> Run {
 /// As [`run`], with a given iperf3 binary.
 pub fn run_with(iperf3: &Path, pairing: Pairing, client_args: &[&str]) -> Run {
     let ours = rperf3();
-    match pairing {
+    let mut r = match pairing {
         Pairing::OursToIperf3 => run_between(&ours, iperf3, client_args),
         Pairing::Iperf3ToOurs => run_between(iperf3, &ours, client_args),
     }
-    .with_pairing(pairing)
+    .with_pairing(pairing);
+    r.iperf3_threads = threaded(iperf3);
+    r
+}
+
+/// Whether `iperf3` (3.16 or newer) sends from threads.
+pub fn threaded(iperf3: &Path) -> bool {
+    let version = super::peer_version(iperf3).unwrap_or_default();
+    let minor = version
+        .split_once('.')
+        .and_then(|(_, m)| m.parse::<u32>().ok());
+    minor.is_some_and(|m| m >= 16)
 }
 
 fn run_between(client_prog: &Path, server_prog: &Path, client_args: &[&str]) -> Run {
@@ -81,6 +94,7 @@ fn run_between(client_prog: &Path, server_prog: &Path, client_args: &[&str]) -> 
         problems,
         transcript,
         pairing: None,
+        iperf3_threads: false,
     }
 }
 
@@ -96,15 +110,34 @@ impl Run {
     /// for its JSON, so iperf3 3.21 as sender was seen one datagram apart
     /// (768 datagrams, 767 datagrams' bytes). rperf3's figures get no slack.
     fn sender_slack(&self, client_sends: bool) -> f64 {
-        let iperf3_sends = match self.pairing {
-            Some(Pairing::OursToIperf3) => !client_sends,
-            Some(Pairing::Iperf3ToOurs) => client_sends,
-            None => false,
-        };
-        if iperf3_sends {
+        if self.iperf3_sends(client_sends) {
             1.0
         } else {
             0.0
+        }
+    }
+
+    /// Bytes by which a TCP sender's figures may disagree with themselves, and
+    /// fall short of what its receiver read: iperf3 3.16 and newer read their
+    /// sending threads' counters while each may be writing one more block
+    /// (iperf3 3.21 was seen one block apart from itself, and 190,000 bytes
+    /// short of what rperf3 read with four streams). rperf3's figures, and
+    /// single-threaded iperf3's, get none.
+    fn tcp_sender_slack(&self, client_sends: bool) -> f64 {
+        if !(self.iperf3_threads && self.iperf3_sends(client_sends)) || self.udp_len() > 0.0 {
+            return 0.0;
+        }
+        let start = get(&self.client, "start.test_start");
+        let field = |k: &str| start.and_then(|s| s.get(k)).and_then(Value::as_f64);
+        field("blksize").unwrap_or(0.0) * field("num_streams").unwrap_or(1.0)
+    }
+
+    /// Whether iperf3 sends the group the client sends or not.
+    fn iperf3_sends(&self, client_sends: bool) -> bool {
+        match self.pairing {
+            Some(Pairing::OursToIperf3) => !client_sends,
+            Some(Pairing::Iperf3ToOurs) => client_sends,
+            None => false,
         }
     }
 
@@ -183,12 +216,13 @@ impl Run {
             for k in keys {
                 let p = format!("{server_path}.{k}");
                 let (c, s) = (self.num(true, &p), self.num(false, &p));
-                let unit = match *k {
-                    "bytes" => self.udp_len(),
-                    "packets" => 1.0,
+                let allowed = match *k {
+                    "bytes" if client_sends => 0.0,
+                    "bytes" => slack * self.udp_len() + self.tcp_sender_slack(false),
+                    "packets" => slack,
                     _ => 0.0,
                 };
-                self.check((c - s).abs() <= slack * unit, || {
+                self.check((c - s).abs() <= allowed, || {
                     format!("{p}: client says {c}, server says {s}")
                 });
             }
@@ -217,9 +251,11 @@ impl Run {
     fn tcp_delivery(&mut self, mode: Mode, streams: usize, may_exceed: bool) {
         let flows = self.check_cross_counts(mode, &["bytes"]);
         let buffers = streams as f64 * in_flight_per_stream();
-        for (i, (sent, received)) in flows.into_iter().enumerate() {
+        let groups = Self::groups(mode);
+        for (i, ((sent, received), (_, client_sends))) in flows.into_iter().zip(groups).enumerate()
+        {
             let slack = buffers.max(0.01 * sent);
-            let above = if may_exceed { slack } else { 0.0 };
+            let above = self.tcp_sender_slack(client_sends) + if may_exceed { slack } else { 0.0 };
             self.check(received <= sent + above && received >= sent - slack, || {
                 format!("group {i}: sent {sent}, received {received} (slack {slack})")
             });
@@ -251,8 +287,30 @@ impl Run {
         }
     }
 
-    /// UDP: per group, packets and loss reconcile between the documents.
+    /// UDP: per group, packets and loss reconcile between the documents, and
+    /// the receiver missed no more than [`udp_loss_bound`] of what was sent.
     pub fn check_udp_accounting(&mut self, mode: Mode) {
+        self.udp_accounting(mode, true);
+    }
+
+    /// As [`Run::check_udp_accounting`], with the loss bound only where rperf3
+    /// receives: iperf3 3.21 receiving with `--gsro` on a loaded loopback loses
+    /// what its socket cannot hold (from 3% to two thirds of `-b 200M` sent by
+    /// iperf3 3.21 itself, seen here), which says nothing about rperf3.
+    pub fn check_udp_accounting_gro_peer(&mut self, mode: Mode) {
+        self.udp_accounting(mode, false);
+    }
+
+    /// Whether iperf3 is the receiver of the group the client sends or not.
+    fn iperf3_receives(&self, client_sends: bool) -> bool {
+        match self.pairing {
+            Some(Pairing::OursToIperf3) => client_sends,
+            Some(Pairing::Iperf3ToOurs) => !client_sends,
+            None => false,
+        }
+    }
+
+    fn udp_accounting(&mut self, mode: Mode, bound_iperf3_receiver: bool) {
         self.check_cross_counts(mode, &["bytes", "packets", "lost_packets"]);
         let len_c = self.num(true, "start.test_start.blksize");
         let len_s = self.num(false, "start.test_start.blksize");
@@ -280,8 +338,35 @@ impl Run {
             self.check(lost >= 0.0 && rcv_b == (rcv_pk - lost) * len_c, || {
                 format!("{rp}: {rcv_b} bytes but packets {rcv_pk} - lost {lost} of {len_c}")
             });
+            // What the receiver got, by its own count, against what the other
+            // side says it sent. Datagrams it counted lost (gaps in the
+            // sequence) stay within `udp_loss_bound`; those it never saw at the
+            // end are what a sender that learns of the end late sends after the
+            // receiver's final count: a quarter second's worth at most on a
+            // loaded machine (6 of 42 datagrams at -b 10M were seen).
+            let bounded = bound_iperf3_receiver || !self.iperf3_receives(client_sends);
+            let secs = self.num(client_sends, &format!("{sp}.seconds"));
+            let tail = sent_pk - rcv_pk;
+            let (lost_max, tail_max) = if bounded {
+                (udp_loss_bound(sent_pk), 4.0 + 0.25 * sent_pk / secs)
+            } else {
+                (sent_pk, sent_pk)
+            };
+            self.check(lost <= lost_max && tail <= tail_max, || {
+                format!(
+                    "{rp}: of {sent_pk} datagrams sent, {lost} counted lost (at most \
+                     {lost_max}) and {tail} never seen at the end (at most {tail_max})"
+                )
+            });
         }
     }
+}
+
+/// Datagrams of `sent` a loopback receiver may lose: those a loaded machine
+/// drops when the receiver's socket is full (none in the `-b 10M` and `-b 20M`
+/// tests here; one train of 128 datagrams of 17,850 at `-b 100M -l 1400`).
+pub fn udp_loss_bound(sent: f64) -> f64 {
+    (0.01 * sent).max(4.0)
 }
 
 /// Which way data flows.
@@ -295,11 +380,18 @@ pub enum Mode {
 /// Bytes one TCP connection can have in flight: the largest send buffer plus
 /// the largest receive buffer the kernel allows.
 pub fn in_flight_per_stream() -> f64 {
-    let max_of = |f: &str| {
-        std::fs::read_to_string(f)
-            .ok()
-            .and_then(|t| t.split_whitespace().nth(2)?.parse::<f64>().ok())
-            .unwrap_or(64.0 * 1024.0 * 1024.0)
-    };
-    max_of("/proc/sys/net/ipv4/tcp_wmem") + max_of("/proc/sys/net/ipv4/tcp_rmem")
+    send_buffer_max() + buffer_max("/proc/sys/net/ipv4/tcp_rmem")
+}
+
+/// The largest send buffer the kernel lets a TCP socket grow to (no `-w`): what
+/// a sender can still hold unsent or unacknowledged when it ends its test.
+pub fn send_buffer_max() -> f64 {
+    buffer_max("/proc/sys/net/ipv4/tcp_wmem")
+}
+
+fn buffer_max(sysctl: &str) -> f64 {
+    std::fs::read_to_string(sysctl)
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(2)?.parse::<f64>().ok())
+        .unwrap_or(64.0 * 1024.0 * 1024.0)
 }

@@ -71,24 +71,121 @@ fn port_is_free(port: u16) -> bool {
     tcp.is_ok() && udp.is_ok()
 }
 
-/// The newest iperf3 peer (`../shared/peers/iperf3-3.21`, or `IPERF3_321`), if
-/// this checkout has it. It is optional everywhere: without it a test skips
-/// that part with a note.
-pub fn iperf3_321() -> Option<PathBuf> {
-    let p = std::env::var_os("IPERF3_321")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/peers/iperf3-3.21")
-        });
-    if p.is_file() {
-        Some(p)
-    } else {
-        eprintln!(
-            "note: {} not found, skipping the iperf3 3.21 part",
-            p.display()
-        );
-        None
+/// True when the suite runs as CI (`CI=true`): a missing peer, tool or kernel
+/// capability is then a failure, never a skip.
+pub fn ci() -> bool {
+    std::env::var("CI").as_deref() == Ok("true")
+}
+
+/// Whether a capability a test needs is `present`. Missing: a panic naming
+/// `what` under `CI=true`, else a note on stderr and `false` so the caller skips.
+pub fn require(present: bool, what: &str) -> bool {
+    if present {
+        return true;
     }
+    assert!(!ci(), "{what} is required in CI");
+    eprintln!("note: no {what} here, skipping this test");
+    false
+}
+
+/// The newest iperf3 peer: `IPERF3_321` if set, else `../shared/peers/iperf3-3.21`
+/// beside the checkout. Missing: a failure under `CI=true`; elsewhere a note and
+/// `None`, and the caller skips that part.
+pub fn iperf3_321() -> Option<PathBuf> {
+    let (p, from) = match std::env::var_os("IPERF3_321") {
+        Some(p) => (PathBuf::from(p), "IPERF3_321"),
+        None => (
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/peers/iperf3-3.21"),
+            "the default place",
+        ),
+    };
+    if p.is_file() {
+        return Some(p);
+    }
+    assert!(
+        !ci(),
+        "the iperf3 3.21 peer is required in CI: {} ({from}) is not a file; \
+         set IPERF3_321 to its path",
+        p.display()
+    );
+    eprintln!(
+        "note: {} not found, skipping the iperf3 3.21 part",
+        p.display()
+    );
+    None
+}
+
+/// Records that the running test starts a stock iperf3 (`program`, or an
+/// argument of a wrapper such as strace, env or faketime): one line
+/// "VERSION TEST" appended to the file named by `RPERF3_PEER_LOG`, which
+/// `.ci/run` counts per version. One `write` on an `O_APPEND` file, so lines
+/// from parallel tests never interleave.
+fn log_peer(program: &Path, args: &[&str]) {
+    use std::io::Write;
+    let Some(log) = std::env::var_os("RPERF3_PEER_LOG") else {
+        return;
+    };
+    let named_iperf3 = |p: &Path| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("iperf3"))
+    };
+    let peers = std::iter::once(program)
+        .chain(args.iter().map(Path::new))
+        .filter(|p| named_iperf3(p));
+    for peer in peers {
+        let Some(version) = peer_version(peer) else {
+            continue;
+        };
+        // libtest runs each test on a thread named after it.
+        let test = std::thread::current()
+            .name()
+            .unwrap_or("(unnamed thread)")
+            .to_string();
+        let line = format!("{version} {test}\n");
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        if let Err(e) = appended {
+            panic!(
+                "cannot append to RPERF3_PEER_LOG {}: {e}",
+                Path::new(&log).display()
+            );
+        }
+    }
+}
+
+/// `3.12`, `3.21`, ... from `peer --version` ("iperf 3.21+ (cJSON ...)"),
+/// asked once per path.
+fn peer_version(peer: &Path) -> Option<String> {
+    static SEEN: Mutex<Vec<(PathBuf, Option<String>)>> = Mutex::new(Vec::new());
+    let mut seen = SEEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, v)) = seen.iter().find(|(p, _)| p == peer) {
+        return v.clone();
+    }
+    let v = Command::new(peer)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            let word = text.split_whitespace().nth(1)?.to_string();
+            let mut parts = word.split('.');
+            let major = parts.next()?;
+            let minor: String = parts
+                .next()?
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            (text.starts_with("iperf ") && !minor.is_empty()).then(|| format!("{major}.{minor}"))
+        });
+    seen.push((peer.to_path_buf(), v.clone()));
+    v
 }
 
 /// Open file descriptors of a process.
@@ -125,9 +222,7 @@ pub fn require_tool(tool: &str) -> bool {
     if found {
         return true;
     }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{tool} is required in CI");
-    }
+    assert!(!ci(), "{tool} is required in CI");
     eprintln!("note: {tool} not found, skipping this test");
     false
 }
@@ -243,6 +338,7 @@ impl Proc {
         let program = program.as_ref();
         let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
         let cmdline = format!("{} {}", program.display(), args.join(" "));
+        log_peer(program, &args);
         let mut child = Command::new(program)
             .args(&args)
             .stdin(Stdio::null())
@@ -506,6 +602,27 @@ pub fn is_listening(port: u16) -> bool {
                 let state = it.nth(1).unwrap_or("");
                 local.ends_with(&want) && state == "0A"
             })
+        })
+    })
+}
+
+/// The (send, receive) queues in bytes of the TCP socket at `local_port` whose
+/// peer is at `remote_port`, from the kernel's table: what it holds unacked,
+/// and what arrived that its program has not read yet.
+pub fn tcp_queues(local_port: u16, remote_port: u16) -> Option<(u64, u64)> {
+    let (local, remote) = (format!(":{local_port:04X}"), format!(":{remote_port:04X}"));
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().find_map(|f| {
+        let t = std::fs::read_to_string(f).ok()?;
+        t.lines().skip(1).find_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if !(w.get(1)?.ends_with(&local) && w.get(2)?.ends_with(&remote)) {
+                return None;
+            }
+            let (tx, rx) = w.get(4)?.split_once(':')?;
+            Some((
+                u64::from_str_radix(tx, 16).ok()?,
+                u64::from_str_radix(rx, 16).ok()?,
+            ))
         })
     })
 }

@@ -318,3 +318,105 @@ fn svg_has_the_axes_and_legend_as_text() {
     }
     assert_eq!(render_svg(&[], None), Err(PlotError::NoIntervals));
 }
+
+/// One panel of a rendered SVG: its axis ticks as (value, pixel) and its data
+/// lines as pixel points.
+#[derive(Default)]
+struct SvgPanel {
+    x_ticks: Vec<(f64, f64)>,
+    y_ticks: Vec<(f64, f64)>,
+    lines: Vec<Vec<(f64, f64)>>,
+}
+
+/// The panels of `svg`, in order: each starts at its rotated y-axis title; its
+/// lines are the coloured polylines inside its x axis (the legend's swatches
+/// lie right of it).
+fn svg_panels(svg: &str) -> Vec<SvgPanel> {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let mut panels: Vec<SvgPanel> = Vec::new();
+    let mut axis_end = f64::MAX;
+    let attr = |n: &roxmltree::Node, k: &str| n.attribute(k).unwrap_or_default().to_string();
+    let px = |n: &roxmltree::Node, k: &str| n.attribute(k).unwrap().parse::<f64>().unwrap();
+    for n in doc.descendants() {
+        if n.has_tag_name("text") {
+            let text = n.text().unwrap_or_default().trim();
+            if attr(&n, "transform").starts_with("rotate(270") {
+                panels.push(SvgPanel::default());
+            } else if let (Some(p), Ok(v)) = (panels.last_mut(), text.parse::<f64>()) {
+                match attr(&n, "text-anchor").as_str() {
+                    "end" => p.y_ticks.push((v, px(&n, "y"))),
+                    "middle" => p.x_ticks.push((v, px(&n, "x"))),
+                    _ => {}
+                }
+            }
+        } else if n.has_tag_name("polyline") {
+            let points: Vec<(f64, f64)> = attr(&n, "points")
+                .split_whitespace()
+                .map(|xy| {
+                    let (x, y) = xy.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect();
+            let Some(p) = panels.last_mut() else { continue };
+            if attr(&n, "stroke") == "#000000" {
+                // The x axis: the long horizontal black line.
+                if let [a, b] = points[..] {
+                    if a.1 == b.1 && b.0 - a.0 > 300.0 {
+                        axis_end = b.0;
+                    }
+                }
+            } else if points.iter().all(|q| q.0 <= axis_end) {
+                p.lines.push(points);
+            }
+        }
+    }
+    panels
+}
+
+/// The value at pixel `at` on an axis with these ticks (linear, from the two
+/// outermost), and how much value one pixel is.
+fn from_pixel(ticks: &[(f64, f64)], at: f64) -> (f64, f64) {
+    let (v0, p0) = ticks[0];
+    let (v1, p1) = ticks[ticks.len() - 1];
+    let per_pixel = (v1 - v0) / (p1 - p0);
+    (v0 + (at - p0) * per_pixel, per_pixel.abs())
+}
+
+/// Every point drawn, read back through the axes' tick labels, is the
+/// document's own figure (within the pixel it was rounded to): throughput in
+/// Mbit/s, loss and jitter at the middle of each interval.
+#[test]
+fn plotted_points_read_back_as_the_documents_figures() {
+    let text = ours!("udp.server.json");
+    let svg = render_svg(&[one(text)], None).unwrap();
+    let panels = svg_panels(&svg);
+    assert_eq!(panels.len(), 3, "throughput, loss, jitter");
+    let doc: Value = serde_json::from_str(text).unwrap();
+    let ivs = doc["intervals"].as_array().unwrap();
+    let want = |key: &str, scale: f64| -> Vec<(f64, f64)> {
+        ivs.iter()
+            .map(|iv| {
+                let s = &iv["streams"][0];
+                let mid = (s["start"].as_f64().unwrap() + s["end"].as_f64().unwrap()) / 2.0;
+                (mid, s[key].as_f64().unwrap() * scale)
+            })
+            .collect()
+    };
+    let expected = [
+        want("bits_per_second", 1e-6),
+        want("lost_percent", 1.0),
+        want("jitter_ms", 1.0),
+    ];
+    for (k, (panel, data)) in panels.iter().zip(&expected).enumerate() {
+        assert_eq!(panel.lines.len(), 1, "panel {k}: one stream");
+        let line = &panel.lines[0];
+        assert_eq!(line.len(), data.len(), "panel {k}: one point per interval");
+        for (&(px, py), &(t, v)) in line.iter().zip(data) {
+            let (x, x_px) = from_pixel(&panel.x_ticks, px);
+            let (y, y_px) = from_pixel(&panel.y_ticks, py);
+            // Points and ticks are both rounded to whole pixels.
+            assert!((x - t).abs() <= 1.5 * x_px, "panel {k}: x {x} for {t}");
+            assert!((y - v).abs() <= 1.5 * y_px, "panel {k}: y {y} for {v}");
+        }
+    }
+}

@@ -5,7 +5,11 @@
 //! them), replayed through a [`Reporter`], and the result must have the same
 //! keys, in the same order, with the same JSON types (any number matching any
 //! number) at every path. Numbers must also agree closely, which checks the
-//! arithmetic (durations, rates, sums) against real iperf3.
+//! arithmetic the reporter does (durations, rates, sums, percentages) against
+//! real iperf3. Figures it only carries (RTT, cwnd, retransmits, jitter, loss
+//! counts, CPU) come from the fixture itself, so here they check only their
+//! place and their JSON number format; their text formatting is checked
+//! against iperf3's own text of the same run in `golden_summary.rs`.
 
 use crate::golden_replay::{replay, Replay};
 use crate::input::Side;
@@ -213,7 +217,8 @@ fn same_line(a: &str, b: &str) -> bool {
 }
 
 /// Replayed figures are the fixture's own, so the printed document is the
-/// fixture byte for byte (apart from the keys iperf3 duplicates).
+/// fixture byte for byte (apart from the keys iperf3 duplicates): the layout
+/// and cJSON's number format, not the figures.
 #[test]
 fn replayed_documents_print_byte_for_byte() {
     for name in JSON_FIXTURES {

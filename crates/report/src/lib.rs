@@ -27,6 +27,8 @@ mod golden_json;
 #[cfg(test)]
 mod golden_replay;
 #[cfg(test)]
+mod golden_summary;
+#[cfg(test)]
 mod golden_text;
 #[cfg(test)]
 mod golden_text_udp;

@@ -105,6 +105,37 @@ pub(crate) fn fixture(name: &str) -> String {
     std::fs::read_to_string(p).unwrap()
 }
 
+/// Text with its figures masked, to compare a layout with a capture whose
+/// numbers came from another run: every number becomes `#`, unit prefixes go
+/// (`MBytes` and `GBytes` are both `Bytes`), runs of spaces become one.
+pub(crate) fn masked(text: &str) -> String {
+    let line = |l: &str| {
+        l.split_whitespace()
+            .map(|w| {
+                let w = if w.ends_with("Bytes") || w.ends_with("bits/sec") {
+                    w.trim_start_matches(['K', 'M', 'G', 'T'])
+                } else {
+                    w
+                };
+                let mut out = String::new();
+                let mut in_num = false;
+                for c in w.chars() {
+                    let digit = c.is_ascii_digit() || (in_num && c == '.');
+                    if !digit {
+                        out.push(c);
+                    } else if !in_num {
+                        out.push('#');
+                    }
+                    in_num = digit;
+                }
+                out
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    text.lines().map(line).collect::<Vec<_>>().join("\n")
+}
+
 pub(crate) fn sample(start: f64, end: f64, bytes: u64, extra: SampleExtra) -> StreamSample {
     StreamSample {
         start,
