@@ -234,3 +234,19 @@ fn a_client_with_unread_stdout_ends_its_test_on_time_and_prints_it_all_at_exit()
     let intervals = out.stdout.matches("[SUM][TX-C]").count();
     assert!(intervals >= 21, "{intervals} sender sums:\n{out}");
 }
+
+/// A closed stdout (the reader gone: `| head`, a supervisor that exited) is
+/// no failure: the client ends as usual, the server goes on serving.
+#[test]
+fn a_closed_stdout_ends_nothing() {
+    let mut srv = Server::start_unread_stdout(&[]);
+    srv.close_stdout();
+    let mut client = Proc::spawn_unread_stdout(common::rperf3(), &srv.args(&["-t", "1"]));
+    client.close_stdout();
+    let out = client.finish(ON_TIME);
+    out.assert_ok();
+    assert_eq!(out.stderr, "", "{out}");
+    let doc = srv.client(&["-t", "1", "-J"]).assert_ok().json();
+    assert_no_error(&doc);
+    assert!(common::is_listening(srv.port), "the server is gone");
+}

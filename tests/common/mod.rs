@@ -270,6 +270,15 @@ impl Proc {
         }
     }
 
+    /// Closes the unread stdout pipe: the program's writes fail (EPIPE).
+    pub fn close_stdout(&mut self) {
+        if self.unread.take().is_some() {
+            // Nothing more will be read: stdout is at its end for `finish`.
+            self.out.buf.lock().unwrap().1 = true;
+            self.out.grew.notify_all();
+        }
+    }
+
     /// Starts reading stdout (once; later calls do nothing).
     pub fn read_stdout(&mut self) {
         if let Some(o) = self.unread.take() {
@@ -431,6 +440,11 @@ impl Server {
 
     pub fn proc(&self) -> &Proc {
         self.proc.as_ref().expect("running")
+    }
+
+    /// Closes a [`Server::start_unread_stdout`] server's stdout pipe.
+    pub fn close_stdout(&mut self) {
+        self.proc.as_mut().expect("running").close_stdout();
     }
 
     /// Starts reading a [`Server::start_unread_stdout`] server's stdout.
