@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use common::json::{arr, assert_no_error, num, string};
-use common::{run_client, Output, Proc, Server};
+use common::{run_client, Output, Proc, Server, Signal};
 use rperf3_report::queue::dropped_notice;
 
 /// A client of a server stuck on its output fails only after 30 s (its
@@ -42,32 +42,44 @@ fn notices(text: &str) -> Vec<u64> {
 }
 
 /// A busy client finished in time with its test whole: 2 s of data each way,
-/// what the pacing allows (within a block per stream), and each direction's
-/// receiver got what its sender sent, less at most a block per stream.
+/// the client's own count within what the pacing allows, and the server's
+/// count matching it.
 fn assert_busy_client_ok(out: &Output, elapsed: Duration) -> Value {
     out.assert_ok();
     assert!(elapsed < ON_TIME, "took {elapsed:?}");
     let doc = out.json();
     assert_no_error(&doc);
     assert_eq!(arr(&doc, "end.streams").len(), 256);
+    let paced = 128.0 * STREAM_BYTES;
+    // A sender may be a block ahead of its pace or a block behind at the
+    // end, and a receiver's count stops at the client's end of the test.
+    let pacing = paced - 128.0 * 2.0 * BLOCK..=paced + 128.0 * BLOCK;
     for dir in ["", "_bidir_reverse"] {
         let secs = num(&doc, &format!("end.sum_sent{dir}.seconds"));
         assert!((2.0..2.75).contains(&secs), "sum_sent{dir} lasted {secs} s");
-        let sent = num(&doc, &format!("end.sum_sent{dir}.bytes"));
-        let received = num(&doc, &format!("end.sum_received{dir}.bytes"));
-        // A sender may be a block ahead of its pace; the server's start when
-        // its TEST_START arrives and stop at the client's TEST_END, so they
-        // may also miss up to a block at each end.
-        let paced = 128.0 * STREAM_BYTES;
-        assert!(
-            (paced - 128.0 * 2.0 * BLOCK..=paced + 128.0 * BLOCK).contains(&sent),
-            "sum_sent{dir}: {sent} bytes, paced {paced}"
-        );
-        assert!(
-            received <= sent && received >= sent - 128.0 * BLOCK,
-            "{dir}: sent {sent} received {received}"
-        );
     }
+    // Client to server: what the server got of what the client sent, less
+    // at most the block each stream had in flight.
+    let sent = num(&doc, "end.sum_sent.bytes");
+    let received = num(&doc, "end.sum_received.bytes");
+    assert!(pacing.contains(&sent), "client sent {sent}, paced {paced}");
+    assert!(
+        received <= sent && received >= sent - 128.0 * BLOCK,
+        "client sent {sent}, server received {received}"
+    );
+    // Server to client: the server's senders run on until the client's
+    // TEST_END arrives, at most the 0.75 s the duration may run over.
+    let sent = num(&doc, "end.sum_sent_bidir_reverse.bytes");
+    let received = num(&doc, "end.sum_received_bidir_reverse.bytes");
+    assert!(
+        pacing.contains(&received),
+        "client received {received}, paced {paced}"
+    );
+    let late = 0.75 / 2.0 * paced + 128.0 * BLOCK;
+    assert!(
+        sent >= received && sent <= received + late,
+        "server sent {sent}, client received {received}"
+    );
     doc
 }
 
@@ -231,8 +243,18 @@ fn a_client_with_unread_stdout_ends_its_test_on_time_and_prints_it_all_at_exit()
     out.assert_ok();
     assert!(notices(&out.stdout).is_empty(), "{out}");
     assert!(out.stdout.ends_with("\niperf Done.\n"), "{out}");
-    let intervals = out.stdout.matches("[SUM][TX-C]").count();
-    assert!(intervals >= 21, "{intervals} sender sums:\n{out}");
+    // No interval went missing: each sum starts where the one before ended.
+    let mut at = "0.00".to_string();
+    for l in out.stdout.lines().filter(|l| l.starts_with("[SUM][TX-C]")) {
+        let span = l["[SUM][TX-C]".len()..].split_whitespace().next().unwrap();
+        let (from, to) = span.split_once('-').unwrap();
+        if to.parse::<f64>().unwrap() >= 2.0 && from == "0.00" {
+            continue; // the final summary
+        }
+        assert_eq!(from, at, "a gap before {l:?}");
+        at = to.to_string();
+    }
+    assert!(at.parse::<f64>().unwrap() >= 2.0, "the sums end at {at}");
 }
 
 /// A closed stdout (the reader gone: `| head`, a supervisor that exited) is
@@ -249,4 +271,60 @@ fn a_closed_stdout_ends_nothing() {
     let doc = srv.client(&["-t", "1", "-J"]).assert_ok().json();
     assert_no_error(&doc);
     assert!(common::is_listening(srv.port), "the server is gone");
+}
+
+/// At its end a server writes out what is queued, however long the reader
+/// takes: after its one test (`-1`) and after a signal.
+#[test]
+fn a_server_writes_out_its_queue_before_it_exits() {
+    for signal in [false, true] {
+        let mut args = SERVER.to_vec();
+        if !signal {
+            args.push("-1");
+        }
+        let mut srv = Server::start_unread_stdout(&args);
+        let t0 = Instant::now();
+        let out = run_client(&srv.args(BUSY), ON_TIME);
+        assert_busy_client_ok(&out, t0.elapsed());
+        if signal {
+            srv.signal(Signal::SIGTERM);
+        }
+        // Less than the queue holds: nothing is dropped, the summary comes last.
+        srv.read_stdout();
+        let out = srv.wait_exit(ON_TIME);
+        assert!(notices(&out.stdout).is_empty(), "{out}");
+        let summary = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("[SUM][TX-S]") && l.ends_with("sender"));
+        assert!(
+            summary.is_some(),
+            "no final summary (signal: {signal}):\n{out}"
+        );
+        if signal {
+            assert!(out.stderr.contains("interrupt - the server has terminated"));
+        } else {
+            assert!(out.status.success(), "{out}");
+        }
+    }
+}
+
+/// A signal while the exiting server waits for its reader ends the wait: a
+/// supervisor's stop does not hang on a pipe nobody reads.
+#[test]
+fn a_further_signal_ends_the_wait_for_the_reader() {
+    let mut srv = Server::start_unread_stdout(SERVER);
+    let t0 = Instant::now();
+    let out = run_client(&srv.args(BUSY), ON_TIME);
+    assert_busy_client_ok(&out, t0.elapsed());
+    let pid = srv.proc().pid();
+    // The first signal ends the server, which then waits to write its
+    // output; the wait only listens for signals once it has begun, so one
+    // is sent every 100 ms until the server is gone.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while srv.proc_mut().is_running() {
+        assert!(Instant::now() < deadline, "still waiting for its reader");
+        let _ = nix::sys::signal::kill(pid, Signal::SIGTERM);
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -442,6 +442,10 @@ impl Server {
         self.proc.as_ref().expect("running")
     }
 
+    pub fn proc_mut(&mut self) -> &mut Proc {
+        self.proc.as_mut().expect("running")
+    }
+
     /// Closes a [`Server::start_unread_stdout`] server's stdout pipe.
     pub fn close_stdout(&mut self) {
         self.proc.as_mut().expect("running").close_stdout();
