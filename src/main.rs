@@ -91,7 +91,15 @@ fn run(prog: &str, cfg: &Config, auth: &cli::LoadedAuth) -> anyhow::Result<i32> 
     // After detaching: the writer threads must be the daemon's.
     let sink = output::Sink::open(&cfg.output)?;
     logger::init(cfg.common.debug, sink.log());
+    let _pidfile = match &cfg.process.pidfile {
+        Some(p) => Some(
+            rperf3_sys::process::PidFile::create(p)
+                .map_err(|e| anyhow::anyhow!(IperfError::from_io(IE_PID_FILE, &e).text()))?,
+        ),
+        None => None,
+    };
     let result = run_tests(prog, cfg, auth, &sink);
+    // While the pid file still names this process: it is still here.
     drain_at_exit(&sink);
     result
 }
@@ -102,13 +110,6 @@ fn run_tests(
     auth: &cli::LoadedAuth,
     sink: &output::Sink,
 ) -> anyhow::Result<i32> {
-    let _pidfile = match &cfg.process.pidfile {
-        Some(p) => Some(
-            rperf3_sys::process::PidFile::create(p)
-                .map_err(|e| anyhow::anyhow!(IperfError::from_io(IE_PID_FILE, &e).text()))?,
-        ),
-        None => None,
-    };
     let mut intr = install_signals().context("unable to install signal handlers")?;
     let outcome = match &cfg.role {
         Role::Client(cc) => {
