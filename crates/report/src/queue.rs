@@ -23,8 +23,12 @@ pub const QUEUE_BYTES: usize = 1 << 20;
 
 /// The one wording of the notice that takes the place of dropped output.
 pub fn dropped_notice(lines: u64) -> String {
-    let s = if lines == 1 { "" } else { "s" };
-    format!("warning: {lines} line{s} of output were dropped while the output was blocked\n")
+    let (s, were) = if lines == 1 {
+        ("", "was")
+    } else {
+        ("s", "were")
+    };
+    format!("warning: {lines} line{s} of output {were} dropped while the output was blocked\n")
 }
 
 enum Entry {
@@ -306,6 +310,18 @@ mod tests {
         assert_eq!(
             &written.lock().unwrap()[..],
             b"[  5] half and the rest\nnext\ntail"
+        );
+    }
+
+    #[test]
+    fn the_notice_counts_in_words_that_agree() {
+        assert_eq!(
+            dropped_notice(1),
+            "warning: 1 line of output was dropped while the output was blocked\n"
+        );
+        assert_eq!(
+            dropped_notice(3629),
+            "warning: 3629 lines of output were dropped while the output was blocked\n"
         );
     }
 
