@@ -1,19 +1,16 @@
 //! The logger behind the `log` facade: `-d[=level]` turns it on.
 //!
 //! Log lines never go to stdout, where scripts parse iperf3's report layout:
-//! they go to stderr, or with `--logfile` to that file (opened for appending,
-//! each line one write, so they do not split the report's lines). Each line
-//! starts with the local time to the millisecond and the level.
-
-use std::fs::OpenOptions;
-use std::io::Write;
-use std::path::Path;
-use std::sync::Mutex;
+//! they go to stderr, or with `--logfile` to that file, through the same
+//! queue as the reports there (each line one unit, so they do not split the
+//! report's lines, and logging never waits for the reader). Each line starts
+//! with the local time to the millisecond and the level.
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
+use rperf3_report::queue::OutputQueue;
 
 struct Logger {
-    out: Mutex<Box<dyn Write + Send>>,
+    out: OutputQueue,
     level: LevelFilter,
 }
 
@@ -45,15 +42,13 @@ impl Log for Logger {
             Level::Debug | Level::Trace => "debug",
         };
         let line = format!("{time} {level}: {}\n", r.args());
-        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        // A log line that cannot be written is dropped: logging never fails a test.
-        let _ = out.write_all(line.as_bytes());
-        let _ = out.flush();
+        // A line that does not fit is dropped and counted: logging never
+        // holds a test.
+        self.out.push(line.into_bytes());
     }
 
-    fn flush(&self) {
-        let _ = self.out.lock().unwrap_or_else(|e| e.into_inner()).flush();
-    }
+    /// The queue's writer flushes whenever it has caught up.
+    fn flush(&self) {}
 }
 
 /// RFC 3339 UTC time of a Unix time in milliseconds (one clock read, so the
@@ -70,26 +65,18 @@ fn utc(ms: u64) -> String {
     )
 }
 
-/// Installs the logger for `-d` level `debug` (0: none), writing to `logfile`
-/// or stderr.
-pub(crate) fn init(debug: u8, logfile: Option<&Path>) -> std::io::Result<()> {
+/// Installs the logger for `-d` level `debug` (0: none), writing to `out`
+/// (stderr's queue, or the log file's).
+pub(crate) fn init(debug: u8, out: OutputQueue) {
     let level = filter(debug);
     if level == LevelFilter::Off {
-        return Ok(());
+        return;
     }
-    let out: Box<dyn Write + Send> = match logfile {
-        Some(p) => Box::new(OpenOptions::new().create(true).append(true).open(p)?),
-        None => Box::new(std::io::stderr()),
-    };
-    let logger = Logger {
-        out: Mutex::new(out),
-        level,
-    };
+    let logger = Logger { out, level };
     // Only fails if a logger is already set: the first one stays.
     if log::set_logger(Box::leak(Box::new(logger))).is_ok() {
         log::set_max_level(level);
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -16,11 +16,14 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::Context;
 use rperf3_app::config::{Config, Role};
 use rperf3_app::Interrupt;
 use rperf3_proto::{IperfError, IE_AFFINITY, IE_DAEMON, IE_PID_FILE};
+use rperf3_report::input::Side;
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -87,14 +90,9 @@ fn print_and_exit(text: &str, status: u8) -> ExitCode {
 
 fn run(prog: &str, cfg: &Config, auth: &cli::LoadedAuth) -> anyhow::Result<i32> {
     let cfg = &process_setup(cfg)?;
-    logger::init(cfg.common.debug, cfg.output.logfile.as_deref()).with_context(|| {
-        let f = cfg
-            .output
-            .logfile
-            .as_deref()
-            .unwrap_or(std::path::Path::new(""));
-        format!("unable to open log file: {}", f.display())
-    })?;
+    // After detaching: the writer threads must be the daemon's.
+    let sink = output::Sink::open(&cfg.output)?;
+    logger::init(cfg.common.debug, sink.log());
     let _pidfile = match &cfg.process.pidfile {
         Some(p) => Some(
             rperf3_sys::process::PidFile::create(p)
@@ -102,22 +100,48 @@ fn run(prog: &str, cfg: &Config, auth: &cli::LoadedAuth) -> anyhow::Result<i32> 
         ),
         None => None,
     };
+    let result = run_tests(prog, cfg, auth, &sink);
+    // While the pid file still names this process: it is still here.
+    drain_at_exit(&sink);
+    result
+}
+
+fn run_tests(
+    prog: &str,
+    cfg: &Config,
+    auth: &cli::LoadedAuth,
+    sink: &output::Sink,
+) -> anyhow::Result<i32> {
     let mut intr = install_signals().context("unable to install signal handlers")?;
     let outcome = match &cfg.role {
         Role::Client(cc) => {
-            let rep = output::reporter(prog, cfg, rperf3_report::input::Side::Client)?;
+            let rep = output::reporter_to(prog, cfg, Side::Client, sink, None);
             rperf3_app::run_client(cc, &cfg.common, rep, &mut intr, auth.client.as_ref())
         }
         Role::Server(sc) => {
-            // Open the log file once; each test gets a reporter writing to it.
-            let sink = output::Sink::open(&cfg.output)?;
-            let mut make = |label: Option<u64>| {
-                output::reporter_to(prog, cfg, rperf3_report::input::Side::Server, &sink, label)
-            };
+            // Each test gets a reporter writing to the shared destinations.
+            let mut make =
+                |label: Option<u64>| output::reporter_to(prog, cfg, Side::Server, sink, label);
             rperf3_app::serve(sc, &cfg.common, &mut make, &mut intr, auth.server.clone())
         }
     };
     Ok(outcome.status)
+}
+
+/// The tests are over: what is queued is written before the process ends, as
+/// a plain write would have been, however slow the reader. A signal during
+/// this wait ends it (a supervisor's stop must not hang on a pipe nobody reads).
+fn drain_at_exit(sink: &output::Sink) {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        // Should registering fail, the wait just cannot be cut short.
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    sink.drain(&|| stop.load(Ordering::Relaxed));
 }
 
 /// `-D`: detach before any thread starts. The daemon works in `/`, so the

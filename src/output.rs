@@ -1,66 +1,89 @@
 //! Where reports go: stdout/stderr, or `--logfile` for both (as iperf3).
 //!
-//! A server may run tests side by side. Every write of a report is then one
-//! whole unit on the shared destination (a JSON document, a text line), and with
-//! `--max-tests` above 1 each text line starts with the test it belongs to.
+//! Each destination has one queue and one writer thread
+//! ([`rperf3_report::queue`]): tests hand it whole units and never wait for
+//! the reader. A server may run tests side by side; every unit is one write
+//! by that one thread (a JSON document, a text line), so the units of two
+//! tests never mix, and with `--max-tests` above 1 each text line starts with
+//! the test it belongs to.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::sync::{Arc, Mutex};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::MetadataExt;
 
 use anyhow::Context;
 use rperf3_app::config::{Config, OutputConfig, Role};
 use rperf3_report::input::Side;
+use rperf3_report::queue::{OutputQueue, QUEUE_BYTES};
 use rperf3_report::{ReportOptions, Reporter};
 
-/// The output destination, shared by every test of a server.
+/// The output destinations, shared by every test of a server and the logger.
 #[derive(Clone)]
-pub(crate) enum Sink {
-    Std,
-    File(Arc<Mutex<File>>),
+pub(crate) struct Sink {
+    out: OutputQueue,
+    err: OutputQueue,
 }
 
 impl Sink {
-    /// Opens `--logfile` for appending, as iperf3 does.
+    /// Starts the writers: one for `--logfile` (opened for appending, as
+    /// iperf3 does), else one each for stdout and stderr, or a single one when
+    /// both are the same file (`2>&1`, a terminal) so their lines keep their
+    /// order.
     pub(crate) fn open(out: &OutputConfig) -> anyhow::Result<Self> {
+        let spawn = |name: &str, dest: Box<dyn Write + Send>| {
+            OutputQueue::spawn(name, dest, QUEUE_BYTES).context("unable to start the output writer")
+        };
         match &out.logfile {
-            None => Ok(Self::Std),
+            None => {
+                let out = spawn("stdout", Box::new(io::stdout()))?;
+                let err = if same_file(io::stdout().as_fd(), io::stderr().as_fd()) {
+                    out.clone()
+                } else {
+                    spawn("stderr", Box::new(io::stderr()))?
+                };
+                Ok(Self { out, err })
+            }
             Some(p) => {
                 let f = OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(p)
                     .with_context(|| format!("unable to open log file: {}", p.display()))?;
-                Ok(Self::File(Arc::new(Mutex::new(f))))
+                let q = spawn("logfile", Box::new(f))?;
+                Ok(Self {
+                    out: q.clone(),
+                    err: q,
+                })
             }
         }
     }
 
     fn writers(&self) -> (Box<dyn Write + Send>, Box<dyn Write + Send>) {
-        match self {
-            Self::Std => (Box::new(io::stdout()), Box::new(io::stderr())),
-            Self::File(f) => (Box::new(Shared(f.clone())), Box::new(Shared(f.clone()))),
+        (Box::new(self.out.writer()), Box::new(self.err.writer()))
+    }
+
+    /// Where `-d` log lines go: stderr, or the log file.
+    pub(crate) fn log(&self) -> OutputQueue {
+        self.err.clone()
+    }
+
+    /// At exit: waits until what is queued is written, unless `give_up` says
+    /// to stop waiting.
+    pub(crate) fn drain(&self, give_up: &dyn Fn() -> bool) {
+        if self.out.drain(give_up) {
+            self.err.drain(give_up);
         }
     }
 }
 
-struct Shared(Arc<Mutex<File>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).write(buf)
-    }
-    /// Holds the lock for the whole buffer, so another test's output cannot
-    /// land inside it.
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .write_all(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).flush()
-    }
+/// Whether two descriptors are the same file (same device and inode).
+fn same_file(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
+    let id = |fd: BorrowedFd<'_>| {
+        let m = File::from(fd.try_clone_to_owned().ok()?).metadata().ok()?;
+        Some((m.dev(), m.ino()))
+    };
+    matches!((id(a), id(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// Puts `prefix` before every line and writes each line whole (one
@@ -107,12 +130,6 @@ impl<W: Write> Drop for Labeled<W> {
     }
 }
 
-/// A reporter for a client run.
-pub(crate) fn reporter(prog: &str, cfg: &Config, side: Side) -> anyhow::Result<Reporter> {
-    let sink = Sink::open(&cfg.output)?;
-    Ok(reporter_to(prog, cfg, side, &sink, None))
-}
-
 /// A reporter writing to `sink`; in text mode, `label` (a server's test number
 /// when tests run side by side) starts every line.
 pub(crate) fn reporter_to(
@@ -154,6 +171,7 @@ pub(crate) fn reporter_to(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
 
     #[derive(Clone, Default)]
     struct Log(Arc<Mutex<Vec<Vec<u8>>>>);

@@ -9,6 +9,7 @@ mod common;
 mod affinity;
 mod auth;
 mod auth_inputs;
+mod blocked_output;
 mod contrib;
 mod copy_options;
 mod e2e_cli;

@@ -18,7 +18,7 @@ pub mod tcp_streams;
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -330,11 +330,21 @@ pub struct Proc {
     child: Option<Child>,
     out: Arc<Captured>,
     err: Arc<Captured>,
+    /// Stdout not read yet ([`Proc::spawn_unread_stdout`]).
+    unread: Option<ChildStdout>,
     cmdline: String,
 }
 
 impl Proc {
     pub fn spawn<S: AsRef<str>>(program: impl AsRef<Path>, args: &[S]) -> Self {
+        let mut p = Self::spawn_unread_stdout(program, args);
+        p.read_stdout();
+        p
+    }
+
+    /// Like [`Proc::spawn`], but stdout is a pipe nobody reads (a paused
+    /// pager, a supervisor's full pipe) until [`Proc::read_stdout`].
+    pub fn spawn_unread_stdout<S: AsRef<str>>(program: impl AsRef<Path>, args: &[S]) -> Self {
         let program = program.as_ref();
         let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
         let cmdline = format!("{} {}", program.display(), args.join(" "));
@@ -348,13 +358,29 @@ impl Proc {
             .unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
         let out = Arc::new(Captured::default());
         let err = Arc::new(Captured::default());
-        out.clone().pump(child.stdout.take().expect("piped"));
         err.clone().pump(child.stderr.take().expect("piped"));
         Self {
+            unread: child.stdout.take(),
             child: Some(child),
             out,
             err,
             cmdline,
+        }
+    }
+
+    /// Closes the unread stdout pipe: the program's writes fail (EPIPE).
+    pub fn close_stdout(&mut self) {
+        if self.unread.take().is_some() {
+            // Nothing more will be read: stdout is at its end for `finish`.
+            self.out.buf.lock().unwrap().1 = true;
+            self.out.grew.notify_all();
+        }
+    }
+
+    /// Starts reading stdout (once; later calls do nothing).
+    pub fn read_stdout(&mut self) {
+        if let Some(o) = self.unread.take() {
+            self.out.clone().pump(o);
         }
     }
 
@@ -405,6 +431,7 @@ impl Proc {
 
     /// Waits for the program to end; kills it and fails the test after `timeout`.
     pub fn finish(mut self, timeout: Duration) -> Output {
+        self.read_stdout();
         let deadline = Instant::now() + timeout;
         // Both pipes close when the program exits: an event, not a poll.
         let ended = self.out.wait_eof(deadline) && self.err.wait_eof(deadline);
@@ -423,6 +450,7 @@ impl Proc {
     }
 
     fn collect(&mut self) -> Output {
+        self.read_stdout();
         let mut child = self.child.take().expect("collected once");
         let status = child.wait().expect("wait");
         let far = Instant::now() + Duration::from_secs(5);
@@ -467,6 +495,16 @@ impl Server {
     }
 
     pub fn start_program(program: &Path, args: &[&str]) -> Self {
+        Self::start_with(program, args, |p, a| Proc::spawn(p, a))
+    }
+
+    /// `rperf3 -s -p PORT args...` whose stdout nobody reads until
+    /// [`Server::read_stdout`].
+    pub fn start_unread_stdout(args: &[&str]) -> Self {
+        Self::start_with(&rperf3(), args, |p, a| Proc::spawn_unread_stdout(p, a))
+    }
+
+    fn start_with(program: &Path, args: &[&str], spawn: fn(&Path, &[&str]) -> Proc) -> Self {
         // A port that looked free can still be taken by the time the server
         // binds (another process's socket lingering on it): try the next one.
         for attempt in 1.. {
@@ -474,7 +512,7 @@ impl Server {
             let p = port.to_string();
             let mut all = vec!["-s", "-p", &p];
             all.extend_from_slice(args);
-            let mut proc = Proc::spawn(program, &all);
+            let mut proc = spawn(program, &all);
             match wait_listening(&mut proc, port) {
                 Ok(()) => {
                     return Self {
@@ -500,6 +538,20 @@ impl Server {
 
     pub fn proc(&self) -> &Proc {
         self.proc.as_ref().expect("running")
+    }
+
+    pub fn proc_mut(&mut self) -> &mut Proc {
+        self.proc.as_mut().expect("running")
+    }
+
+    /// Closes a [`Server::start_unread_stdout`] server's stdout pipe.
+    pub fn close_stdout(&mut self) {
+        self.proc.as_mut().expect("running").close_stdout();
+    }
+
+    /// Starts reading a [`Server::start_unread_stdout`] server's stdout.
+    pub fn read_stdout(&mut self) {
+        self.proc.as_mut().expect("running").read_stdout();
     }
 
     pub fn stdout(&self) -> String {

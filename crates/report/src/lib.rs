@@ -3,6 +3,8 @@
 //! Drivers feed a [`Reporter`] the raw figures of a test ([`input`]); the
 //! builders combine them into the result model ([`model`]) with iperf3's rules,
 //! and the formatters print that model as iperf3 text or cJSON-style JSON.
+//! The text reaches its destination through a [`queue`], so a reader that
+//! stops reading never holds a test.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 // Checked on the library only: its test build also links the dev-dependencies,
@@ -16,6 +18,7 @@ mod history;
 pub mod input;
 pub mod interval;
 pub mod model;
+pub mod queue;
 mod reporter;
 mod sink;
 pub mod start;

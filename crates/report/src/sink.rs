@@ -4,7 +4,8 @@
 //! the client, the `-T` title prefix. A server can keep a copy of its lines for
 //! `--get-server-output` while still printing them. The first write error is kept
 //! and reported at the end instead of aborting the test (a closed stdout pipe
-//! must not stop the measurement).
+//! must not stop the measurement). The binary's writers are [`crate::queue`]
+//! handles, so no write here waits for the reader.
 
 use std::io::{self, Write};
 
