@@ -643,6 +643,19 @@ fn wait_listening(proc: &mut Proc, port: u16) -> Result<(), Output> {
     Ok(())
 }
 
+/// Waits until something listens on `port` (a server reopening its
+/// listener); fails the test after `timeout`.
+pub fn wait_for_listener(port: u16, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while !is_listening(port) {
+        assert!(
+            Instant::now() < deadline,
+            "nothing listens on {port} after {timeout:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Is there a TCP socket in LISTEN state (0A) on `port`?
 pub fn is_listening(port: u16) -> bool {
     let want = format!(":{port:04X}");
