@@ -10,14 +10,15 @@ use std::time::Duration;
 use super::{Output, Proc, Server};
 
 /// Longest wait for one client run or server event.
-pub const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
 /// sha256("{mario}rossi"), as iperf3's documentation shows.
-pub const MARIO: &str = "mario,bf7a49a846d44b454a5d11e7acfaf13d138bbe0b7483aa3e050879700572709b";
+pub(crate) const MARIO: &str =
+    "mario,bf7a49a846d44b454a5d11e7acfaf13d138bbe0b7483aa3e050879700572709b";
 /// iperf3's text for error 142, printed by every client version that gets it.
-pub const AUTH_FAILED: &str = "error - test authorization failed";
+pub(crate) const AUTH_FAILED: &str = "error - test authorization failed";
 
 /// A key fixture's path.
-pub fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/auth")
         .join(name)
@@ -26,7 +27,7 @@ pub fn fixture(name: &str) -> String {
 }
 
 /// A users file with this text, in the scratch directory.
-pub fn users_file(text: &str) -> String {
+pub(crate) fn users_file(text: &str) -> String {
     let p = super::scratch_file("users.csv");
     std::fs::write(&p, text).unwrap();
     p.display().to_string()
@@ -34,7 +35,7 @@ pub fn users_file(text: &str) -> String {
 
 /// Which program plays a role.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Peer {
+pub(crate) enum Peer {
     Ours,
     Iperf312,
     Iperf321,
@@ -42,7 +43,7 @@ pub enum Peer {
 
 impl Peer {
     /// The program, or `None` (after a note, or a failure under CI) if absent.
-    pub fn program(self) -> Option<PathBuf> {
+    pub(crate) fn program(self) -> Option<PathBuf> {
         match self {
             Self::Ours => Some(super::rperf3()),
             Self::Iperf312 => super::require_tool("iperf3").then(|| PathBuf::from("iperf3")),
@@ -51,7 +52,7 @@ impl Peer {
     }
 
     /// The prefix of its messages.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Ours => "rperf3",
             _ => "iperf3",
@@ -60,7 +61,7 @@ impl Peer {
 }
 
 /// A server of `peer` with the fixture key and `users`; `None` if the peer is absent.
-pub fn start_server(peer: Peer, users: &str, extra: &[&str]) -> Option<Server> {
+pub(crate) fn start_server(peer: Peer, users: &str, extra: &[&str]) -> Option<Server> {
     let program = peer.program()?;
     let key = fixture("server-key.pem");
     let mut args = vec![
@@ -74,12 +75,12 @@ pub fn start_server(peer: Peer, users: &str, extra: &[&str]) -> Option<Server> {
 }
 
 /// User mario with `password` and the server's public key, nothing else.
-pub fn mario(peer: Peer, srv: &Server, password: &str) -> Output {
+pub(crate) fn mario(peer: Peer, srv: &Server, password: &str) -> Output {
     client(peer, srv, "mario", password, "server-pub.pem", &[], None)
 }
 
 /// A client with `IPERF3_PASSWORD` set, optionally under `faketime OFFSET`.
-pub fn client(
+pub(crate) fn client(
     peer: Peer,
     srv: &Server,
     user: &str,

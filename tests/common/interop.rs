@@ -13,7 +13,7 @@ use super::{rperf3, run_program, Server, CLIENT_TIMEOUT};
 
 /// Who plays which part.
 #[derive(Clone, Copy, Debug)]
-pub enum Pairing {
+pub(crate) enum Pairing {
     /// `rperf3 -c` against `iperf3 -s`.
     OursToIperf3,
     /// `iperf3 -c` against `rperf3 -s`.
@@ -21,7 +21,7 @@ pub enum Pairing {
 }
 
 /// Both documents of one test, plus how each program ended.
-pub struct Run {
+pub(crate) struct Run {
     pub client: Value,
     pub server: Value,
     pub problems: Vec<String>,
@@ -32,14 +32,10 @@ pub struct Run {
     pub iperf3_threads: bool,
 }
 
-/// Runs `client_args` (after `-c 127.0.0.1 -p PORT -J`) against a one-off
-/// `-J` server.
-pub fn run(pairing: Pairing, client_args: &[&str]) -> Run {
-    run_with(Path::new("iperf3"), pairing, client_args)
-}
-
-/// As [`run`], with a given iperf3 binary.
-pub fn run_with(iperf3: &Path, pairing: Pairing, client_args: &[&str]) -> Run {
+/// Runs `client_args` (after `-c 127.0.0.1 -p PORT -J`) between rperf3 and
+/// the `iperf3` binary given, each in the role `pairing` says, against a
+/// one-off `-J` server.
+pub(crate) fn run_with(iperf3: &Path, pairing: Pairing, client_args: &[&str]) -> Run {
     let ours = rperf3();
     let mut r = match pairing {
         Pairing::OursToIperf3 => run_between(&ours, iperf3, client_args),
@@ -51,7 +47,7 @@ pub fn run_with(iperf3: &Path, pairing: Pairing, client_args: &[&str]) -> Run {
 }
 
 /// Whether `iperf3` (3.16 or newer) sends from threads.
-pub fn threaded(iperf3: &Path) -> bool {
+pub(crate) fn threaded(iperf3: &Path) -> bool {
     let version = super::peer_version(iperf3).unwrap_or_default();
     let minor = version
         .split_once('.')
@@ -142,7 +138,7 @@ impl Run {
     }
 
     /// Panics listing every problem (with both programs' output).
-    pub fn assert_clean(&self) {
+    pub(crate) fn assert_clean(&self) {
         assert!(
             self.problems.is_empty(),
             "problems:\n  {}\n{}",
@@ -174,7 +170,7 @@ impl Run {
     }
 
     /// Stream and connection counts on both sides.
-    pub fn check_stream_counts(&mut self, want: usize) {
+    pub(crate) fn check_stream_counts(&mut self, want: usize) {
         for (who, doc) in [("client", &self.client), ("server", &self.server)] {
             for path in ["start.connected", "end.streams"] {
                 let n = get(doc, path).and_then(Value::as_array).map(Vec::len);
@@ -187,7 +183,7 @@ impl Run {
     }
 
     /// The traffic groups of this test: (key suffix, whether the client sends).
-    pub fn groups(mode: Mode) -> Vec<(&'static str, bool)> {
+    pub(crate) fn groups(mode: Mode) -> Vec<(&'static str, bool)> {
         match mode {
             Mode::Normal => vec![("", true)],
             Mode::Reverse => vec![("", false)],
@@ -198,7 +194,7 @@ impl Run {
     /// The figures each side measured itself appear unchanged in the other
     /// side's document (they travel in the results exchange), and returns
     /// (sent, received) per group as the measuring side saw them.
-    pub fn check_cross_counts(&mut self, mode: Mode, keys: &[&str]) -> Vec<(f64, f64)> {
+    pub(crate) fn check_cross_counts(&mut self, mode: Mode, keys: &[&str]) -> Vec<(f64, f64)> {
         let mut out = Vec::new();
         for (sfx, client_sends) in Self::groups(mode) {
             let sent_path = format!("end.sum_sent{sfx}");
@@ -237,14 +233,14 @@ impl Run {
     /// TCP: per group, the receiver got what the sender sent, less at most what
     /// the socket buffers of `streams` connections can hold in flight, and
     /// never more.
-    pub fn check_tcp_delivery(&mut self, mode: Mode, streams: usize) {
+    pub(crate) fn check_tcp_delivery(&mut self, mode: Mode, streams: usize) {
         self.tcp_delivery(mode, streams, false);
     }
 
     /// As [`Run::check_tcp_delivery`], for `-O`: each side restarts its count
     /// at its own end of the omit period, so what was in flight then counts
     /// only on the receiver, which may then report more (iperf3 does too).
-    pub fn check_tcp_delivery_omit(&mut self, mode: Mode, streams: usize) {
+    pub(crate) fn check_tcp_delivery_omit(&mut self, mode: Mode, streams: usize) {
         self.tcp_delivery(mode, streams, true);
     }
 
@@ -263,7 +259,7 @@ impl Run {
     }
 
     /// The sending client's test lasted about `secs` seconds.
-    pub fn check_duration(&mut self, secs: f64) {
+    pub(crate) fn check_duration(&mut self, secs: f64) {
         for who_client in [true, false] {
             let d = self.num(who_client, "end.sum_sent.seconds");
             let who = if who_client { "client" } else { "server" };
@@ -289,7 +285,7 @@ impl Run {
 
     /// UDP: per group, packets and loss reconcile between the documents, and
     /// the receiver missed no more than [`udp_loss_bound`] of what was sent.
-    pub fn check_udp_accounting(&mut self, mode: Mode) {
+    pub(crate) fn check_udp_accounting(&mut self, mode: Mode) {
         self.udp_accounting(mode, true);
     }
 
@@ -297,7 +293,7 @@ impl Run {
     /// receives: iperf3 3.21 receiving with `--gsro` on a loaded loopback loses
     /// what its socket cannot hold (from 3% to two thirds of `-b 200M` sent by
     /// iperf3 3.21 itself, seen here), which says nothing about rperf3.
-    pub fn check_udp_accounting_gro_peer(&mut self, mode: Mode) {
+    pub(crate) fn check_udp_accounting_gro_peer(&mut self, mode: Mode) {
         self.udp_accounting(mode, false);
     }
 
@@ -365,13 +361,13 @@ impl Run {
 /// Datagrams of `sent` a loopback receiver may lose: those a loaded machine
 /// drops when the receiver's socket is full (none in the `-b 10M` and `-b 20M`
 /// tests here; one train of 128 datagrams of 17,850 at `-b 100M -l 1400`).
-pub fn udp_loss_bound(sent: f64) -> f64 {
+pub(crate) fn udp_loss_bound(sent: f64) -> f64 {
     (0.01 * sent).max(4.0)
 }
 
 /// Which way data flows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     Normal,
     Reverse,
     Bidir,
@@ -379,13 +375,13 @@ pub enum Mode {
 
 /// Bytes one TCP connection can have in flight: the largest send buffer plus
 /// the largest receive buffer the kernel allows.
-pub fn in_flight_per_stream() -> f64 {
+pub(crate) fn in_flight_per_stream() -> f64 {
     send_buffer_max() + buffer_max("/proc/sys/net/ipv4/tcp_rmem")
 }
 
 /// The largest send buffer the kernel lets a TCP socket grow to (no `-w`): what
 /// a sender can still hold unsent or unacknowledged when it ends its test.
-pub fn send_buffer_max() -> f64 {
+pub(crate) fn send_buffer_max() -> f64 {
     buffer_max("/proc/sys/net/ipv4/tcp_wmem")
 }
 

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 /// The value at `path` (`a.b[2].c`), or None.
-pub fn get<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+pub(crate) fn get<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
     let mut cur = v;
     for part in path.split('.').filter(|p| !p.is_empty()) {
         let (name, idx) = match part.find('[') {
@@ -27,44 +27,44 @@ pub fn get<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 /// The value at `path`; panics naming the path when it is missing.
-pub fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
+pub(crate) fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
     get(v, path).unwrap_or_else(|| panic!("missing key {path} in\n{v:#}"))
 }
 
 /// The number at `path`; panics when missing or not a number.
-pub fn num(v: &Value, path: &str) -> f64 {
+pub(crate) fn num(v: &Value, path: &str) -> f64 {
     at(v, path)
         .as_f64()
         .unwrap_or_else(|| panic!("{path} is not a number: {}", at(v, path)))
 }
 
 /// The array at `path`; panics when missing or not an array.
-pub fn arr<'a>(v: &'a Value, path: &str) -> &'a Vec<Value> {
+pub(crate) fn arr<'a>(v: &'a Value, path: &str) -> &'a Vec<Value> {
     at(v, path)
         .as_array()
         .unwrap_or_else(|| panic!("{path} is not an array: {}", at(v, path)))
 }
 
 /// The string at `path`; panics when missing or not a string.
-pub fn string<'a>(v: &'a Value, path: &str) -> &'a str {
+pub(crate) fn string<'a>(v: &'a Value, path: &str) -> &'a str {
     at(v, path)
         .as_str()
         .unwrap_or_else(|| panic!("{path} is not a string: {}", at(v, path)))
 }
 
 /// Panics if the document carries an `error` key.
-pub fn assert_no_error(v: &Value) {
+pub(crate) fn assert_no_error(v: &Value) {
     assert!(v.get("error").is_none(), "unexpected error: {}", v["error"]);
 }
 
 /// `a` and `b` within `rel` of each other (relative to the larger).
-pub fn close(a: f64, b: f64, rel: f64) -> bool {
+pub(crate) fn close(a: f64, b: f64, rel: f64) -> bool {
     let m = a.abs().max(b.abs());
     m == 0.0 || (a - b).abs() <= rel * m
 }
 
 /// Every line of a `--json-stream` output as `(event, data)`.
-pub fn events(text: &str) -> Vec<(String, Value)> {
+pub(crate) fn events(text: &str) -> Vec<(String, Value)> {
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {

@@ -4,16 +4,13 @@
 //! Processes run with piped stdout/stderr read by background threads, so a test
 //! can wait for a line to appear (an event) instead of sleeping, and every
 //! failure message can show what each program printed.
-// Each test binary uses a different part of the harness, and its `pub` items are
-// the interface those binaries share.
-#![allow(dead_code, unreachable_pub)]
 
-pub mod auth;
-pub mod interop;
-pub mod json;
-pub mod prom;
-pub mod raw;
-pub mod tcp_streams;
+pub(crate) mod auth;
+pub(crate) mod interop;
+pub(crate) mod json;
+pub(crate) mod prom;
+pub(crate) mod raw;
+pub(crate) mod tcp_streams;
 
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
@@ -23,21 +20,21 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-pub use nix::sys::signal::Signal;
+pub(crate) use nix::sys::signal::Signal;
 
 /// Default hard limit for one short (`-t 1`/`-t 2`) client run.
-pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a server may take to start listening.
 const LISTEN_DEADLINE: Duration = Duration::from_secs(10);
 
 /// The binary under test.
-pub fn rperf3() -> PathBuf {
+pub(crate) fn rperf3() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rperf3"))
 }
 
 /// Where tests may write files (log files); cargo provides it per target dir.
-pub fn scratch_file(name: &str) -> PathBuf {
+pub(crate) fn scratch_file(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let n = SCRATCH.fetch_add(1, Ordering::SeqCst);
     let path = dir.join(format!("{}-{}-{name}", std::process::id(), n));
@@ -50,7 +47,7 @@ static SCRATCH: AtomicU32 = AtomicU32::new(0);
 /// sockets never hold it), a per-process starting point (so concurrent test
 /// processes start far apart), a process-wide counter (so parallel tests in one
 /// process never get the same one), and a bind check for TCP and UDP.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     const LOW: u32 = 20_000;
     const SPAN: u32 = 12_000; // 20000..32000, below 32768 (ip_local_port_range)
     static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -73,13 +70,13 @@ fn port_is_free(port: u16) -> bool {
 
 /// True when the suite runs as CI (`CI=true`): a missing peer, tool or kernel
 /// capability is then a failure, never a skip.
-pub fn ci() -> bool {
+pub(crate) fn ci() -> bool {
     std::env::var("CI").as_deref() == Ok("true")
 }
 
 /// Whether a capability a test needs is `present`. Missing: a panic naming
 /// `what` under `CI=true`, else a note on stderr and `false` so the caller skips.
-pub fn require(present: bool, what: &str) -> bool {
+pub(crate) fn require(present: bool, what: &str) -> bool {
     if present {
         return true;
     }
@@ -91,7 +88,7 @@ pub fn require(present: bool, what: &str) -> bool {
 /// The newest iperf3 peer: `IPERF3_321` if set, else `../shared/peers/iperf3-3.21`
 /// beside the checkout. Missing: a failure under `CI=true`; elsewhere a note and
 /// `None`, and the caller skips that part.
-pub fn iperf3_321() -> Option<PathBuf> {
+pub(crate) fn iperf3_321() -> Option<PathBuf> {
     let (p, from) = match std::env::var_os("IPERF3_321") {
         Some(p) => (PathBuf::from(p), "IPERF3_321"),
         None => (
@@ -189,17 +186,17 @@ fn peer_version(peer: &Path) -> Option<String> {
 }
 
 /// Open file descriptors of a process.
-pub fn fd_count(pid: nix::unistd::Pid) -> usize {
+pub(crate) fn fd_count(pid: nix::unistd::Pid) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
 }
 
 /// Threads of a process.
-pub fn thread_count(pid: nix::unistd::Pid) -> usize {
+pub(crate) fn thread_count(pid: nix::unistd::Pid) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count)
 }
 
 /// Resident memory of a process, KiB.
-pub fn rss_kib(pid: nix::unistd::Pid) -> u64 {
+pub(crate) fn rss_kib(pid: nix::unistd::Pid) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
@@ -212,7 +209,7 @@ pub fn rss_kib(pid: nix::unistd::Pid) -> u64 {
 
 /// True when `tool` can be run. Missing: a panic when `CI=true` (the CI machine
 /// must have it), else a note on stderr and `false` so the caller skips.
-pub fn require_tool(tool: &str) -> bool {
+pub(crate) fn require_tool(tool: &str) -> bool {
     let found = Command::new(tool)
         .arg("--version")
         .stdout(Stdio::null())
@@ -289,7 +286,7 @@ impl Captured {
 
 /// What a finished program printed and how it ended.
 #[derive(Debug)]
-pub struct Output {
+pub(crate) struct Output {
     pub status: ExitStatus,
     pub stdout: String,
     pub stderr: String,
@@ -298,18 +295,18 @@ pub struct Output {
 
 impl Output {
     /// Exit code (None when killed by a signal).
-    pub fn code(&self) -> Option<i32> {
+    pub(crate) fn code(&self) -> Option<i32> {
         self.status.code()
     }
 
     /// Panics with everything printed unless the exit status is 0.
-    pub fn assert_ok(&self) -> &Self {
+    pub(crate) fn assert_ok(&self) -> &Self {
         assert!(self.status.success(), "expected success:\n{self}");
         self
     }
 
     /// The whole of stdout as one JSON document.
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{self}"))
     }
@@ -326,7 +323,7 @@ impl std::fmt::Display for Output {
 }
 
 /// A running program with captured output; killed if dropped unfinished.
-pub struct Proc {
+pub(crate) struct Proc {
     child: Option<Child>,
     out: Arc<Captured>,
     err: Arc<Captured>,
@@ -336,7 +333,7 @@ pub struct Proc {
 }
 
 impl Proc {
-    pub fn spawn<S: AsRef<str>>(program: impl AsRef<Path>, args: &[S]) -> Self {
+    pub(crate) fn spawn<S: AsRef<str>>(program: impl AsRef<Path>, args: &[S]) -> Self {
         let mut p = Self::spawn_unread_stdout(program, args);
         p.read_stdout();
         p
@@ -344,7 +341,10 @@ impl Proc {
 
     /// Like [`Proc::spawn`], but stdout is a pipe nobody reads (a paused
     /// pager, a supervisor's full pipe) until [`Proc::read_stdout`].
-    pub fn spawn_unread_stdout<S: AsRef<str>>(program: impl AsRef<Path>, args: &[S]) -> Self {
+    pub(crate) fn spawn_unread_stdout<S: AsRef<str>>(
+        program: impl AsRef<Path>,
+        args: &[S],
+    ) -> Self {
         let program = program.as_ref();
         let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
         let cmdline = format!("{} {}", program.display(), args.join(" "));
@@ -369,7 +369,7 @@ impl Proc {
     }
 
     /// Closes the unread stdout pipe: the program's writes fail (EPIPE).
-    pub fn close_stdout(&mut self) {
+    pub(crate) fn close_stdout(&mut self) {
         if self.unread.take().is_some() {
             // Nothing more will be read: stdout is at its end for `finish`.
             self.out.buf.lock().unwrap().1 = true;
@@ -378,59 +378,59 @@ impl Proc {
     }
 
     /// Starts reading stdout (once; later calls do nothing).
-    pub fn read_stdout(&mut self) {
+    pub(crate) fn read_stdout(&mut self) {
         if let Some(o) = self.unread.take() {
             self.out.clone().pump(o);
         }
     }
 
-    pub fn pid(&self) -> nix::unistd::Pid {
+    pub(crate) fn pid(&self) -> nix::unistd::Pid {
         let id = self.child.as_ref().expect("running").id();
         nix::unistd::Pid::from_raw(id as i32)
     }
 
-    pub fn stdout(&self) -> String {
+    pub(crate) fn stdout(&self) -> String {
         self.out.text()
     }
 
-    pub fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.err.text()
     }
 
     /// Waits (up to `timeout`) for `needle` in stdout.
-    pub fn wait_stdout(&self, needle: &str, timeout: Duration) -> bool {
+    pub(crate) fn wait_stdout(&self, needle: &str, timeout: Duration) -> bool {
         self.out
             .wait_for(Instant::now() + timeout, |s| s.contains(needle))
     }
 
     /// Waits (up to `timeout`) for `needle` in stderr.
-    pub fn wait_stderr(&self, needle: &str, timeout: Duration) -> bool {
+    pub(crate) fn wait_stderr(&self, needle: &str, timeout: Duration) -> bool {
         self.err
             .wait_for(Instant::now() + timeout, |s| s.contains(needle))
     }
 
     /// Waits (up to `timeout`) until stdout satisfies `pred`.
-    pub fn wait_stdout_until(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
+    pub(crate) fn wait_stdout_until(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
         self.out.wait_for(Instant::now() + timeout, pred)
     }
 
     /// Waits (up to `timeout`) until stderr satisfies `pred`.
-    pub fn wait_stderr_until(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
+    pub(crate) fn wait_stderr_until(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
         self.err.wait_for(Instant::now() + timeout, pred)
     }
 
-    pub fn signal(&self, sig: Signal) {
+    pub(crate) fn signal(&self, sig: Signal) {
         nix::sys::signal::kill(self.pid(), sig)
             .unwrap_or_else(|e| panic!("kill({sig}) {}: {e}", self.cmdline));
     }
 
     /// Still running (not exited)?
-    pub fn is_running(&mut self) -> bool {
+    pub(crate) fn is_running(&mut self) -> bool {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
     }
 
     /// Waits for the program to end; kills it and fails the test after `timeout`.
-    pub fn finish(mut self, timeout: Duration) -> Output {
+    pub(crate) fn finish(mut self, timeout: Duration) -> Output {
         self.read_stdout();
         let deadline = Instant::now() + timeout;
         // Both pipes close when the program exits: an event, not a poll.
@@ -478,29 +478,29 @@ impl Drop for Proc {
 }
 
 /// A server on a free port, killed when dropped.
-pub struct Server {
+pub(crate) struct Server {
     pub port: u16,
     proc: Option<Proc>,
 }
 
 impl Server {
     /// `rperf3 -s -p PORT args...`
-    pub fn start(args: &[&str]) -> Self {
+    pub(crate) fn start(args: &[&str]) -> Self {
         Self::start_program(&rperf3(), args)
     }
 
     /// `iperf3 -s -p PORT args...` (call `require_tool("iperf3")` first).
-    pub fn start_iperf3(args: &[&str]) -> Self {
+    pub(crate) fn start_iperf3(args: &[&str]) -> Self {
         Self::start_program(Path::new("iperf3"), args)
     }
 
-    pub fn start_program(program: &Path, args: &[&str]) -> Self {
+    pub(crate) fn start_program(program: &Path, args: &[&str]) -> Self {
         Self::start_with(program, args, |p, a| Proc::spawn(p, a))
     }
 
     /// `rperf3 -s -p PORT args...` whose stdout nobody reads until
     /// [`Server::read_stdout`].
-    pub fn start_unread_stdout(args: &[&str]) -> Self {
+    pub(crate) fn start_unread_stdout(args: &[&str]) -> Self {
         Self::start_with(&rperf3(), args, |p, a| Proc::spawn_unread_stdout(p, a))
     }
 
@@ -536,38 +536,38 @@ impl Server {
         unreachable!("the loop returns or panics")
     }
 
-    pub fn proc(&self) -> &Proc {
+    pub(crate) fn proc(&self) -> &Proc {
         self.proc.as_ref().expect("running")
     }
 
-    pub fn proc_mut(&mut self) -> &mut Proc {
+    pub(crate) fn proc_mut(&mut self) -> &mut Proc {
         self.proc.as_mut().expect("running")
     }
 
     /// Closes a [`Server::start_unread_stdout`] server's stdout pipe.
-    pub fn close_stdout(&mut self) {
+    pub(crate) fn close_stdout(&mut self) {
         self.proc.as_mut().expect("running").close_stdout();
     }
 
     /// Starts reading a [`Server::start_unread_stdout`] server's stdout.
-    pub fn read_stdout(&mut self) {
+    pub(crate) fn read_stdout(&mut self) {
         self.proc.as_mut().expect("running").read_stdout();
     }
 
-    pub fn stdout(&self) -> String {
+    pub(crate) fn stdout(&self) -> String {
         self.proc().stdout()
     }
 
-    pub fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.proc().stderr()
     }
 
-    pub fn signal(&self, sig: Signal) {
+    pub(crate) fn signal(&self, sig: Signal) {
         self.proc().signal(sig)
     }
 
     /// Client arguments aimed at this server: `-c 127.0.0.1 -p PORT extra...`.
-    pub fn args(&self, extra: &[&str]) -> Vec<String> {
+    pub(crate) fn args(&self, extra: &[&str]) -> Vec<String> {
         let mut v = vec![
             "-c".to_string(),
             "127.0.0.1".to_string(),
@@ -579,35 +579,35 @@ impl Server {
     }
 
     /// Runs `rperf3 -c` against this server.
-    pub fn client(&self, extra: &[&str]) -> Output {
+    pub(crate) fn client(&self, extra: &[&str]) -> Output {
         run_client(&self.args(extra), CLIENT_TIMEOUT)
     }
 
     /// Starts `rperf3 -c` against this server without waiting.
-    pub fn spawn_client(&self, extra: &[&str]) -> Proc {
+    pub(crate) fn spawn_client(&self, extra: &[&str]) -> Proc {
         Proc::spawn(rperf3(), &self.args(extra))
     }
 
     /// Waits (up to `timeout`) until the server's stdout satisfies `pred`.
-    pub fn wait_stdout_until(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
+    pub(crate) fn wait_stdout_until(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> bool {
         self.proc().wait_stdout_until(timeout, pred)
     }
 
     /// Waits until a text-mode server has printed its "Server listening" banner
     /// `n` times: the n-th banner comes once the (n-1)-th session is over and
     /// the server is back to listening.
-    pub fn wait_banners(&self, n: usize, timeout: Duration) -> bool {
+    pub(crate) fn wait_banners(&self, n: usize, timeout: Duration) -> bool {
         self.proc()
             .wait_stdout_until(timeout, |s| s.matches("Server listening on").count() >= n)
     }
 
     /// Waits for the server to exit by itself (`-1`, signals).
-    pub fn wait_exit(mut self, timeout: Duration) -> Output {
+    pub(crate) fn wait_exit(mut self, timeout: Duration) -> Output {
         self.proc.take().expect("running").finish(timeout)
     }
 
     /// Stops the server and returns what it printed.
-    pub fn stop(mut self) -> Output {
+    pub(crate) fn stop(mut self) -> Output {
         let mut p = self.proc.take().expect("running");
         p.kill();
         p.collect()
@@ -617,7 +617,7 @@ impl Server {
 /// Waits until `proc`, a server started some other way (under strace,
 /// prlimit, ...), listens on `port`; fails the test with its output if it
 /// exits first.
-pub fn await_listening(proc: &mut Proc, port: u16) {
+pub(crate) fn await_listening(proc: &mut Proc, port: u16) {
     if let Err(out) = wait_listening(proc, port) {
         panic!("server exited before listening:\n{out}");
     }
@@ -645,7 +645,7 @@ fn wait_listening(proc: &mut Proc, port: u16) -> Result<(), Output> {
 
 /// Waits until something listens on `port` (a server reopening its
 /// listener); fails the test after `timeout`.
-pub fn wait_for_listener(port: u16, timeout: Duration) {
+pub(crate) fn wait_for_listener(port: u16, timeout: Duration) {
     let deadline = Instant::now() + timeout;
     while !is_listening(port) {
         assert!(
@@ -657,7 +657,7 @@ pub fn wait_for_listener(port: u16, timeout: Duration) {
 }
 
 /// Is there a TCP socket in LISTEN state (0A) on `port`?
-pub fn is_listening(port: u16) -> bool {
+pub(crate) fn is_listening(port: u16) -> bool {
     let want = format!(":{port:04X}");
     ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
         std::fs::read_to_string(f).is_ok_and(|t| {
@@ -674,7 +674,7 @@ pub fn is_listening(port: u16) -> bool {
 /// The (send, receive) queues in bytes of the TCP socket at `local_port` whose
 /// peer is at `remote_port`, from the kernel's table: what it holds unacked,
 /// and what arrived that its program has not read yet.
-pub fn tcp_queues(local_port: u16, remote_port: u16) -> Option<(u64, u64)> {
+pub(crate) fn tcp_queues(local_port: u16, remote_port: u16) -> Option<(u64, u64)> {
     let (local, remote) = (format!(":{local_port:04X}"), format!(":{remote_port:04X}"));
     ["/proc/net/tcp", "/proc/net/tcp6"].iter().find_map(|f| {
         let t = std::fs::read_to_string(f).ok()?;
@@ -693,12 +693,12 @@ pub fn tcp_queues(local_port: u16, remote_port: u16) -> Option<(u64, u64)> {
 }
 
 /// Runs `rperf3 args...` to the end; kills it and fails the test after `timeout`.
-pub fn run_client<S: AsRef<str>>(args: &[S], timeout: Duration) -> Output {
+pub(crate) fn run_client<S: AsRef<str>>(args: &[S], timeout: Duration) -> Output {
     Proc::spawn(rperf3(), args).finish(timeout)
 }
 
 /// Runs any program to the end with a hard timeout.
-pub fn run_program<S: AsRef<str>>(
+pub(crate) fn run_program<S: AsRef<str>>(
     program: impl AsRef<Path>,
     args: &[S],
     timeout: Duration,

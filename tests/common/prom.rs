@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 use super::{free_port, Server};
 
 /// Every sample of one scrape.
-pub type Scrape = HashMap<String, f64>;
+pub(crate) type Scrape = HashMap<String, f64>;
 
 /// The `outcome` labels of `rperf3_tests_total`, as the README lists them.
-pub const OUTCOMES: [&str; 5] = ["ok", "error", "refused", "auth_failed", "interrupted"];
+pub(crate) const OUTCOMES: [&str; 5] = ["ok", "error", "refused", "auth_failed", "interrupted"];
 
 /// A server with `--metrics` on a free port, and that port.
-pub fn server(extra: &[&str]) -> (Server, u16) {
+pub(crate) fn server(extra: &[&str]) -> (Server, u16) {
     let mport = free_port();
     let addr = format!("127.0.0.1:{mport}");
     let mut args = vec!["--metrics", &addr];
@@ -24,7 +24,7 @@ pub fn server(extra: &[&str]) -> (Server, u16) {
 }
 
 /// One scrape of `/metrics` on `port`.
-pub fn scrape(port: u16) -> Scrape {
+pub(crate) fn scrape(port: u16) -> Scrape {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to /metrics");
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     write!(s, "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
@@ -43,23 +43,23 @@ pub fn scrape(port: u16) -> Scrape {
 }
 
 /// The value of `series`; a failure if the scrape lacks it.
-pub fn get(m: &Scrape, series: &str) -> f64 {
+pub(crate) fn get(m: &Scrape, series: &str) -> f64 {
     *m.get(series)
         .unwrap_or_else(|| panic!("no {series} in {m:#?}"))
 }
 
 /// `rperf3_tests_total{outcome="o"}`.
-pub fn outcome(m: &Scrape, o: &str) -> f64 {
+pub(crate) fn outcome(m: &Scrape, o: &str) -> f64 {
     get(m, &format!("rperf3_tests_total{{outcome=\"{o}\"}}"))
 }
 
 /// Every outcome counter, in [`OUTCOMES`] order.
-pub fn outcomes(m: &Scrape) -> [f64; 5] {
+pub(crate) fn outcomes(m: &Scrape) -> [f64; 5] {
     OUTCOMES.map(|o| outcome(m, o))
 }
 
 /// Scrapes until `pred` holds; fails after 10 s with the last scrape.
-pub fn scrape_until(port: u16, what: &str, pred: impl Fn(&Scrape) -> bool) -> Scrape {
+pub(crate) fn scrape_until(port: u16, what: &str, pred: impl Fn(&Scrape) -> bool) -> Scrape {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let m = scrape(port);

@@ -11,47 +11,47 @@ use super::Server;
 
 /// A server that lost its client must be listening again within this time
 /// (far below its 10 s read deadline).
-pub const READY: Duration = Duration::from_secs(3);
+pub(crate) const READY: Duration = Duration::from_secs(3);
 
 /// Longest wait for one reply from the server.
-pub const REPLY: Duration = Duration::from_secs(5);
+pub(crate) const REPLY: Duration = Duration::from_secs(5);
 
-pub const PARAM_EXCHANGE: u8 = 9;
-pub const CREATE_STREAMS: u8 = 10;
-pub const TEST_START: u8 = 1;
-pub const TEST_RUNNING: u8 = 2;
-pub const TEST_END: u8 = 4;
-pub const EXCHANGE_RESULTS: u8 = 13;
-pub const DISPLAY_RESULTS: u8 = 14;
-pub const IPERF_DONE: u8 = 16;
-pub const ACCESS_DENIED: u8 = 0xFF;
-pub const SERVER_ERROR: u8 = 0xFE;
+pub(crate) const PARAM_EXCHANGE: u8 = 9;
+pub(crate) const CREATE_STREAMS: u8 = 10;
+pub(crate) const TEST_START: u8 = 1;
+pub(crate) const TEST_RUNNING: u8 = 2;
+pub(crate) const TEST_END: u8 = 4;
+pub(crate) const EXCHANGE_RESULTS: u8 = 13;
+pub(crate) const DISPLAY_RESULTS: u8 = 14;
+pub(crate) const IPERF_DONE: u8 = 16;
+pub(crate) const ACCESS_DENIED: u8 = 0xFF;
+pub(crate) const SERVER_ERROR: u8 = 0xFE;
 
 /// A 36-character cookie from iperf3's alphabet, plus the NUL.
-pub const COOKIE: &[u8; 37] = b"rawtestcookie234567abcdefghijklmnopq\0";
+pub(crate) const COOKIE: &[u8; 37] = b"rawtestcookie234567abcdefghijklmnopq\0";
 /// Another test's cookie.
-pub const COOKIE_2: &[u8; 37] = b"rawtestcookie234567abcdefghijklmnopr\0";
+pub(crate) const COOKIE_2: &[u8; 37] = b"rawtestcookie234567abcdefghijklmnopr\0";
 
-pub fn connect(srv: &Server) -> TcpStream {
+pub(crate) fn connect(srv: &Server) -> TcpStream {
     let s = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
     s.set_read_timeout(Some(REPLY)).unwrap();
     s.set_nodelay(true).unwrap();
     s
 }
 
-pub fn read_byte(s: &mut TcpStream) -> u8 {
+pub(crate) fn read_byte(s: &mut TcpStream) -> u8 {
     let mut b = [0u8; 1];
     s.read_exact(&mut b).expect("one state byte");
     b[0]
 }
 
-pub fn expect_state(s: &mut TcpStream, want: u8) {
+pub(crate) fn expect_state(s: &mut TcpStream, want: u8) {
     let got = read_byte(s);
     assert_eq!(got, want, "state byte {got:#04x}, wanted {want:#04x}");
 }
 
 /// Everything until the server closes (or the reply deadline passes).
-pub fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
+pub(crate) fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
     let mut out = Vec::new();
     let mut buf = [0u8; 256];
     loop {
@@ -65,18 +65,18 @@ pub fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
 }
 
 /// A JSON document as it goes on the control connection: length, then body.
-pub fn framed_json(v: &Value) -> Vec<u8> {
+pub(crate) fn framed_json(v: &Value) -> Vec<u8> {
     let body = serde_json::to_vec(v).unwrap();
     let mut out = (body.len() as u32).to_be_bytes().to_vec();
     out.extend_from_slice(&body);
     out
 }
 
-pub fn send_json(s: &mut TcpStream, v: &Value) {
+pub(crate) fn send_json(s: &mut TcpStream, v: &Value) {
     s.write_all(&framed_json(v)).unwrap();
 }
 
-pub fn read_json(s: &mut TcpStream) -> Value {
+pub(crate) fn read_json(s: &mut TcpStream) -> Value {
     let mut len = [0u8; 4];
     s.read_exact(&mut len).expect("length prefix");
     let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
@@ -85,7 +85,7 @@ pub fn read_json(s: &mut TcpStream) -> Value {
 }
 
 /// The parameters iperf3 3.21 sends for a one-stream TCP test.
-pub fn tcp_params(parallel: i64) -> Value {
+pub(crate) fn tcp_params(parallel: i64) -> Value {
     json!({"tcp": true, "omit": 0, "time": 1, "num": 0, "blockcount": 0,
            "parallel": parallel, "len": 131072, "pacing_timer": 1000,
            "client_version": "3.21"})
@@ -93,7 +93,7 @@ pub fn tcp_params(parallel: i64) -> Value {
 
 /// A server that failed a session answers with nothing or with SERVER_ERROR
 /// and two int32 (error code, errno), then closes. Returns the code, if any.
-pub fn error_or_close(reply: &[u8]) -> Option<i32> {
+pub(crate) fn error_or_close(reply: &[u8]) -> Option<i32> {
     if reply.is_empty() {
         return None;
     }
@@ -103,12 +103,12 @@ pub fn error_or_close(reply: &[u8]) -> Option<i32> {
 }
 
 /// Cookie, PARAM_EXCHANGE: the common start of the cases below.
-pub fn handshake(srv: &Server) -> TcpStream {
+pub(crate) fn handshake(srv: &Server) -> TcpStream {
     handshake_with(srv, COOKIE)
 }
 
 /// Cookie, PARAM_EXCHANGE, with a given cookie (tests side by side).
-pub fn handshake_with(srv: &Server, cookie: &[u8; 37]) -> TcpStream {
+pub(crate) fn handshake_with(srv: &Server, cookie: &[u8; 37]) -> TcpStream {
     let mut s = connect(srv);
     s.write_all(cookie).unwrap();
     expect_state(&mut s, PARAM_EXCHANGE);
@@ -116,7 +116,7 @@ pub fn handshake_with(srv: &Server, cookie: &[u8; 37]) -> TcpStream {
 }
 
 /// A distinct valid cookie for test number `n`.
-pub fn cookie(n: u32) -> [u8; 37] {
+pub(crate) fn cookie(n: u32) -> [u8; 37] {
     let mut c = *COOKIE;
     let digits = format!("{n:08}");
     for (i, d) in digits.bytes().enumerate() {
@@ -127,12 +127,12 @@ pub fn cookie(n: u32) -> [u8; 37] {
 }
 
 /// Control connection and one TCP data stream up to TEST_RUNNING.
-pub fn running_test(srv: &Server) -> (TcpStream, TcpStream) {
+pub(crate) fn running_test(srv: &Server) -> (TcpStream, TcpStream) {
     running_test_with(srv, COOKIE, &tcp_params(1))
 }
 
 /// The same with a given cookie and parameters (one TCP stream).
-pub fn running_test_with(
+pub(crate) fn running_test_with(
     srv: &Server,
     cookie: &[u8; 37],
     params: &Value,
@@ -148,7 +148,7 @@ pub fn running_test_with(
 }
 
 /// Client results for one TCP stream that sent `bytes`.
-pub fn client_results(bytes: u64) -> Value {
+pub(crate) fn client_results(bytes: u64) -> Value {
     json!({"cpu_util_total": 1.0, "cpu_util_user": 0.5, "cpu_util_system": 0.5,
            "sender_has_retransmits": 0,
            "streams": [{"id": 1, "bytes": bytes, "retransmits": 0, "jitter": 0,

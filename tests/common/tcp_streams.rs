@@ -21,7 +21,7 @@ use super::json::{arr, get, num};
 /// before TEST_END counts it. iperf3 3.21 also writes its JSON after its
 /// results went out, up to a block later. 3.12 writes from one thread and
 /// counts every byte.
-pub fn block(doc: &Value) -> f64 {
+pub(crate) fn block(doc: &Value) -> f64 {
     get(doc, "start.test_start.blksize")
         .and_then(Value::as_f64)
         .unwrap_or(128.0 * 1024.0)
@@ -44,7 +44,7 @@ fn per_stream(doc: &Value, client_port: &str) -> HashMap<u64, (f64, f64)> {
 /// sender reported plus `delivery_slack`. (A stream may have received nothing:
 /// with 128 streams on two cores a stock client's receiving thread can go a
 /// whole second without the CPU.) Problems go to `r.problems`.
-pub fn check_tcp_streams(
+pub(crate) fn check_tcp_streams(
     r: &mut Run,
     want: usize,
     client_sends: bool,
