@@ -4,54 +4,11 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::interop::{self, run_with, Mode, Pairing, Run};
 use common::json::{arr, get, num};
 use serde_json::Value;
-
-/// Debian's iperf3 3.12 (`None`, after a note, or a failure under CI, when absent).
-fn iperf3_312() -> Option<PathBuf> {
-    common::require_tool("iperf3").then(|| PathBuf::from("iperf3"))
-}
-
-/// Generates one test per pairing and peer: `ours_to_iperf3`, `iperf3_to_ours`
-/// (3.12), `ours_to_iperf3_321`, `iperf3_321_to_ours`.
-macro_rules! both_ways {
-    ($name:ident, $body:expr) => {
-        mod $name {
-            use super::*;
-
-            #[test]
-            fn ours_to_iperf3() {
-                if let Some(peer) = iperf3_312() {
-                    ($body)(&peer, Pairing::OursToIperf3);
-                }
-            }
-
-            #[test]
-            fn iperf3_to_ours() {
-                if let Some(peer) = iperf3_312() {
-                    ($body)(&peer, Pairing::Iperf3ToOurs);
-                }
-            }
-
-            #[test]
-            fn ours_to_iperf3_321() {
-                if let Some(peer) = common::iperf3_321() {
-                    ($body)(&peer, Pairing::OursToIperf3);
-                }
-            }
-
-            #[test]
-            fn iperf3_321_to_ours() {
-                if let Some(peer) = common::iperf3_321() {
-                    ($body)(&peer, Pairing::Iperf3ToOurs);
-                }
-            }
-        }
-    };
-}
 
 /// A timed test: clean exit, stream counts, delivery and duration.
 fn timed(peer: &Path, p: Pairing, args: &[&str], mode: Mode, streams: usize) -> Run {

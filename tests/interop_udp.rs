@@ -8,53 +8,10 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::interop::{run_with, Mode, Pairing};
 use common::json::num;
-
-/// Debian's iperf3 3.12 (`None`, after a note, or a failure under CI, when absent).
-fn iperf3_312() -> Option<PathBuf> {
-    common::require_tool("iperf3").then(|| PathBuf::from("iperf3"))
-}
-
-/// One test per pairing and peer: `ours_to_iperf3`, `iperf3_to_ours` (3.12),
-/// `ours_to_iperf3_321`, `iperf3_321_to_ours`.
-macro_rules! both_ways {
-    ($name:ident, $body:expr) => {
-        mod $name {
-            use super::*;
-
-            #[test]
-            fn ours_to_iperf3() {
-                if let Some(peer) = iperf3_312() {
-                    ($body)(&peer, Pairing::OursToIperf3);
-                }
-            }
-
-            #[test]
-            fn iperf3_to_ours() {
-                if let Some(peer) = iperf3_312() {
-                    ($body)(&peer, Pairing::Iperf3ToOurs);
-                }
-            }
-
-            #[test]
-            fn ours_to_iperf3_321() {
-                if let Some(peer) = common::iperf3_321() {
-                    ($body)(&peer, Pairing::OursToIperf3);
-                }
-            }
-
-            #[test]
-            fn iperf3_321_to_ours() {
-                if let Some(peer) = common::iperf3_321() {
-                    ($body)(&peer, Pairing::Iperf3ToOurs);
-                }
-            }
-        }
-    };
-}
 
 /// One UDP test: clean on both sides, right stream count, figures reconcile.
 /// Returns the problems found (empty when all is well).

@@ -4,6 +4,7 @@
 //! its rate measurements need the machine to themselves, and cargo runs test
 //! binaries one after another.
 
+#[macro_use]
 mod common;
 
 mod affinity;

@@ -4,12 +4,57 @@
 //! Checks return a list of problems instead of panicking, so a repeated run
 //! can count failures and report all of them at once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::json::get;
 use super::{rperf3, run_program, Server, CLIENT_TIMEOUT};
+
+/// Debian's iperf3 3.12 (`None`, after a note, or a failure under CI, when absent).
+pub(crate) fn iperf3_312() -> Option<PathBuf> {
+    super::require_tool("iperf3").then(|| PathBuf::from("iperf3"))
+}
+
+/// Generates one test per pairing and peer: `ours_to_iperf3`, `iperf3_to_ours`
+/// (3.12), `ours_to_iperf3_321`, `iperf3_321_to_ours`; `$body` takes the peer's
+/// path and the pairing.
+macro_rules! both_ways {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            use super::*;
+            use $crate::common::interop::{iperf3_312, Pairing};
+
+            #[test]
+            fn ours_to_iperf3() {
+                if let Some(peer) = iperf3_312() {
+                    ($body)(&peer, Pairing::OursToIperf3);
+                }
+            }
+
+            #[test]
+            fn iperf3_to_ours() {
+                if let Some(peer) = iperf3_312() {
+                    ($body)(&peer, Pairing::Iperf3ToOurs);
+                }
+            }
+
+            #[test]
+            fn ours_to_iperf3_321() {
+                if let Some(peer) = $crate::common::iperf3_321() {
+                    ($body)(&peer, Pairing::OursToIperf3);
+                }
+            }
+
+            #[test]
+            fn iperf3_321_to_ours() {
+                if let Some(peer) = $crate::common::iperf3_321() {
+                    ($body)(&peer, Pairing::Iperf3ToOurs);
+                }
+            }
+        }
+    };
+}
 
 /// Who plays which part.
 #[derive(Clone, Copy, Debug)]

@@ -6,6 +6,7 @@
 //! failure message can show what each program printed.
 
 pub(crate) mod auth;
+#[macro_use]
 pub(crate) mod interop;
 pub(crate) mod json;
 pub(crate) mod prom;
