@@ -197,3 +197,23 @@ fn issue16_hostile_parameters_get_iperf3s_answer_and_the_next_client_is_served()
         );
     }
 }
+
+#[test]
+fn issue16_a_stock_clients_latin1_extra_data_is_taken() {
+    if !common::require_tool("iperf3") {
+        return;
+    }
+    let srv = Server::start(&[]);
+    // The shell passes the byte 0xE9 as it is; iperf3 3.12 puts it in its
+    // parameters unchanged.
+    let cmd = format!(
+        "exec iperf3 -c 127.0.0.1 -p {} -n 1M -J --extra-data \"$(printf 'caf\\351')\"",
+        srv.port
+    );
+    let out = common::run_program("sh", &["-c", &cmd], common::CLIENT_TIMEOUT);
+    out.assert_ok();
+    assert_eq!(
+        common::json::num(&out.json(), "end.sum_received.bytes"),
+        1048576.0
+    );
+}
