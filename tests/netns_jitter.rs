@@ -100,12 +100,13 @@ fn jitter_from_capture() -> Attempt {
         return Attempt::Skip;
     };
     // One packet of bucket: a burst leaves at the shaper's rate, one frame
-    // every 1442 x 8 / 20 Mbit/s = 577 us; the queue holds a whole burst.
+    // every 1442 x 8 / 20 Mbit/s = 577 us. The queue holds many bursts: a
+    // sender catching up after a stall sends several at once.
     pair.on(
         Side::Client,
         &[
             "tc", "qdisc", "add", "dev", DEV, "root", "tbf", "rate", "20mbit", "burst", "1600",
-            "limit", "40000",
+            "limit", "400000",
         ],
     );
     let pcap = std::env::temp_dir().join(format!("{}-jitter.pcap", pair.server_ns));
@@ -119,14 +120,15 @@ fn jitter_from_capture() -> Attempt {
             "dumpcap", "-q", "-P", "-i", DEV, "-f", &filter, "-s", "96", "-c", &n, "-w", path,
         ],
     );
-    // Capturing once its packet socket exists.
+    // Capturing once its packet socket is bound to the device (a nonzero
+    // interface index in /proc/net/packet's fifth column).
+    let bound = |t: String| {
+        t.lines()
+            .skip(1)
+            .any(|l| l.split_whitespace().nth(4).is_some_and(|i| i != "0"))
+    };
     let deadline = Instant::now() + Duration::from_secs(10);
-    while pair
-        .on(Side::Server, &["cat", "/proc/net/packet"])
-        .lines()
-        .count()
-        < 2
-    {
+    while !bound(pair.on(Side::Server, &["cat", "/proc/net/packet"])) {
         assert!(Instant::now() < deadline, "dumpcap did not start capturing");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -137,38 +139,58 @@ fn jitter_from_capture() -> Attempt {
         .finish(Duration::from_secs(20));
     let sdoc = json_doc(&server.finish(Duration::from_secs(5)));
     let cdoc = json_doc(&client);
-    let cap = capture.finish(Duration::from_secs(5));
-    if !cap.success() {
-        // It stops at the test's datagram count: the capture socket dropped
-        // some while dumpcap was descheduled.
-        return Attempt::Disturbed(format!("the capture missed datagrams: {cap}"));
+    // Every datagram has reached the receiver: dumpcap stops by itself once
+    // it has written the test's count (its ring hands packets over in
+    // blocks, so that can take a moment); if it started late it never gets
+    // there and is asked to stop.
+    let mut capture = capture;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while capture.try_status().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
     }
+    capture.interrupt();
+    let cap = capture.finish(Duration::from_secs(5));
+    assert!(cap.success(), "dumpcap: {cap}");
     let arrivals = read_pcap(&std::fs::read(&pcap).expect("the capture file"));
     let _ = std::fs::remove_file(&pcap);
 
+    // The capture may have started a little late; from its first datagram on
+    // it has every one that reached the device, in order (a veth does not
+    // reorder). A datagram the shaper dropped is a gap for both.
+    let first = arrivals.first().map_or(1, |a| a.seq);
     let seqs: Vec<u64> = arrivals.iter().map(|a| a.seq).collect();
-    let want: Vec<u64> = (1..=DATAGRAMS as u64).collect();
-    assert_eq!(
-        seqs, want,
-        "the capture is not the test's datagrams in order"
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "the capture's datagrams are out of order\n{cap}"
     );
     let j = rfc3550(&arrivals);
-    // The capture's figure after the datagram with `seq`.
-    let at = |seq: u64| j[seq as usize - 1];
+    // The capture's figure once the datagrams up to `seq` have arrived. A late
+    // start does not matter WARM_UP datagrams on: what the estimator started
+    // from then weighs (15/16)^200 < 1e-5.
+    const WARM_UP: u64 = 200;
+    let at = |seq: u64| j[seqs.partition_point(|&s| s <= seq).max(1) - 1];
 
     // Where the receiver's figure was taken: after the highest sequence
-    // number it had seen (no loss: see below), at each interval's end and at
-    // the end of the test.
-    assert_eq!(count(&sdoc, "end.sum_received.lost_packets"), 0);
+    // number it had seen, at each interval's end and at the end of the test.
+    // The loss it reports is the capture's gaps.
+    let gaps = DATAGRAMS as u64 - (first - 1) - seqs.len() as u64;
+    let lost = count(&sdoc, "end.sum_received.lost_packets");
+    if first == 1 && lost != gaps {
+        return Attempt::Disturbed(format!(
+            "rperf3 lost {lost}, the capture misses {gaps} (did dumpcap drop some?)\n{cap}"
+        ));
+    }
     let mut points = Vec::new();
     let mut seq = 0;
     for i in sdoc["intervals"].as_array().unwrap() {
         seq += count(i, "sum.packets");
-        points.push((
-            format!("interval ending at {seq}"),
-            seq,
-            num(i, "sum.jitter_ms"),
-        ));
+        if seq >= first + WARM_UP {
+            points.push((
+                format!("interval ending at {seq}"),
+                seq,
+                num(i, "sum.jitter_ms"),
+            ));
+        }
     }
     let last = count(&sdoc, "end.sum_received.packets");
     points.push((
@@ -184,10 +206,11 @@ fn jitter_from_capture() -> Attempt {
 
     // The receiver stamps a datagram when it reads it, the capture when the
     // device delivered it; the difference is the reader's wake-up delay,
-    // which enters |D| once per datagram. 2% of a ~1 ms jitter is 20 us of
+    // which enters |D| once per datagram. 5% of a ~1 ms jitter is 50 us of
     // wake-up delay difference between consecutive datagrams, sustained over
-    // the estimator's memory (1/16 per datagram); measured here, under load,
-    // 0.4-0.6%. More is a busy machine (retried) or a wrong estimator.
+    // the estimator's memory (1/16 per datagram); measured here 0.2-0.7% on
+    // a quiet machine, up to 3.6% under a load average of 9. More is a busy
+    // machine (retried) or a wrong estimator.
     let mut worst = 0.0f64;
     let mut lines = Vec::new();
     for (what, seq, reported_ms) in &points {
@@ -208,7 +231,7 @@ fn jitter_from_capture() -> Attempt {
         (0.5e-3..3e-3).contains(&truth),
         "capture jitter {truth} s: the shaper did not shape\n{ctx}"
     );
-    if worst > 0.02 {
+    if worst > 0.05 {
         return Attempt::Disturbed(ctx);
     }
     Attempt::Pass

@@ -100,7 +100,9 @@ fn retransmits_against_nstat(reverse: bool) -> Attempt {
     assert!(dropped >= 10, "the drop rule hardly fired\n{ctx}");
     assert_eq!(client_view, reported, "{ctx}");
     assert_eq!(stream, reported, "{ctx}");
-    assert_eq!(intervals, reported, "{ctx}");
+    // The intervals printed hold all of them but what a final interval too
+    // short to print took (iperf3 leaves those out of the listing too).
+    assert!(intervals <= reported, "{ctx}");
     // Every dropped segment was sent again at least once (the kernel's count
     // may be higher: a lost retransmission, a spurious timeout).
     assert!(kernel >= dropped, "{ctx}");
