@@ -197,3 +197,27 @@ fn issue16_hostile_parameters_get_iperf3s_answer_and_the_next_client_is_served()
         );
     }
 }
+
+#[test]
+fn issue16_a_stock_clients_latin1_extra_data_is_taken() {
+    if !common::require_tool("iperf3") {
+        return;
+    }
+    let srv = Server::start(&[]);
+    // The shell passes the byte 0xE9 as it is; iperf3 3.12 puts it in its
+    // parameters unchanged.
+    let cmd = format!(
+        "exec iperf3 -c 127.0.0.1 -p {} -n 1M -J --extra-data \"$(printf 'caf\\351')\"",
+        srv.port
+    );
+    let out = common::run_program("sh", &["-c", &cmd], common::CLIENT_TIMEOUT);
+    let doc = out.assert_ok().json();
+    common::json::assert_no_error(&doc);
+    // The whole -n went out, and the server received from it (what was
+    // still in flight at TEST_END is not counted, as by iperf3's own server).
+    assert_eq!(common::json::num(&doc, "end.sum_sent.bytes"), 1048576.0);
+    assert!(
+        common::json::num(&doc, "end.sum_received.bytes") > 0.0,
+        "{out}"
+    );
+}

@@ -3,10 +3,14 @@
 //! shaper) or drops a counted set of datagrams (an iptables rule), and rperf3's
 //! JSON reports must agree with what the kernel did.
 //!
-//! Needs root, `ip`, `tc` (tbf) and `iptables` (statistic, u32, length); see
-//! `netns/mod.rs` for what happens when they are missing.
+//! Needs root, `ip`, `tc` (tbf), `iptables` (statistic, u32, length), `nstat`
+//! and tshark's `dumpcap`; see `netns/mod.rs` for what happens when they are
+//! missing. `netns_jitter.rs` checks jitter against a capture, `netns_tcp.rs`
+//! retransmits against the kernel's count and `-P 4` / `--bidir` through tbf.
 
 mod netns;
+mod netns_jitter;
+mod netns_tcp;
 
 use std::time::Duration;
 

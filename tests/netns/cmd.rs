@@ -55,6 +55,15 @@ impl Bg {
         })
     }
 
+    /// Asks the child to stop (SIGINT), as a capture tool that flushes its
+    /// file on the way out wants.
+    pub(crate) fn interrupt(&self) {
+        if let Some(c) = &self.child {
+            let pid = nix::unistd::Pid::from_raw(c.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+        }
+    }
+
     /// The child's exit status if it has already ended.
     pub(crate) fn try_status(&mut self) -> Option<ExitStatus> {
         self.child
