@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use crate::*;
 
 /// §11: `-c 127.0.0.1 -p 20011 -t 1` from 2.2.1, the first segment (64 bytes).
-const PLAIN_221: [u8; 64] = [
+pub(crate) const PLAIN_221: [u8; 64] = [
     0x40, 0x01, 0x00, 0x80, 0, 0, 0, 1, 0, 0, 0x4e, 0x2b, 0, 0, 0, 0, //
     0, 0, 0, 0, 0xff, 0xff, 0xff, 0x9c, 0, 0, 0, 0, 0, 0, 0, 0, //
     0, 0, 0, 0, 0, 2, 0, 2, 0, 1, 0, 1, 0, 0, 0, 0, //
