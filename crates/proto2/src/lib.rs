@@ -5,8 +5,8 @@
 //! formats as pure functions over bytes, and the wall-clock times its checks
 //! need come from the caller: the flag words, the TCP test header in both
 //! versions' layouts, the header ack, the UDP datagram and test headers (full
-//! and small trip-times), the FIN sequence numbers, the UDP server report, and
-//! the decoding of a connection's or flow's first bytes into a typed
+//! and small trip-times), the FIN sequence numbers, the UDP server report, the
+//! TCP bounceback and burst headers, and the decoding of a connection's or flow's first bytes into a typed
 //! [`TestRequest`].
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -15,6 +15,8 @@
 
 mod ack;
 mod base;
+mod bounceback;
+mod burst;
 mod error;
 mod fields;
 mod flags;
@@ -33,6 +35,8 @@ mod udp_tests;
 
 pub use ack::{ack_expected, AckTimes, HeaderAck, ACK_LEN, ACK_LEN_TIMES, ACK_TYPE};
 pub use base::{BaseHeader, BASE_LEN, V1_LEN};
+pub use bounceback::{stamp_reply, BbFlags, BouncebackHeader, BOUNCEBACK_MIN_REQUEST};
+pub use burst::{BurstHeader, BURST_HEADER_LEN};
 pub use error::{EncodeError, HeaderError};
 pub use fields::{
     rate_from_words, rate_to_words, Amount, IsochSettings, StatPair, Timeval, Version, MAX_RATE,
