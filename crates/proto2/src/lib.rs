@@ -21,6 +21,7 @@ mod error;
 mod fields;
 mod flags;
 mod request;
+mod request_encode;
 mod server_report;
 mod tcp_header;
 mod udp_datagram;

@@ -354,3 +354,148 @@ proptest! {
         }
     }
 }
+
+/// Requests a client can express, with stamps near `NOW` so the server's
+/// clock checks pass.
+fn any_request(transport: Transport) -> impl Strategy<Value = TestRequest> {
+    let udp = transport == Transport::Udp;
+    let mode = prop_oneof![
+        Just(Mode::Normal),
+        Just(Mode::Reverse),
+        Just(Mode::FullDuplex),
+        (1u16..).prop_map(|port| Mode::Dual { port }),
+        (1u16..).prop_map(|port| Mode::Tradeoff { port }),
+    ];
+    let end = prop_oneof![
+        (1u64..=1 << 31).prop_map(|t| TestEnd::Time(Duration::from_millis(t * 10))),
+        (0u64..1 << 31).prop_map(TestEnd::Bytes),
+    ];
+    let pair = || (any::<i32>(), 0i32..1_000_000).prop_map(|(int, frac)| StatPair { int, frac });
+    let settings = (pair(), pair(), pair(), pair())
+        .prop_map(|(fps, mean, variance, burst_ipg)| IsochSettings {
+            fps,
+            mean,
+            variance,
+            burst_ipg,
+        })
+        .prop_filter("a zero block reads as absent", |s| !s.is_zero());
+    let near = |skew: u32| {
+        (0..2 * skew, 0u32..1_000_000).prop_map(move |(d, usec)| Timeval {
+            sec: NOW.sec - skew + d,
+            usec,
+        })
+    };
+    let max_len: u32 = if udp { 65_535 } else { 16 << 20 };
+    (
+        (
+            mode,
+            end,
+            1u32..=256,
+            proptest::option::of(0u16..0x800),
+            0..=MAX_RATE,
+            any::<bool>(),
+        ),
+        (
+            proptest::option::of(1..=max_len),
+            any::<u32>(),
+            any::<u8>(),
+            any::<bool>(),
+            proptest::option::of(near(599)),
+        ),
+        (
+            proptest::option::of(near(3599)),
+            any::<bool>(),
+            proptest::option::of(settings),
+            any::<bool>(),
+            proptest::option::of(any::<u64>()),
+        ),
+        (
+            proptest::option::of(any::<u32>()),
+            proptest::option::of(any::<u32>()),
+            any::<[bool; 3]>(),
+        ),
+        (
+            proptest::option::of("[a-z0-9]{0,40}"),
+            proptest::option::of(proptest::collection::vec(any::<u8>(), 1..=MAX_PERMIT_KEY)),
+        ),
+    )
+        .prop_map(move |(a, b, c, d, e)| {
+            let (mode, end, streams, transfer_id, rate, rate_is_pps) = a;
+            let (buf_len, win_band, tos, peer_detect, trip) = b;
+            let (txstart, isochronous, isoch_settings, no_fin, fq_rate) = c;
+            let (write_prefetch, barrier_us, [quickack, burst, l4s]) = d;
+            let (cca, permit_key) = e;
+            let legacy = matches!(mode, Mode::Dual { .. } | Mode::Tradeoff { .. });
+            let trip_times = trip.is_some();
+            // Trip-times and txstart share one start stamp.
+            let txstart = if trip_times {
+                txstart.and(trip)
+            } else {
+                txstart
+            };
+            let mut r = TestRequest {
+                transport,
+                end,
+                mode,
+                streams,
+                transfer_id: transfer_id.filter(|_| !legacy),
+                rate,
+                rate_is_pps,
+                buf_len,
+                win_band,
+                tos,
+                peer_version: Some(VERSION_2_2_1),
+                wants_ack: false,
+                // -X sets VERSION2, which makes VERSION1 no legacy dual test.
+                peer_detect: peer_detect && !legacy,
+                trip_times,
+                trip_start: trip,
+                txstart,
+                skewed_start: false,
+                isochronous,
+                isoch_settings,
+                no_udp_fin: udp && (no_fin || mode == Mode::FullDuplex),
+                seq64: udp,
+                small_trip_times: false,
+                fq_rate,
+                write_prefetch,
+                barrier_us,
+                quickack,
+                periodic_burst: !udp && burst,
+                l4s: udp && l4s,
+                cca: cca.filter(|_| !udp),
+                permit_key: permit_key.filter(|_| !udp),
+            };
+            if !udp {
+                let h = r.tcp_header(VERSION_2_2_1, 5001);
+                r.wants_ack = ack_expected(
+                    h.encode(Layout::V2_2_1)
+                        .map(|b| BaseFlags(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
+                        .unwrap(),
+                );
+            }
+            r
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(5_000))]
+
+    /// What a client writes for a request, a server reads back as that request.
+    #[test]
+    fn tcp_requests_round_trip(req in any_request(Transport::Tcp)) {
+        let bytes = req.tcp_header(VERSION_2_2_1, 5001).encode(Layout::V2_2_1).unwrap();
+        let (back, len) = tcp(&bytes).unwrap();
+        prop_assert_eq!(len, bytes.len());
+        prop_assert_eq!(back, req);
+    }
+
+    #[test]
+    fn udp_requests_round_trip(req in any_request(Transport::Udp), extra in 0usize..64) {
+        let h = req.udp_header(VERSION_2_2_1, 5001);
+        let mut d = pattern(h.extent(Layout::V2_2_1) + extra);
+        DatagramHeader { seq: 1, sent: NOW }.encode(&mut d, true).unwrap();
+        h.encode(Layout::V2_2_1, &mut d);
+        prop_assert_eq!(udp(&d).unwrap(), req);
+    }
+}
