@@ -48,6 +48,7 @@ pub use request::{
     classify_tcp, classify_udp, Mode, RequestLimits, TcpStart, TestEnd, TestRequest, Transport,
     UdpStart, TRIP_TIMES_MAX_SKEW_S, TXSTART_MAX_SKEW_S,
 };
+pub use request_encode::{udp_rate_on_wire, UdpRate};
 pub use server_report::{ServerReport, TransitStats, SERVER_REPORT_LEN};
 pub use tcp_header::{tcp_header_len, Decoded, Layout, StartBlock, TcpTestHeader, MAX_PERMIT_KEY};
 pub use udp_datagram::{

@@ -139,3 +139,52 @@ impl TestRequest {
         }
     }
 }
+
+/// A UDP `-b` value as the user gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UdpRate {
+    /// Bits per second.
+    BitsPerSec(u64),
+    /// `-b Npps`.
+    PacketsPerSec(u64),
+}
+
+/// The rate a UDP client puts in its header: bits per second as given; for
+/// packets per second the raw count in a normal test (the server ignores it),
+/// but N·8·len bits/s when the server sends (-R, full duplex, -d, -r), since it
+/// must pace with it (100pps of 1470 bytes → 1 176 000).
+pub fn udp_rate_on_wire(rate: UdpRate, mode: Mode, datagram_len: u32) -> u64 {
+    match rate {
+        UdpRate::BitsPerSec(b) => b,
+        UdpRate::PacketsPerSec(n) if mode == Mode::Normal => n,
+        UdpRate::PacketsPerSec(n) => n.saturating_mul(8 * u64::from(datagram_len)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// §2.3 and §11: 1000pps raw in a normal test; 100pps·1470 as 0x0011F1C0
+    /// when the server paces.
+    #[test]
+    fn pps_on_the_wire() {
+        let pps = |n| UdpRate::PacketsPerSec(n);
+        assert_eq!(udp_rate_on_wire(pps(1000), Mode::Normal, 1470), 1000);
+        assert_eq!(udp_rate_on_wire(pps(100), Mode::Reverse, 1470), 0x0011_F1C0);
+        assert_eq!(
+            udp_rate_on_wire(pps(100), Mode::FullDuplex, 1470),
+            0x0011_F1C0
+        );
+        assert_eq!(
+            udp_rate_on_wire(pps(100), Mode::Dual { port: 1 }, 1470),
+            0x0011_F1C0
+        );
+        assert_eq!(
+            udp_rate_on_wire(pps(u64::MAX), Mode::Tradeoff { port: 1 }, 1470),
+            u64::MAX
+        );
+        let bits = UdpRate::BitsPerSec(1 << 20);
+        assert_eq!(udp_rate_on_wire(bits, Mode::Reverse, 1470), 1 << 20);
+    }
+}
