@@ -9,13 +9,13 @@
 
 use std::time::Duration;
 
+use crate::base::BaseHeader;
 use crate::error::HeaderError;
 use crate::fields::{Amount, IsochSettings, Timeval, Version};
-use crate::flags::{BaseFlags, UpperFlags};
+use crate::flags::{BaseFlags, LowerFlags, UpperFlags};
 use crate::tcp_header::{tcp_header_len, Decoded, TcpTestHeader};
 use crate::udp_datagram::DatagramHeader;
 use crate::udp_header::{SmallTripTimes, UdpTestHeader};
-use crate::BaseHeader;
 
 /// A trip-times start stamp further than this from the server's clock is
 /// ignored, and trip-times with it.
@@ -272,7 +272,6 @@ pub fn classify_udp(
     r.seq64 = h.base.flags.has(BaseFlags::SEQNO64B);
     r.no_udp_fin = h.base.upper.has(UpperFlags::NOUDPFIN);
     r.l4s = h.base.upper.has(UpperFlags::UDPL4S);
-    r.periodic_burst = false;
     let timed = h.base.upper.has(UpperFlags::TRIPTIME);
     apply_start(&mut r, timed, h.start, h.base.upper, now);
     r.fq_rate = h.fq_rate;
@@ -373,8 +372,7 @@ fn from_base(
         write_prefetch: upper
             .has(UpperFlags::WRITEPREFETCH)
             .then_some(b.write_prefetch),
-        barrier_us: (extended && b.lower.has(crate::LowerFlags::BARRIER_TIME))
-            .then_some(b.barrier_us),
+        barrier_us: (extended && b.lower.has(LowerFlags::BARRIER_TIME)).then_some(b.barrier_us),
         quickack: upper.has(UpperFlags::TCPQUICKACK),
         periodic_burst: transport == Transport::Tcp && upper.has(UpperFlags::PERIODICBURST),
         l4s: false,
