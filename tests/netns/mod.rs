@@ -7,8 +7,6 @@
 //! When the tools or namespace support are missing the tests skip with a note,
 //! except under `CI=true`, where that is a failure: CI must really run them.
 
-#![allow(dead_code)] // each test binary uses a different part of the fixture
-
 pub(crate) mod cmd;
 pub(crate) mod kernel;
 
