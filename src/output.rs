@@ -14,6 +14,7 @@ use std::os::unix::fs::MetadataExt;
 
 use anyhow::Context;
 use rperf3_app::config::{Config, OutputConfig, Role};
+use rperf3_proto::{IperfError, IE_LOG_FILE};
 use rperf3_report::input::Side;
 use rperf3_report::queue::{OutputQueue, QUEUE_BYTES};
 use rperf3_report::{ReportOptions, Reporter};
@@ -49,7 +50,7 @@ impl Sink {
                     .create(true)
                     .append(true)
                     .open(p)
-                    .with_context(|| format!("unable to open log file: {}", p.display()))?;
+                    .map_err(|e| IperfError::from_io(IE_LOG_FILE, &e))?;
                 let q = spawn("logfile", Box::new(f))?;
                 Ok(Self {
                     out: q.clone(),

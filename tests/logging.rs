@@ -113,3 +113,28 @@ fn issue10_debug_logs_go_to_the_logfile_with_the_report() {
     assert!(out.stderr.is_empty(), "{}", out.stderr);
     let _ = std::fs::remove_file(&log);
 }
+
+#[test]
+fn an_unopenable_log_file_is_iperf3s_error_17() {
+    let path = scratch_file("missing-dir").join("server.log");
+    let path = path.to_string_lossy().into_owned();
+    let ours = run_client(&["-c", "127.0.0.1", "--logfile", &path], CLIENT_TIMEOUT);
+    assert_eq!(ours.code(), Some(1), "{ours}");
+    assert_eq!(
+        ours.stderr,
+        "rperf3: error - unable to open log file: No such file or directory\n"
+    );
+    if require_tool("iperf3") {
+        let stock = run_program(
+            "iperf3",
+            &["-c", "127.0.0.1", "--logfile", &path],
+            CLIENT_TIMEOUT,
+        );
+        assert_eq!(stock.code(), Some(1), "{stock}");
+        assert_eq!(
+            stock.stderr.strip_prefix("iperf3"),
+            ours.stderr.strip_prefix("rperf3"),
+            "{stock}"
+        );
+    }
+}
