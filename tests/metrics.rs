@@ -4,83 +4,18 @@
 
 use crate::common;
 
-use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::json::{self, num};
+use common::prom::{get, http_get, outcome, scrape, scrape_until, server};
 use common::*;
 use serde_json::Value;
 
-/// Longest a test waits for a metric to reach a value it must reach.
-const SETTLE: Duration = Duration::from_secs(10);
 /// Datagrams one UDP system call moves (rperf3_sys::mmsg::MAX_BATCH): what a
 /// UDP stream may move after its final sample.
 const MAX_BATCH: f64 = 64.0;
-
-/// One HTTP/1.0 GET; the status line and the body.
-fn http_get(port: u16, target: &str) -> (String, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(s, "GET {target} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).expect("response");
-    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
-    (
-        head.lines().next().unwrap_or("").to_string(),
-        body.to_string(),
-    )
-}
-
-/// Every sample of a scrape: series (name and labels as printed) to value.
-fn scrape(port: u16) -> HashMap<String, f64> {
-    let (status, body) = http_get(port, "/metrics");
-    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
-    assert!(body.ends_with("# EOF\n"), "{body}");
-    body.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let (k, v) = l.rsplit_once(' ')?;
-            Some((k.to_string(), v.parse().ok()?))
-        })
-        .collect()
-}
-
-fn get(m: &HashMap<String, f64>, series: &str) -> f64 {
-    *m.get(series)
-        .unwrap_or_else(|| panic!("no {series} in {m:#?}"))
-}
-
-/// Scrapes until `pred` holds; fails after [`SETTLE`].
-fn scrape_until(
-    port: u16,
-    what: &str,
-    pred: impl Fn(&HashMap<String, f64>) -> bool,
-) -> HashMap<String, f64> {
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        let m = scrape(port);
-        if pred(&m) {
-            return m;
-        }
-        assert!(Instant::now() < deadline, "never {what}: {m:#?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn outcome(m: &HashMap<String, f64>, o: &str) -> f64 {
-    get(m, &format!("rperf3_tests_total{{outcome=\"{o}\"}}"))
-}
-
-/// A server with `--metrics` on a free port; the port.
-fn server(extra: &[&str]) -> (Server, u16) {
-    let mport = free_port();
-    let addr = format!("127.0.0.1:{mport}");
-    let mut args = vec!["--metrics", &addr];
-    args.extend_from_slice(extra);
-    (Server::start(&args), mport)
-}
 
 /// `metric` grew by what the JSON says moved, plus at most `slack` moved
 /// after the test's final sample.

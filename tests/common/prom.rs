@@ -23,15 +23,24 @@ pub(crate) fn server(extra: &[&str]) -> (Server, u16) {
     (Server::start(&args), mport)
 }
 
+/// One HTTP/1.0 GET of `target` on `port`: the status line and the body.
+pub(crate) fn http_get(port: u16, target: &str) -> (String, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET {target} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("response");
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
 /// One scrape of `/metrics` on `port`.
 pub(crate) fn scrape(port: u16) -> Scrape {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to /metrics");
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(s, "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).expect("response");
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    assert!(head.starts_with("HTTP/1.1 200 OK"), "{text}");
+    let (status, body) = http_get(port, "/metrics");
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
     assert!(body.ends_with("# EOF\n"), "{body}");
     body.lines()
         .filter(|l| !l.starts_with('#'))
