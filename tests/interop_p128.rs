@@ -7,8 +7,7 @@ use crate::common;
 use std::path::PathBuf;
 
 use common::interop::{self, Mode, Pairing};
-use common::json::num;
-use common::tcp_streams::{block, check_tcp_streams};
+use common::tcp_streams::check_against_stock;
 use common::*;
 
 fn p128(pairing: Pairing, mode: Mode) {
@@ -26,27 +25,9 @@ fn p128(pairing: Pairing, mode: Mode) {
             args.push("-R");
         }
         let mut r = interop::run_with(&stock, pairing, &args);
-        let stock_sends = matches!(pairing, Pairing::Iperf3ToOurs) == client_sends;
-        let blk = block(&r.client);
-        // See `block`: 3.21 as sender is a block apart from itself; any
-        // multi-threaded sender may leave a block's delivered part uncounted.
-        let exchange = if stock_sends && version == "3.21" {
-            blk
-        } else {
-            0.0
-        };
-        let delivery = if stock_sends && version == "3.12" {
-            0.0
-        } else {
-            blk
-        };
         if r.problems.is_empty() {
             r.check_stream_counts(128);
-            check_tcp_streams(&mut r, 128, client_sends, exchange, delivery);
-            let got = num(&r.client, "end.sum_received.bytes");
-            if got <= 0.0 {
-                r.problems.push(format!("end.sum_received.bytes = {got}"));
-            }
+            check_against_stock(&mut r, 128, version, pairing, client_sends);
         }
         assert!(
             r.problems.is_empty(),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use common::interop::{threaded, Mode, Pairing, Run};
 use common::json::{arr, num, string};
-use common::tcp_streams::{block, check_tcp_streams};
+use common::tcp_streams::check_against_stock;
 use common::*;
 use serde_json::Value;
 
@@ -130,7 +130,6 @@ fn v6_matrix(pairing: Pairing) {
                     check_on_v6(&mut r);
                     r.check_stream_counts(1);
                     let client_sends = mode == Mode::Normal;
-                    let stock_sends = matches!(pairing, Pairing::Iperf3ToOurs) == client_sends;
                     if udp {
                         check_udp(&mut r, mode);
                         let lost = max_loss(&r);
@@ -138,23 +137,7 @@ fn v6_matrix(pairing: Pairing) {
                             r.problems.push(format!("lost {lost}% in three runs"));
                         }
                     } else {
-                        // See `block`: the slack a sender's end may need.
-                        let blk = block(&r.client);
-                        let exchange = if stock_sends && version == "3.21" {
-                            blk
-                        } else {
-                            0.0
-                        };
-                        let delivery = if stock_sends && version == "3.12" {
-                            0.0
-                        } else {
-                            blk
-                        };
-                        check_tcp_streams(&mut r, 1, client_sends, exchange, delivery);
-                        let got = num(&r.client, "end.sum_received.bytes");
-                        if got <= 0.0 {
-                            r.problems.push(format!("end.sum_received.bytes = {got}"));
-                        }
+                        check_against_stock(&mut r, 1, version, pairing, client_sends);
                     }
                 }
                 assert!(

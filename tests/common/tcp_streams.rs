@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::interop::Run;
+use super::interop::{Pairing, Run};
 use super::json::{arr, get, num};
 
 /// One block of the test (`start.test_start.blksize`): what a sender may
@@ -92,5 +92,34 @@ pub(crate) fn check_tcp_streams(
                  {delivery_slack})"
             ));
         }
+    }
+}
+
+/// [`check_tcp_streams`] for a test between rperf3 and stock iperf3 `version`
+/// ("3.12" or "3.21"), with the slack [`block`] explains for whichever side
+/// sends, and the client must have received something.
+pub(crate) fn check_against_stock(
+    r: &mut Run,
+    want: usize,
+    version: &str,
+    pairing: Pairing,
+    client_sends: bool,
+) {
+    let stock_sends = matches!(pairing, Pairing::Iperf3ToOurs) == client_sends;
+    let blk = block(&r.client);
+    let exchange = if stock_sends && version == "3.21" {
+        blk
+    } else {
+        0.0
+    };
+    let delivery = if stock_sends && version == "3.12" {
+        0.0
+    } else {
+        blk
+    };
+    check_tcp_streams(r, want, client_sends, exchange, delivery);
+    let got = num(&r.client, "end.sum_received.bytes");
+    if got <= 0.0 {
+        r.problems.push(format!("end.sum_received.bytes = {got}"));
     }
 }
