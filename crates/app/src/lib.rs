@@ -12,6 +12,7 @@ mod auth;
 mod client;
 pub mod config;
 mod interrupt;
+pub mod iperf2;
 mod server;
 mod test;
 

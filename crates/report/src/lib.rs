@@ -17,6 +17,7 @@ pub mod end;
 mod history;
 pub mod input;
 pub mod interval;
+pub mod iperf2;
 pub mod model;
 pub mod queue;
 mod reporter;

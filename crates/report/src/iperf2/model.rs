@@ -1,0 +1,280 @@
+//! What an iperf 2 run reports, as records the iperf 2 drivers emit and the
+//! iperf 2 formatters (text, `-e`, CSV) print. Drivers hand over raw figures;
+//! every derived figure (rates, loss percentages, NetPwr, units) is computed by
+//! the formatters, in one place.
+
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime};
+
+/// Which side prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side2 {
+    /// `-c`.
+    Client,
+    /// `-s`.
+    Server,
+}
+
+/// Transport of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proto2 {
+    /// TCP.
+    Tcp,
+    /// UDP.
+    Udp,
+}
+
+/// How the formatters print (from `-e`, `-f`, `-y C`, `-x`, `--hide-ips`,
+/// `--sum-only`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Layout2 {
+    /// `-e`.
+    pub enhanced: bool,
+    /// `-y C`.
+    pub csv: bool,
+    /// `-f` letter; `None` = adaptive bits.
+    pub format: Option<char>,
+    /// `--hide-ips`.
+    pub hide_ips: bool,
+    /// `--sum-only`.
+    pub sum_only: bool,
+    /// `-x C`: no connection lines.
+    pub no_connection: bool,
+    /// `-x D`: no data lines.
+    pub no_data: bool,
+    /// `-x M`: no multicast lines.
+    pub no_multicast: bool,
+    /// `-x S`: no settings blocks.
+    pub no_settings: bool,
+    /// `-x V`: no server report.
+    pub no_server_report: bool,
+}
+
+/// The settings block between dashes ("Server listening on TCP port 5001" or
+/// "Client connecting to host, UDP port 5001" and the lines after it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings2 {
+    /// Listener or connector block. A `-d`/`-r` client prints a listener block
+    /// first; a `-d`/`-r` server prints a connector block for its connection back.
+    pub side: Side2,
+    /// TCP or UDP.
+    pub proto: Proto2,
+    /// The host connected to (client block), as given.
+    pub host: Option<String>,
+    /// The port listened on or connected to.
+    pub port: u16,
+    /// The process id (shown with `-e`).
+    pub pid: u32,
+    /// Client: parallel flows (shown with `-e`).
+    pub flows: u32,
+    /// Read or write length (`-l` or the default).
+    pub len: u32,
+    /// UDP client: inter-packet gap target in microseconds.
+    pub ipg_us: Option<f64>,
+    /// The socket buffer size the kernel reports, and whether it was asked for (`-w`).
+    pub window: u64,
+    /// `-w` was given (otherwise "(default)").
+    pub window_requested: bool,
+    /// The congestion control in force (TCP, shown with `-e`).
+    pub congestion: Option<String>,
+    /// The TOS byte (shown with `-e`).
+    pub tos: u8,
+    /// TCP_NODELAY (shown with `-e`: "Nagle on/off").
+    pub nodelay: bool,
+    /// `-m`: the listener's MSS.
+    pub mss: Option<u32>,
+    /// Multicast: the group joined (server) and the SSM source.
+    pub multicast: Option<Multicast2>,
+    /// Multicast client: the TTL.
+    pub ttl: Option<u8>,
+    /// Direction suffixes of a client block (`-R`, `--full-duplex`, trip-times).
+    pub mode_note: Option<String>,
+}
+
+/// A multicast join.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Multicast2 {
+    /// The group.
+    pub group: String,
+    /// The SSM source (`-H`), if any.
+    pub source: Option<String>,
+}
+
+/// How a report line is tagged: `[  1]`, `[ *1]` (the other direction of `-R`,
+/// `--full-duplex`, `-d`), `[SUM]`, `[SUM-2]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag2 {
+    /// One stream, by transfer id.
+    Id(u32),
+    /// One stream of the reverse direction (`[ *1]`).
+    ReverseId(u32),
+    /// The sum of `n` streams.
+    Sum(u32),
+}
+
+/// Facts of a TCP connection shown on its connection line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpConnInfo2 {
+    /// Initial congestion window, packets.
+    pub icwnd: u32,
+    /// MSS in bytes.
+    pub mss: u32,
+    /// Initial RTT, microseconds.
+    pub irtt_us: u32,
+}
+
+/// A connection line ("[  1] local A port P connected with B port Q ...").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Connection2 {
+    /// The line's tag.
+    pub tag: Tag2,
+    /// Our address.
+    pub local: SocketAddr,
+    /// The device the socket is bound to or routed through (`%lo` with `-e`).
+    pub device: Option<String>,
+    /// The peer's address.
+    pub peer: SocketAddr,
+    /// `(reverse)`, `(full-duplex)`, `(trip-times)`, `(bb ...)` suffixes, in order.
+    pub notes: Vec<String>,
+    /// The peer's version (server with `-e`: "(peer 2.2.1-rc)").
+    pub peer_version: Option<String>,
+    /// TCP facts (`icwnd/mss/irtt`).
+    pub tcp: Option<TcpConnInfo2>,
+    /// Client: connect time (`ct=`).
+    pub connect_time: Option<Duration>,
+    /// When the connection was made (shown with `-e`).
+    pub at: SystemTime,
+}
+
+/// Extra figures of a TCP sender row (`-e`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpSend2 {
+    /// Writes.
+    pub writes: u64,
+    /// Failed writes.
+    pub write_errors: u64,
+    /// Retransmits.
+    pub retries: u64,
+    /// Bytes in flight (2.2.1's `InF`).
+    pub inflight_bytes: u64,
+    /// Packets in flight.
+    pub inflight_pkts: u32,
+    /// Congestion window, bytes.
+    pub cwnd_bytes: u64,
+    /// Congestion window, packets.
+    pub cwnd_pkts: u32,
+    /// Smoothed RTT, microseconds.
+    pub rtt_us: u32,
+    /// RTT variance, microseconds.
+    pub rttvar_us: u32,
+}
+
+/// Extra figures of a TCP receiver row (`-e`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpRecv2 {
+    /// Reads.
+    pub reads: u64,
+    /// Read-size histogram: eight bins of `len / 8` bytes.
+    pub bins: [u64; 8],
+}
+
+/// Extra figures of a UDP sender row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UdpSend2 {
+    /// Datagrams written.
+    pub writes: u64,
+    /// Failed writes.
+    pub write_errors: u64,
+    /// Writes that timed out.
+    pub timeouts: u64,
+}
+
+/// One-way latency of a UDP receiver row (`-e` with trip-times or synced clocks).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Latency2 {
+    /// Mean, seconds.
+    pub mean: f64,
+    /// Minimum, seconds.
+    pub min: f64,
+    /// Maximum, seconds.
+    pub max: f64,
+    /// Standard deviation, seconds.
+    pub stdev: f64,
+}
+
+/// Figures of a UDP receiver row (and of the server report a client prints).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct UdpRecv2 {
+    /// Jitter, seconds.
+    pub jitter: f64,
+    /// Datagrams lost.
+    pub lost: u64,
+    /// Datagrams expected (received + lost).
+    pub total: u64,
+    /// Datagrams out of order.
+    pub out_of_order: u64,
+    /// Reads.
+    pub reads: u64,
+    /// Reads that timed out.
+    pub timeouts: u64,
+    /// Truncated datagrams.
+    pub truncated: u64,
+    /// Latency, when known.
+    pub latency: Option<Latency2>,
+}
+
+/// What kind of row, with its extra figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RowKind2 {
+    /// A TCP sender.
+    TcpSend(TcpSend2),
+    /// A TCP receiver.
+    TcpRecv(TcpRecv2),
+    /// A UDP sender.
+    UdpSend(UdpSend2),
+    /// A UDP receiver.
+    UdpRecv(UdpRecv2),
+}
+
+/// One report row: an interval, a stream's total, or a sum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row2 {
+    /// The line's tag.
+    pub tag: Tag2,
+    /// The stream's addresses (CSV rows name them): local, peer.
+    pub addrs: Option<(SocketAddr, SocketAddr)>,
+    /// Seconds since the stream started.
+    pub start: f64,
+    /// Seconds since the stream started.
+    pub end: f64,
+    /// Bytes moved in `start..end`.
+    pub bytes: u64,
+    /// Kind and extra figures.
+    pub kind: RowKind2,
+    /// Wall-clock time of the row (CSV stamps).
+    pub at: SystemTime,
+}
+
+/// Everything an iperf 2 run reports, in the order it happens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event2 {
+    /// A settings block.
+    Settings(Settings2),
+    /// A connection line.
+    Connected(Connection2),
+    /// An interval row.
+    Interval(Row2),
+    /// A stream's or a sum's final row.
+    Final(Row2),
+    /// UDP client: "Sent N datagrams".
+    Sent {
+        /// The stream.
+        tag: Tag2,
+        /// Datagrams sent.
+        datagrams: u64,
+    },
+    /// UDP client: the server report for one stream.
+    ServerReport(Row2),
+    /// A warning or error line (iperf 2's words), printed as is.
+    Message(String),
+}
