@@ -14,12 +14,15 @@ pub trait Report2: Send + Sync {
     fn event(&self, e: Event2);
 }
 
+/// Where a printer's lines go: one call per line, without its newline.
+pub type LineOut = Box<dyn FnMut(&str) + Send>;
+
 /// Prints events as iperf 2 text or CSV lines through `out` (one call per
 /// line, without its newline), which must never block the caller.
 pub struct Printer2 {
     side: Side2,
     layout: Layout2,
-    out: Mutex<Box<dyn FnMut(&str) + Send>>,
+    out: Mutex<LineOut>,
 }
 
 impl std::fmt::Debug for Printer2 {
@@ -33,7 +36,7 @@ impl std::fmt::Debug for Printer2 {
 
 impl Printer2 {
     /// A printer for `side` in `layout`.
-    pub fn new(side: Side2, layout: Layout2, out: Box<dyn FnMut(&str) + Send>) -> Self {
+    pub fn new(side: Side2, layout: Layout2, out: LineOut) -> Self {
         Self {
             side,
             layout,
