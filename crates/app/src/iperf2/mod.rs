@@ -3,6 +3,16 @@
 //! (`rperf3_report::iperf2`).
 
 pub mod config;
+mod connect_back;
+mod interval;
+mod tcp_client;
+mod tcp_io;
+mod tcp_server;
+mod tcp_session;
+mod tcp_setup;
+#[cfg(test)]
+mod tcp_tests;
+mod workers;
 
 use std::sync::Arc;
 
@@ -36,16 +46,16 @@ fn unbuilt(report: &dyn Report2) -> Outcome2 {
     Outcome2 { status: 1 }
 }
 
-fn tcp_client(_cfg: &Config2, report: Arc<dyn Report2>, _intr: Interrupt) -> Outcome2 {
-    unbuilt(&*report)
+fn tcp_client(cfg: &Config2, report: Arc<dyn Report2>, intr: Interrupt) -> Outcome2 {
+    tcp_client::run(cfg, report, intr)
 }
 
 fn udp_client(_cfg: &Config2, report: Arc<dyn Report2>, _intr: Interrupt) -> Outcome2 {
     unbuilt(&*report)
 }
 
-fn tcp_server(_cfg: &Config2, report: Arc<dyn Report2>, _intr: Interrupt) -> Outcome2 {
-    unbuilt(&*report)
+fn tcp_server(cfg: &Config2, report: Arc<dyn Report2>, intr: Interrupt) -> Outcome2 {
+    tcp_server::run(cfg, report, intr)
 }
 
 fn udp_server(_cfg: &Config2, report: Arc<dyn Report2>, _intr: Interrupt) -> Outcome2 {

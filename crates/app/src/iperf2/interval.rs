@@ -1,0 +1,479 @@
+//! The interval and final rows of a set of TCP flows that report together (a
+//! client's `-P` streams, both directions of `--full-duplex` or `-d`, a server's
+//! streams from one `-P` client), on one thread per set.
+//!
+//! Workers only count ([`FlowStats`]); this thread samples them every `-i`,
+//! emits a row per live flow and a `[SUM]` row, a flow's final row when its
+//! worker says it ended, and the sum's final row once the set is closed and
+//! every flow has ended. Flows can join while the set runs (a server's streams
+//! arrive one by one, a `-d` connection back comes later). Rows carry raw
+//! figures; the formatters compute rates.
+
+use std::net::{SocketAddr, TcpStream};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use rperf3_report::iperf2::model::{Event2, Row2, RowKind2, Tag2, TcpRecv2, TcpSend2};
+use rperf3_report::iperf2::Report2;
+use rperf3_sys::tcp_info::tcp_info;
+
+use super::tcp_io::{FlowSample, FlowStats};
+use crate::test::ticker::{Due, Ticker};
+
+/// Which way a flow's bytes go, seen from this side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dir {
+    /// This side writes.
+    Send,
+    /// This side reads.
+    Recv,
+}
+
+/// One flow of a set.
+#[derive(Debug, Clone)]
+pub(crate) struct FlowSpec {
+    /// How its rows are tagged.
+    pub(crate) tag: Tag2,
+    /// Sender or receiver.
+    pub(crate) dir: Dir,
+    /// What its worker counts.
+    pub(crate) stats: Arc<FlowStats>,
+    /// Its socket, for a sender's TCP_INFO figures (retries, cwnd, RTT).
+    pub(crate) sock: Option<Arc<TcpStream>>,
+    /// Local and peer address (CSV rows name them).
+    pub(crate) addrs: Option<(SocketAddr, SocketAddr)>,
+}
+
+impl FlowSpec {
+    /// A flow on `s`; a sender keeps the socket for its TCP_INFO figures.
+    pub(crate) fn of(
+        tag: Tag2,
+        dir: Dir,
+        stats: &Arc<FlowStats>,
+        s: &Arc<TcpStream>,
+        addrs: Option<(SocketAddr, SocketAddr)>,
+    ) -> Self {
+        Self {
+            tag,
+            dir,
+            stats: stats.clone(),
+            sock: (dir == Dir::Send).then(|| s.clone()),
+            addrs,
+        }
+    }
+}
+
+/// Local and peer address of a connection, as iperf 2 shows them.
+pub(crate) fn addrs_of(s: &TcpStream) -> Option<(SocketAddr, SocketAddr)> {
+    Some((
+        rperf3_sys::net::unmap(s.local_addr().ok()?),
+        rperf3_sys::net::unmap(s.peer_addr().ok()?),
+    ))
+}
+
+enum Msg {
+    Add(u64, Box<FlowSpec>),
+    Done(u64, Instant),
+    Close,
+}
+
+/// A running set of flows; dropping it without [`Intervals::finish`] closes it
+/// and waits for its thread.
+#[derive(Debug)]
+pub(crate) struct Intervals {
+    tx: Sender<Msg>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Intervals {
+    /// Starts the reporting thread; times count from `start`. With `sum`, a
+    /// set of two or more flows also reports `[SUM]` rows.
+    pub(crate) fn start(
+        report: Arc<dyn Report2>,
+        start: Instant,
+        every: Option<Duration>,
+        sum: bool,
+    ) -> Self {
+        let (tx, rx) = mpsc::channel();
+        let mut set = Set {
+            report,
+            start,
+            sum,
+            flows: Vec::new(),
+            ticker: Ticker::new(start, every, Duration::ZERO),
+            last_tick: start,
+        };
+        let thread = std::thread::Builder::new()
+            .name("iperf2-report".into())
+            .spawn(move || set.run(&rx))
+            .ok();
+        Self { tx, thread }
+    }
+
+    /// Adds a flow under `key` (the caller's name for it in [`Intervals::done`]).
+    pub(crate) fn add(&self, key: u64, spec: FlowSpec) {
+        let _ = self.tx.send(Msg::Add(key, Box::new(spec)));
+    }
+
+    /// A handle a worker uses to say its flow ended.
+    pub(crate) fn ender(&self) -> Ender {
+        Ender {
+            tx: self.tx.clone(),
+        }
+    }
+
+    /// No flow joins any more; the set ends when its flows have.
+    pub(crate) fn close(&self) {
+        let _ = self.tx.send(Msg::Close);
+    }
+
+    /// Closes the set and waits until every row is out.
+    pub(crate) fn finish(mut self) {
+        self.close();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What a worker holds to mark its flow ended.
+#[derive(Debug, Clone)]
+pub(crate) struct Ender {
+    tx: Sender<Msg>,
+}
+
+impl Ender {
+    /// The flow `key` ended now.
+    pub(crate) fn done(&self, key: u64) {
+        let _ = self.tx.send(Msg::Done(key, Instant::now()));
+    }
+}
+
+impl Drop for Intervals {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Msg::Close);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// TCP_INFO figures of a sender at one instant.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tcp {
+    retrans: u64,
+    send: TcpSend2,
+}
+
+fn tcp_now(sock: Option<&Arc<TcpStream>>) -> Tcp {
+    let Some(s) = sock else {
+        return Tcp::default();
+    };
+    let Some(i) = tcp_info(&**s) else {
+        return Tcp::default();
+    };
+    let mss = u64::from(rperf3_sys::net::tcp_mss(s).max(1));
+    Tcp {
+        retrans: u64::from(i.total_retrans),
+        send: TcpSend2 {
+            inflight_bytes: u64::from(i.unacked) * mss,
+            inflight_pkts: i.unacked,
+            cwnd_bytes: i.snd_cwnd_bytes,
+            cwnd_pkts: (i.snd_cwnd_bytes / mss) as u32,
+            rtt_us: i.rtt,
+            rttvar_us: i.rttvar,
+            ..TcpSend2::default()
+        },
+    }
+}
+
+struct Flow {
+    key: u64,
+    spec: FlowSpec,
+    last: FlowSample,
+    last_retrans: u64,
+    first_retrans: u64,
+    end: Option<Instant>,
+    total: FlowSample,
+}
+
+struct Set {
+    report: Arc<dyn Report2>,
+    start: Instant,
+    sum: bool,
+    flows: Vec<Flow>,
+    ticker: Ticker,
+    last_tick: Instant,
+}
+
+impl Set {
+    fn run(&mut self, rx: &Receiver<Msg>) {
+        let mut closed = false;
+        loop {
+            let wait = self.ticker.next().map_or(Duration::from_secs(3600), |t| {
+                t.saturating_duration_since(Instant::now())
+            });
+            let msg = rx.recv_timeout(wait);
+            // A tick that fell due before the message is reported first, so a
+            // flow ending just after a tick still shows that last interval.
+            let due = self.ticker.next();
+            if let (Due::Interval, Some(t)) = (self.ticker.poll(Instant::now()), due) {
+                self.intervals(t);
+            }
+            match msg {
+                Ok(Msg::Add(key, spec)) => self.add(key, *spec),
+                Ok(Msg::Done(key, at)) => self.done(key, at),
+                Ok(Msg::Close) | Err(RecvTimeoutError::Disconnected) => closed = true,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            if closed && self.flows.iter().all(|f| f.end.is_some()) {
+                self.final_sum();
+                return;
+            }
+        }
+    }
+
+    fn add(&mut self, key: u64, spec: FlowSpec) {
+        let r = tcp_now(spec.sock.as_ref()).retrans;
+        self.flows.push(Flow {
+            key,
+            spec,
+            last: FlowSample::default(),
+            last_retrans: r,
+            first_retrans: r,
+            end: None,
+            total: FlowSample::default(),
+        });
+    }
+
+    fn secs(&self, t: Instant) -> f64 {
+        t.saturating_duration_since(self.start).as_secs_f64()
+    }
+
+    /// Rows for the interval that ended at the tick `t`.
+    fn intervals(&mut self, t: Instant) {
+        let begin = self.secs(self.last_tick);
+        let end = self.secs(t);
+        self.last_tick = t;
+        let mut sum: Option<Row2> = None;
+        let mut rows = Vec::new();
+        for f in self.flows.iter_mut().filter(|f| f.end.is_none()) {
+            let s = f.spec.stats.sample();
+            let d = s.since(&f.last);
+            f.last = s;
+            let tcp = tcp_now(f.spec.sock.as_ref());
+            let retries = tcp.retrans.saturating_sub(f.last_retrans);
+            f.last_retrans = tcp.retrans;
+            let row = row(&f.spec, begin, end, &d, retries, tcp.send);
+            sum = Some(match sum {
+                None => row.clone(),
+                Some(acc) => add_rows(acc, &row),
+            });
+            rows.push(row);
+        }
+        for r in rows {
+            self.report.event(Event2::Interval(r));
+        }
+        if let (true, Some(mut s)) = (self.sum && self.flows.len() > 1, sum) {
+            s.tag = Tag2::Sum(self.flows.len() as u32);
+            s.addrs = None;
+            self.report.event(Event2::Interval(s));
+        }
+    }
+
+    fn done(&mut self, key: u64, at: Instant) {
+        let end = self.secs(at);
+        let Some(f) = self
+            .flows
+            .iter_mut()
+            .find(|f| f.key == key && f.end.is_none())
+        else {
+            return;
+        };
+        f.end = Some(at);
+        let total = f.spec.stats.sample();
+        f.total = total;
+        let tcp = tcp_now(f.spec.sock.as_ref());
+        let retries = tcp.retrans.saturating_sub(f.first_retrans);
+        let r = row(&f.spec, 0.0, end, &total, retries, tcp.send);
+        // The socket is closed by its worker once nothing else holds it.
+        f.spec.sock = None;
+        self.report.event(Event2::Final(r));
+    }
+
+    fn final_sum(&mut self) {
+        if !self.sum || self.flows.len() < 2 {
+            return;
+        }
+        let end = self
+            .flows
+            .iter()
+            .filter_map(|f| f.end)
+            .max()
+            .map_or(0.0, |t| self.secs(t));
+        let mut acc: Option<Row2> = None;
+        for f in &self.flows {
+            let r = row(&f.spec, 0.0, end, &f.total, 0, TcpSend2::default());
+            acc = Some(match acc {
+                None => r,
+                Some(a) => add_rows(a, &r),
+            });
+        }
+        if let Some(mut s) = acc {
+            s.tag = Tag2::Sum(self.flows.len() as u32);
+            s.addrs = None;
+            self.report.event(Event2::Final(s));
+        }
+    }
+}
+
+/// A row for `d` (an interval's or the whole stream's counts).
+fn row(spec: &FlowSpec, start: f64, end: f64, d: &FlowSample, retries: u64, tcp: TcpSend2) -> Row2 {
+    let kind = match spec.dir {
+        Dir::Send => RowKind2::TcpSend(TcpSend2 {
+            writes: d.calls,
+            write_errors: d.errors,
+            retries,
+            ..tcp
+        }),
+        Dir::Recv => RowKind2::TcpRecv(TcpRecv2 {
+            reads: d.calls,
+            bins: d.bins,
+        }),
+    };
+    Row2 {
+        tag: spec.tag,
+        addrs: spec.addrs,
+        start,
+        end,
+        bytes: d.bytes,
+        kind,
+        at: SystemTime::now(),
+    }
+}
+
+/// A sum row: bytes and counts add up; the kind (and the momentary TCP
+/// figures) are the first flow's.
+fn add_rows(mut a: Row2, b: &Row2) -> Row2 {
+    a.bytes += b.bytes;
+    a.end = a.end.max(b.end);
+    match (&mut a.kind, &b.kind) {
+        (RowKind2::TcpSend(x), RowKind2::TcpSend(y)) => {
+            x.writes += y.writes;
+            x.write_errors += y.write_errors;
+            x.retries += y.retries;
+        }
+        (RowKind2::TcpRecv(x), RowKind2::TcpRecv(y)) => {
+            x.reads += y.reads;
+            for (p, q) in x.bins.iter_mut().zip(y.bins) {
+                *p += q;
+            }
+        }
+        _ => {}
+    }
+    a
+}
+
+/// Keys the caller uses for flows: stream index and direction.
+pub(crate) fn key(stream: u32, dir: Dir) -> u64 {
+    u64::from(stream) << 1 | u64::from(dir == Dir::Recv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct Collect(Mutex<Vec<Event2>>);
+    impl Report2 for Collect {
+        fn event(&self, e: Event2) {
+            self.0.lock().unwrap().push(e);
+        }
+    }
+
+    fn spec(tag: Tag2, dir: Dir, stats: &Arc<FlowStats>) -> FlowSpec {
+        FlowSpec {
+            tag,
+            dir,
+            stats: stats.clone(),
+            sock: None,
+            addrs: None,
+        }
+    }
+
+    #[test]
+    fn two_flows_report_rows_then_finals_then_the_sum() {
+        let c = Arc::new(Collect::default());
+        let start = Instant::now();
+        let iv = Intervals::start(c.clone(), start, Some(Duration::from_millis(100)), true);
+        let a = Arc::new(FlowStats::new(800));
+        let b = Arc::new(FlowStats::new(800));
+        iv.add(1, spec(Tag2::Id(1), Dir::Recv, &a));
+        iv.add(2, spec(Tag2::Id(2), Dir::Recv, &b));
+        a.read(100);
+        b.read(700);
+        // Wait for the first interval's rows (an event, not a fixed sleep).
+        let t = Instant::now();
+        while c.0.lock().unwrap().len() < 3 && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        iv.ender().done(1);
+        b.read(50);
+        iv.ender().done(2);
+        iv.finish();
+        let ev = c.0.lock().unwrap();
+        let rows: Vec<(&str, Tag2, u64)> = ev
+            .iter()
+            .map(|e| match e {
+                Event2::Interval(r) => ("i", r.tag, r.bytes),
+                Event2::Final(r) => ("f", r.tag, r.bytes),
+                _ => ("?", Tag2::Id(0), 0),
+            })
+            .collect();
+        assert_eq!(rows[0], ("i", Tag2::Id(1), 100));
+        assert_eq!(rows[1], ("i", Tag2::Id(2), 700));
+        assert_eq!(rows[2], ("i", Tag2::Sum(2), 800));
+        let finals: Vec<_> = rows.iter().filter(|r| r.0 == "f").collect();
+        assert_eq!(
+            finals,
+            [
+                &("f", Tag2::Id(1), 100),
+                &("f", Tag2::Id(2), 750),
+                &("f", Tag2::Sum(2), 850)
+            ]
+        );
+        let Event2::Interval(r) = &ev[0] else {
+            panic!()
+        };
+        assert!((r.end - r.start - 0.1).abs() < 0.01, "{r:?}");
+        assert_eq!(
+            r.kind,
+            RowKind2::TcpRecv(TcpRecv2 {
+                reads: 1,
+                bins: [1, 0, 0, 0, 0, 0, 0, 0]
+            })
+        );
+    }
+
+    #[test]
+    fn a_single_flow_has_no_sum() {
+        let c = Arc::new(Collect::default());
+        let iv = Intervals::start(c.clone(), Instant::now(), None, true);
+        let a = Arc::new(FlowStats::new(800));
+        iv.add(1, spec(Tag2::Id(1), Dir::Send, &a));
+        a.io.add(42);
+        iv.ender().done(1);
+        iv.finish();
+        let ev = c.0.lock().unwrap();
+        assert_eq!(ev.len(), 1);
+        let Event2::Final(r) = &ev[0] else { panic!() };
+        assert_eq!(r.bytes, 42);
+        assert!(matches!(
+            r.kind,
+            RowKind2::TcpSend(TcpSend2 { writes: 1, .. })
+        ));
+    }
+}

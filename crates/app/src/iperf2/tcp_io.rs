@@ -1,0 +1,253 @@
+//! What one direction of an iperf 2 TCP stream counts, and the loops that move
+//! its bytes.
+//!
+//! The sender is the engine's loop (pacing, `-n` budget, sendfile); iperf 2's
+//! receiver also keeps a histogram of read lengths (`-e`: "Reads=Dist", eight
+//! bins of `-l`/8 bytes), so its loop is here, beside the counters it fills.
+
+use std::io::{self, Read};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rperf3_engine::control::RunControl;
+use rperf3_engine::counters::StreamCounters;
+use rperf3_engine::pacing::Pacer;
+
+/// Bins of the read-length histogram.
+pub(crate) const READ_BINS: usize = 8;
+
+/// Counters of one direction of one stream: bytes and calls (writes or reads),
+/// failed writes, and the receiver's read-length histogram.
+#[derive(Debug)]
+pub(crate) struct FlowStats {
+    /// Bytes and calls.
+    pub(crate) io: StreamCounters,
+    /// Failed writes (a sender that gave up on an error).
+    pub(crate) errors: AtomicU64,
+    bins: [AtomicU64; READ_BINS],
+    bin_width: u64,
+}
+
+/// A copy of [`FlowStats`] at one instant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct FlowSample {
+    /// Bytes moved.
+    pub(crate) bytes: u64,
+    /// Writes or reads.
+    pub(crate) calls: u64,
+    /// Failed writes.
+    pub(crate) errors: u64,
+    /// Read-length histogram.
+    pub(crate) bins: [u64; READ_BINS],
+}
+
+impl FlowStats {
+    /// Counters for a stream read with `len`-byte reads (bins `len / 8` wide).
+    pub(crate) fn new(len: u32) -> Self {
+        Self {
+            io: StreamCounters::default(),
+            errors: AtomicU64::new(0),
+            bins: Default::default(),
+            bin_width: (u64::from(len) / READ_BINS as u64).max(1),
+        }
+    }
+
+    /// Records one read of `n` (> 0) bytes.
+    pub(crate) fn read(&self, n: usize) {
+        self.io.add(n as u64);
+        if let Some(b) = read_bin(n as u64, self.bin_width) {
+            self.bins[b].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The counters now.
+    pub(crate) fn sample(&self) -> FlowSample {
+        let s = self.io.snapshot();
+        FlowSample {
+            bytes: s.bytes,
+            calls: s.blocks,
+            errors: self.errors.load(Ordering::Relaxed),
+            bins: std::array::from_fn(|i| self.bins[i].load(Ordering::Relaxed)),
+        }
+    }
+}
+
+impl FlowSample {
+    /// What happened between `earlier` and `self`.
+    pub(crate) fn since(&self, earlier: &Self) -> Self {
+        Self {
+            bytes: self.bytes.saturating_sub(earlier.bytes),
+            calls: self.calls.saturating_sub(earlier.calls),
+            errors: self.errors.saturating_sub(earlier.errors),
+            bins: std::array::from_fn(|i| self.bins[i].saturating_sub(earlier.bins[i])),
+        }
+    }
+}
+
+/// The bin of a read of `n` bytes: bin `k` holds lengths `k·w+1 ..= (k+1)·w`,
+/// as iperf 2 files them; a read longer than eight bins (a length above `-l`)
+/// is in none.
+pub(crate) fn read_bin(n: u64, width: u64) -> Option<usize> {
+    let b = (n.checked_sub(1)? / width.max(1)) as usize;
+    (b < READ_BINS).then_some(b)
+}
+
+/// Reads `len`-byte blocks and counts them until the peer closes, the socket is
+/// shut down (how a controller ends a blocked reader), or the run is stopped.
+pub(crate) fn recv_loop(
+    mut sock: &TcpStream,
+    len: u32,
+    ctl: &RunControl,
+    stats: &FlowStats,
+) -> io::Result<()> {
+    let mut buf = vec![0u8; len.max(1) as usize];
+    while !ctl.stopped() {
+        match sock.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => stats.read(n),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted
+                        | io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// How a sender paces itself (`-b`).
+pub(crate) fn pacer_for(rate_bps: u64) -> Option<Pacer> {
+    (rate_bps > 0).then(|| Pacer::new(rate_bps))
+}
+
+/// Sends until stopped or the `-n` budget in `ctl` is used up, counting each
+/// write; an error counts as a failed write. The engine's loop does the work.
+pub(crate) fn send_loop(
+    sock: &TcpStream,
+    buf: &[u8],
+    pacer: Option<Pacer>,
+    ctl: &RunControl,
+    stats: &FlowStats,
+) -> io::Result<()> {
+    let r = rperf3_engine::tcp::send_loop(sock, buf, None, pacer, 1, ctl, &stats.io);
+    if r.is_err() {
+        stats.errors.fetch_add(1, Ordering::Relaxed);
+    }
+    r
+}
+
+/// Sends what `src` holds (`-F` file, `-I` stdin) in `len`-byte writes until
+/// its end, the `-n` budget, or a stop.
+pub(crate) fn send_reader(
+    mut sock: &TcpStream,
+    src: &mut dyn Read,
+    len: u32,
+    pacer: Option<Pacer>,
+    ctl: &RunControl,
+    stats: &FlowStats,
+) -> io::Result<()> {
+    use std::io::Write;
+    let mut buf = vec![0u8; len.max(1) as usize];
+    let start = Instant::now();
+    let mut sent = 0u64;
+    while !ctl.stopped() {
+        if let Some(w) = pacer.and_then(|p| p.wait(sent, start.elapsed())) {
+            ctl.nap(w);
+            continue;
+        }
+        let want = ctl.budget().map_or(buf.len(), |b| b.claim(buf.len()));
+        if want == 0 {
+            break;
+        }
+        let n = match src.read(&mut buf[..want]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if let Err(e) = sock.write_all(&buf[..n]) {
+            stats.errors.fetch_add(1, Ordering::Relaxed);
+            return Err(e);
+        }
+        sent += n as u64;
+        stats.io.add(n as u64);
+    }
+    Ok(())
+}
+
+/// The end of a sending direction: FIN to the peer, then (when nothing else
+/// reads this socket) read and discard until the peer closes too, so that
+/// closing never finds unread bytes (which would send RST instead of FIN). A
+/// forward client leaves iperf 2's header ack unread until here.
+pub(crate) fn finish_sending(sock: &TcpStream, drain: bool, limit: Duration) {
+    let _ = sock.shutdown(Shutdown::Write);
+    if drain {
+        drain_until_eof(sock, Instant::now() + limit);
+    }
+}
+
+/// Reads and discards until EOF or `deadline` (absolute).
+pub(crate) fn drain_until_eof(mut sock: &TcpStream, deadline: Instant) {
+    let mut buf = [0u8; 16384];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || sock.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match sock.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// The pattern iperf 2.2.1 writes after its header: ASCII digits `0123456789`
+/// repeated. Receivers ignore payload content; this only keeps captures
+/// readable.
+pub(crate) fn pattern(len: u32) -> Vec<u8> {
+    (0..len.max(1) as usize)
+        .map(|i| b'0' + (i % 10) as u8)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 2.2.1 `-e` capture: 128 KiB reads fill bin 7, 1-byte reads bin 0.
+    #[test]
+    fn bins_hold_lengths_up_to_their_top_edge() {
+        let w = 16 * 1024;
+        assert_eq!(read_bin(1, w), Some(0));
+        assert_eq!(read_bin(w, w), Some(0));
+        assert_eq!(read_bin(w + 1, w), Some(1));
+        assert_eq!(read_bin(128 * 1024, w), Some(7));
+        assert_eq!(read_bin(128 * 1024 + 1, w), None);
+        assert_eq!(read_bin(0, w), None);
+    }
+
+    #[test]
+    fn a_sample_difference_is_per_interval() {
+        let s = FlowStats::new(800);
+        s.read(100);
+        s.read(800);
+        let a = s.sample();
+        s.read(150);
+        let d = s.sample().since(&a);
+        assert_eq!(d.bytes, 150);
+        assert_eq!(d.calls, 1);
+        assert_eq!(d.bins, [0, 1, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(a.bins, [1, 0, 0, 0, 0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn the_pattern_is_ascii_digits() {
+        assert_eq!(&pattern(12), b"012345678901");
+    }
+}

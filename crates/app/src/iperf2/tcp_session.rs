@@ -1,0 +1,434 @@
+//! One accepted connection of the iperf 2 TCP server: its test header read
+//! under an absolute deadline and classified, the header ack when asked for,
+//! and the test the header requests (receive, `-R` send, `--full-duplex`, and
+//! the `-d`/`-r` connection back). A header that never completes or is not
+//! one we accept ends this connection only, with a message naming why.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rperf3_proto2::{
+    classify_tcp, Decoded, HeaderAck, HeaderError, Mode, RequestLimits, TcpStart, TestEnd,
+    TestRequest, Timeval, VERSION_2_2_1,
+};
+use rperf3_report::iperf2::model::{Event2, Tag2};
+use rperf3_sys::net;
+
+use super::connect_back::connect_back;
+use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals};
+use super::tcp_io::{pacer_for, pattern, FlowStats};
+use super::tcp_server::{Group, Shared};
+use super::tcp_setup::{self, Wake};
+use super::workers::{SendPlan, Source, Workers};
+
+/// How long a client has to send its whole test header (iperf 2.1.8's limit).
+pub(crate) const HEADER_LIMIT: Duration = Duration::from_secs(4);
+
+/// Why a connection ended before its test.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The header did not complete in time.
+    Slow { have: usize, need: usize },
+    /// The bytes are not a header we serve.
+    Bad(HeaderError),
+    /// A request this server does not run.
+    Unsupported(&'static str),
+    /// The socket failed.
+    Io(String),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Slow { have, need } => write!(
+                f,
+                "test header incomplete after {:.1} s ({have} of {need} bytes)",
+                HEADER_LIMIT.as_secs_f64()
+            ),
+            Self::Bad(e) => write!(f, "{e}"),
+            Self::Unsupported(what) => write!(f, "{what} is not supported"),
+            Self::Io(e) => write!(f, "read of the test header failed: {e}"),
+        }
+    }
+}
+
+/// What the first bytes said, and every byte read so far (all of it test data).
+pub(crate) struct Start {
+    /// The request; `None` for a compat (`-C`) client's plain data.
+    pub(crate) req: Option<TestRequest>,
+    /// Bytes read (the header and anything after it).
+    pub(crate) read: usize,
+}
+
+fn now_tv() -> Timeval {
+    Timeval::from_since_epoch(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default(),
+    )
+}
+
+/// Reads exactly the header's bytes (never data after it) before `deadline`.
+pub(crate) fn read_start(
+    mut s: &TcpStream,
+    deadline: Instant,
+    limits: &RequestLimits,
+) -> Result<Start, Refused> {
+    let mut buf: Vec<u8> = Vec::with_capacity(512);
+    loop {
+        let need = match classify_tcp(&buf, now_tv(), limits) {
+            Ok(Decoded::Done { value, .. }) => {
+                let req = match value {
+                    TcpStart::Test(r) => Some(*r),
+                    TcpStart::Compat => None,
+                    TcpStart::Bounceback => return Err(Refused::Unsupported("bounceback")),
+                };
+                return Ok(Start {
+                    req,
+                    read: buf.len(),
+                });
+            }
+            Ok(Decoded::NeedMore { need }) => need,
+            Err(e) => return Err(Refused::Bad(e)),
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Refused::Slow {
+                have: buf.len(),
+                need,
+            });
+        }
+        s.set_read_timeout(Some(left))
+            .map_err(|e| Refused::Io(e.to_string()))?;
+        let have = buf.len();
+        buf.resize(need, 0);
+        match s.read(&mut buf[have..]) {
+            Ok(0) => {
+                return Err(Refused::Bad(HeaderError::Truncated { have, need }));
+            }
+            Ok(n) => buf.truncate(have + n),
+            Err(e) => {
+                buf.truncate(have);
+                if !matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted
+                        | io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                ) {
+                    return Err(Refused::Io(e.to_string()));
+                }
+            }
+        }
+    }
+}
+
+/// The ack, sent with TCP_NODELAY on so it leaves at once.
+fn send_ack(mut s: &TcpStream, nodelay: bool) -> io::Result<()> {
+    let ack = HeaderAck {
+        version: VERSION_2_2_1,
+        times: None,
+    }
+    .encode();
+    s.set_nodelay(true)?;
+    s.set_write_timeout(Some(HEADER_LIMIT))?;
+    let r = s.write_all(&ack);
+    s.set_write_timeout(None)?;
+    s.set_nodelay(nodelay)?;
+    r
+}
+
+/// Serves one connection to its end.
+pub(crate) fn serve(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>) {
+    let c = &sh.cfg.common;
+    let start = match read_start(&s, Instant::now() + HEADER_LIMIT, &RequestLimits::default()) {
+        Ok(x) => x,
+        Err(e) => {
+            let text = format!(
+                "WARNING: {} port {}: {e}; connection closed",
+                peer.ip(),
+                peer.port()
+            );
+            log::warn!("{text}");
+            sh.report.event(Event2::Message(text));
+            return;
+        }
+    };
+    let _ = s.set_read_timeout(None);
+    if let Some(r) = &start.req {
+        if r.wants_ack {
+            if let Err(e) = send_ack(&s, c.nodelay) {
+                sh.report.event(Event2::Message(format!(
+                    "WARNING: {} port {}: header ack failed: {e}",
+                    peer.ip(),
+                    peer.port()
+                )));
+                return;
+            }
+        }
+        if r.tos != 0 {
+            let _ = rperf3_sys::sockopt::set_tos(&s, peer.is_ipv6(), r.tos);
+        }
+    }
+    sh.served.fetch_add(1, Ordering::Relaxed);
+    Test::new(s, start, sh).run();
+}
+
+struct Test<'a> {
+    sh: &'a Arc<Shared>,
+    s: Arc<TcpStream>,
+    req: Option<TestRequest>,
+    pre: usize,
+    id: u32,
+    len: u32,
+}
+
+impl<'a> Test<'a> {
+    fn new(s: TcpStream, start: Start, sh: &'a Arc<Shared>) -> Self {
+        Self {
+            sh,
+            s: Arc::new(s),
+            req: start.req,
+            pre: start.read,
+            id: sh.next_id(),
+            len: sh.cfg.common.len_or_default(false),
+        }
+    }
+
+    fn mode(&self) -> Mode {
+        self.req.as_ref().map_or(Mode::Normal, |r| r.mode)
+    }
+
+    /// The interval set this stream reports in: its client's `-P` group, or its own.
+    fn join_group(&self, start: Instant) -> Arc<Group> {
+        let streams = self.req.as_ref().map_or(1, |r| r.streams);
+        let sum = streams > 1 || matches!(self.mode(), Mode::Dual { .. });
+        let interval = self.sh.cfg.common.interval;
+        let fresh = |n| {
+            Arc::new(Group {
+                iv: Intervals::start(self.sh.report.clone(), start, interval, sum),
+                expected: n,
+                joined: 1.into(),
+                live: 1.into(),
+            })
+        };
+        if streams <= 1 {
+            return fresh(1);
+        }
+        let ip = net::unmap(
+            self.s
+                .peer_addr()
+                .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
+        )
+        .ip();
+        let mut g = self.sh.groups.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = g
+            .iter()
+            .position(|(a, gr)| *a == ip && gr.expected == streams)
+        {
+            let gr = g[i].1.clone();
+            gr.live.fetch_add(1, Ordering::AcqRel);
+            if gr.joined.fetch_add(1, Ordering::AcqRel) + 1 >= gr.expected {
+                g.remove(i);
+            }
+            return gr;
+        }
+        let gr = fresh(streams);
+        g.push((ip, gr.clone()));
+        gr
+    }
+
+    fn leave_group(&self, gr: Arc<Group>) {
+        if gr.live.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let mut g = self.sh.groups.lock().unwrap_or_else(|p| p.into_inner());
+            g.retain(|(_, x)| !Arc::ptr_eq(x, &gr));
+            gr.iv.close();
+        }
+        // The last holder's drop waits for the set's final rows.
+    }
+
+    fn send_plan(&self, drain: bool) -> SendPlan {
+        let r = self.req.as_ref();
+        let len = r.and_then(|r| r.buf_len).unwrap_or(self.len);
+        SendPlan {
+            source: Source::Pattern(Arc::new(pattern(len))),
+            pacer: pacer_for(r.map_or(0, |r| r.rate)),
+            bytes: match r.map(|r| r.end) {
+                Some(TestEnd::Bytes(n)) => Some(n),
+                _ => None,
+            },
+            drain: drain.then_some(Duration::from_secs(2)),
+        }
+    }
+
+    /// How long this server sends (the header's `-t`), if by time.
+    fn send_time(&self) -> Option<Duration> {
+        match self.req.as_ref().map(|r| r.end) {
+            Some(TestEnd::Time(d)) => Some(d),
+            _ => None,
+        }
+    }
+
+    fn run(self) {
+        let sh = self.sh;
+        let start = Instant::now();
+        let notes: &[&str] = match self.mode() {
+            Mode::Reverse => &["(reverse)"],
+            Mode::FullDuplex => &["(full-duplex)"],
+            _ => &[],
+        };
+        let dev = sh
+            .cfg
+            .common
+            .bind
+            .as_ref()
+            .and_then(|b| b.device.as_deref());
+        if let Ok(mut line) = tcp_setup::connection(Tag2::Id(self.id), &self.s, notes, dev) {
+            line.peer_version = self
+                .req
+                .as_ref()
+                .and_then(|r| r.peer_version)
+                .map(|v| v.to_string());
+            sh.report.event(Event2::Connected(line));
+        }
+        let track = sh.track(std::slice::from_ref(&self.s));
+        let gr = self.join_group(start);
+        let Ok(wake) = Wake::new() else {
+            return;
+        };
+        let mut w = Workers::default();
+        let addrs = addrs_of(&self.s);
+        let mode = self.mode();
+        let recv = !matches!(mode, Mode::Reverse);
+        let send = matches!(mode, Mode::Reverse | Mode::FullDuplex);
+        if recv {
+            let st = Arc::new(FlowStats::new(self.len));
+            // The header and whatever came with it are test data.
+            st.io.add_many(0, self.pre as u64);
+            let k = key(self.id, Dir::Recv);
+            gr.iv.add(
+                k,
+                FlowSpec::of(Tag2::Id(self.id), Dir::Recv, &st, &self.s, addrs),
+            );
+            if let Ok(wk) = wake.waker() {
+                let _ = w.recv(&self.s, self.len, &st, (gr.iv.ender(), k), wk);
+            }
+        }
+        if send {
+            let st = Arc::new(FlowStats::new(self.len));
+            let tag = if recv {
+                Tag2::ReverseId(self.id)
+            } else {
+                Tag2::Id(self.id)
+            };
+            let k = key(self.id, Dir::Send);
+            gr.iv
+                .add(k, FlowSpec::of(tag, Dir::Send, &st, &self.s, addrs));
+            if let Ok(wk) = wake.waker() {
+                let _ = w.send(&self.s, self.send_plan(!recv), &st, (gr.iv.ender(), k), wk);
+            }
+        }
+        if let Mode::Dual { port } = mode {
+            self.back(port, &gr, &wake, &mut w, track);
+        }
+        let timed_send = send || matches!(mode, Mode::Dual { .. });
+        self.wait(&mut w, &wake, start, timed_send);
+        self.leave_group(gr);
+        if let Mode::Tradeoff { port } = mode {
+            if !sh.stopping.load(Ordering::Acquire) {
+                let set = Intervals::start(
+                    sh.report.clone(),
+                    Instant::now(),
+                    sh.cfg.common.interval,
+                    false,
+                );
+                let g = Arc::new(Group {
+                    iv: set,
+                    expected: 1,
+                    joined: 1.into(),
+                    live: 1.into(),
+                });
+                self.back(port, &g, &wake, &mut w, track);
+                self.wait(&mut w, &wake, Instant::now(), true);
+                g.iv.close();
+            }
+        }
+        sh.untrack(track);
+    }
+
+    /// Waits for the workers; the sender stops at the header's time, and the
+    /// server's own `-t` ends everything.
+    fn wait(&self, w: &mut Workers, wake: &Wake, start: Instant, sends: bool) {
+        let server_end = self.sh.cfg.common.time.map(|t| start + t);
+        let send_end = if sends {
+            self.send_time().map(|t| start + t)
+        } else {
+            None
+        };
+        let mut stopped = false;
+        while !w.finished() {
+            let now = Instant::now();
+            if server_end.is_some_and(|t| now >= t) {
+                w.abort();
+            }
+            if send_end.is_some_and(|t| now >= t) && !stopped {
+                w.stop();
+                stopped = true;
+            }
+            let next = [server_end, send_end.filter(|_| !stopped)]
+                .into_iter()
+                .flatten()
+                .min()
+                .map(|t| t.saturating_duration_since(now));
+            tcp_setup::wait(&[wake.fd()], next.or(Some(Duration::from_millis(500))));
+            wake.clear();
+        }
+        w.join();
+    }
+
+    /// `-d`/`-r`: connects back to the client's `-L` port and sends there.
+    fn back(&self, port: u16, gr: &Arc<Group>, wake: &Wake, w: &mut Workers, track: u64) {
+        let sh = self.sh;
+        let Ok(peer) = self.s.peer_addr() else {
+            return;
+        };
+        let local = self.s.local_addr().ok();
+        if local.is_some_and(|l| net::unmap(l).ip() == net::unmap(peer).ip()) && port == sh.port {
+            sh.report.event(Event2::Message(format!(
+                "WARNING: connect back to {} port {port} refused: that is this server's own port",
+                net::unmap(peer).ip()
+            )));
+            return;
+        }
+        let b = match connect_back(peer, port, &sh.cfg.common) {
+            Ok(b) => Arc::new(b),
+            Err(e) => {
+                sh.report.event(Event2::Message(format!(
+                    "WARNING: connect back to {} port {port} failed: {}",
+                    net::unmap(peer).ip(),
+                    super::tcp_client::os_text(&e)
+                )));
+                return;
+            }
+        };
+        sh.track_more(track, &b);
+        let id = sh.next_id();
+        let host = net::unmap(peer).ip().to_string();
+        let block = tcp_setup::connector_settings(&b, &sh.cfg.common, &host, port, self.len, 1);
+        sh.report.event(Event2::Settings(block));
+        if let Ok(line) = tcp_setup::connection(Tag2::ReverseId(id), &b, &["(reverse)"], None) {
+            sh.report.event(Event2::Connected(line));
+        }
+        let st = Arc::new(FlowStats::new(self.len));
+        let k = key(id, Dir::Send);
+        gr.iv.add(
+            k,
+            FlowSpec::of(Tag2::ReverseId(id), Dir::Send, &st, &b, addrs_of(&b)),
+        );
+        if let Ok(wk) = wake.waker() {
+            let _ = w.send(&b, self.send_plan(true), &st, (gr.iv.ender(), k), wk);
+        }
+    }
+}
