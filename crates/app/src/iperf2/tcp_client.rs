@@ -319,7 +319,11 @@ impl<'a> Client<'a> {
                 );
                 let plan = SendPlan {
                     source: self.source()?,
-                    pacer: pacer_for(rate_bps(self.cl.rate, self.len)),
+                    pacer: pacer_for(
+                        rate_bps(self.cl.rate, self.len),
+                        start,
+                        time.map(|t| start + t),
+                    ),
                     bytes: match self.cl.end {
                         End2::Bytes(n) => Some(n.saturating_sub(sent_header)),
                         End2::Time(_) => None,

@@ -249,12 +249,16 @@ impl<'a> Test<'a> {
         // The last holder's drop waits for the set's final rows.
     }
 
-    fn send_plan(&self, drain: bool) -> SendPlan {
+    fn send_plan(&self, drain: bool, start: Instant) -> SendPlan {
         let r = self.req.as_ref();
         let len = r.and_then(|r| r.buf_len).unwrap_or(self.len);
         SendPlan {
             source: Source::Pattern(Arc::new(pattern(len))),
-            pacer: pacer_for(r.map_or(0, |r| r.rate)),
+            pacer: pacer_for(
+                r.map_or(0, |r| r.rate),
+                start,
+                self.send_time().map(|t| start + t),
+            ),
             bytes: match r.map(|r| r.end) {
                 Some(TestEnd::Bytes(n)) => Some(n),
                 _ => None,
@@ -327,7 +331,13 @@ impl<'a> Test<'a> {
             gr.iv
                 .add(k, FlowSpec::of(tag, Dir::Send, &st, &self.s, addrs));
             if let Ok(wk) = wake.waker() {
-                let _ = w.send(&self.s, self.send_plan(!recv), &st, (gr.iv.ender(), k), wk);
+                let _ = w.send(
+                    &self.s,
+                    self.send_plan(!recv, start),
+                    &st,
+                    (gr.iv.ender(), k),
+                    wk,
+                );
             }
         }
         if let Mode::Dual { port } = mode {
@@ -428,7 +438,13 @@ impl<'a> Test<'a> {
             FlowSpec::of(Tag2::ReverseId(id), Dir::Send, &st, &b, addrs_of(&b)),
         );
         if let Ok(wk) = wake.waker() {
-            let _ = w.send(&b, self.send_plan(true), &st, (gr.iv.ender(), k), wk);
+            let _ = w.send(
+                &b,
+                self.send_plan(true, Instant::now()),
+                &st,
+                (gr.iv.ender(), k),
+                wk,
+            );
         }
     }
 }

@@ -419,7 +419,7 @@ impl Stock {
 }
 
 /// Whether a TCP socket listens on `port` (from /proc/net/tcp and tcp6).
-fn listening(port: u16) -> bool {
+pub(super) fn listening(port: u16) -> bool {
     let want = format!(":{port:04X} ");
     ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
         std::fs::read_to_string(f).is_ok_and(|t| {

@@ -14,10 +14,9 @@ use std::time::Duration;
 
 use rperf3_engine::budget::{Budget, BudgetUnit};
 use rperf3_engine::control::RunControl;
-use rperf3_engine::pacing::Pacer;
 
 use super::interval::Ender;
-use super::tcp_io::{self, FlowStats};
+use super::tcp_io::{self, FlowStats, Pace};
 use super::tcp_setup::wake;
 
 /// What a sender sends.
@@ -32,8 +31,8 @@ pub(crate) enum Source {
 pub(crate) struct SendPlan {
     /// What to send.
     pub(crate) source: Source,
-    /// `-b`.
-    pub(crate) pacer: Option<Pacer>,
+    /// `-b`, and when a paced sender stops (`-t`).
+    pub(crate) pacer: Option<Pace>,
     /// `-n` bytes (per stream, as iperf 2).
     pub(crate) bytes: Option<u64>,
     /// Read and discard after the FIN until the peer's (nothing else reads
@@ -77,7 +76,11 @@ impl Workers {
                 let r = match plan.source {
                     Source::Pattern(buf) => tcp_io::send_loop(&s, &buf, plan.pacer, &c, &st),
                     Source::Reader(mut src, len) => {
-                        tcp_io::send_reader(&s, &mut *src, len, plan.pacer, &c, &st)
+                        let r = tcp_io::send_reader(&s, &mut *src, len, plan.pacer, &c, &st);
+                        if r.is_err() {
+                            st.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        r
                     }
                 };
                 ender.done(key);
