@@ -2,6 +2,7 @@
 //! (`rperf3-proto2`), the shared engine's workers, and iperf 2's reports
 //! (`rperf3_report::iperf2`).
 
+mod client_header;
 pub mod config;
 mod connect_back;
 mod interval;
@@ -10,6 +11,8 @@ mod tcp_client;
 mod tcp_interop_tests;
 mod tcp_io;
 mod tcp_server;
+#[cfg(test)]
+mod tcp_server_tests;
 mod tcp_session;
 mod tcp_setup;
 #[cfg(test)]

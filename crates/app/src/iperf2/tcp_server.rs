@@ -36,6 +36,8 @@ pub(crate) struct Shared {
     ids: AtomicU32,
     /// Tests that started (a valid header was read).
     pub(crate) served: AtomicU32,
+    /// Sessions whose thread has not yet ended.
+    live: AtomicU32,
     /// Set on SIGINT: sessions end at once.
     pub(crate) stopping: AtomicBool,
     /// The sockets of running sessions, so SIGINT can end them.
@@ -137,7 +139,7 @@ fn listen(cfg: &Config2) -> Result<(TcpListener, u16), String> {
     let l = net::listen_tcp(host, dev, port, c.family).map_err(|e| {
         format!(
             "ERROR: listener bind failed: {}",
-            super::tcp_client::os_text(&e)
+            super::client_header::os_text(&e)
         )
     })?;
     let v6 = l.local_addr().map(|a| a.is_ipv6()).unwrap_or(false);
@@ -179,6 +181,7 @@ fn host(
         report: report.clone(),
         ids: AtomicU32::new(1),
         served: AtomicU32::new(0),
+        live: AtomicU32::new(0),
         stopping: AtomicBool::new(false),
         socks: Mutex::new(HashMap::new()),
         next_session: AtomicU64::new(0),
@@ -202,7 +205,7 @@ fn host(
         if sv.max_clients.is_some_and(|n| accepted >= n) {
             break;
         }
-        let busy = sv.single_client && !sessions.is_empty();
+        let busy = sv.single_client && sh.live.load(Ordering::Acquire) > 0;
         let limit = until.map(|u| u.saturating_duration_since(now));
         let mut fds = vec![intr.fd(), wake.fd()];
         if !busy {
@@ -260,11 +263,17 @@ fn host(
 
 fn spawn_session(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>) -> io::Result<JoinHandle<()>> {
     s.set_nonblocking(false)?;
-    let sh = sh.clone();
-    std::thread::Builder::new()
+    sh.live.fetch_add(1, Ordering::AcqRel);
+    let sh2 = sh.clone();
+    let h = std::thread::Builder::new()
         .name("iperf2-session".into())
         .spawn(move || {
-            tcp_session::serve(s, peer, &sh);
-            sh.session_ended();
-        })
+            tcp_session::serve(s, peer, &sh2);
+            sh2.live.fetch_sub(1, Ordering::AcqRel);
+            sh2.session_ended();
+        });
+    if h.is_err() {
+        sh.live.fetch_sub(1, Ordering::AcqRel);
+    }
+    h
 }

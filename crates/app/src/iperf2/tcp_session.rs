@@ -418,7 +418,7 @@ impl<'a> Test<'a> {
                 sh.report.event(Event2::Message(format!(
                     "WARNING: connect back to {} port {port} failed: {}",
                     net::unmap(peer).ip(),
-                    super::tcp_client::os_text(&e)
+                    super::client_header::os_text(&e)
                 )));
                 return;
             }

@@ -8,6 +8,7 @@
 use std::io::{self, Read};
 use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -49,6 +50,10 @@ pub(crate) struct Workers {
     senders: Vec<bool>,
     socks: Vec<Arc<TcpStream>>,
     errors: Arc<Mutex<Vec<String>>>,
+    /// Workers that have not yet woken the driver for their end: counted down
+    /// before the wake-up, so a woken driver never sees a worker still
+    /// "running" that has in fact ended (and then sleeps on).
+    running: Arc<AtomicUsize>,
 }
 
 impl Workers {
@@ -70,6 +75,7 @@ impl Workers {
             ctl.clone(),
             self.errors.clone(),
         );
+        let running = self.started();
         let t = std::thread::Builder::new()
             .name("iperf2-send".into())
             .spawn(move || {
@@ -78,18 +84,23 @@ impl Workers {
                     Source::Reader(mut src, len) => {
                         let r = tcp_io::send_reader(&s, &mut *src, len, plan.pacer, &c, &st);
                         if r.is_err() {
-                            st.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            st.errors.fetch_add(1, Ordering::Relaxed);
                         }
                         r
                     }
                 };
                 ender.done(key);
                 if let (Err(e), false) = (r, c.stopped()) {
-                    note(&errs, format!("tcp write failed: {e}"));
+                    note(
+                        &errs,
+                        format!("tcp write failed: {}", super::client_header::os_text(&e)),
+                    );
                 }
                 tcp_io::finish_sending(&s, plan.drain.is_some(), plan.drain.unwrap_or_default());
+                running.fetch_sub(1, Ordering::AcqRel);
                 wake(&waker);
-            })?;
+            });
+        let t = self.spawned(t)?;
         self.push(t, ctl, sock, true);
         Ok(())
     }
@@ -110,18 +121,37 @@ impl Workers {
             ctl.clone(),
             self.errors.clone(),
         );
+        let running = self.started();
         let t = std::thread::Builder::new()
             .name("iperf2-recv".into())
             .spawn(move || {
                 let r = tcp_io::recv_loop(&s, len, &c, &st);
                 ender.done(key);
                 if let (Err(e), false) = (r, c.stopped()) {
-                    note(&errs, format!("tcp recv failed: {e}"));
+                    note(
+                        &errs,
+                        format!("tcp recv failed: {}", super::client_header::os_text(&e)),
+                    );
                 }
+                running.fetch_sub(1, Ordering::AcqRel);
                 wake(&waker);
-            })?;
+            });
+        let t = self.spawned(t)?;
         self.push(t, ctl, sock, false);
         Ok(())
+    }
+
+    fn started(&self) -> Arc<AtomicUsize> {
+        self.running.fetch_add(1, Ordering::AcqRel);
+        self.running.clone()
+    }
+
+    /// A spawn that failed never counts down.
+    fn spawned(&self, t: io::Result<JoinHandle<()>>) -> io::Result<JoinHandle<()>> {
+        if t.is_err() {
+            self.running.fetch_sub(1, Ordering::AcqRel);
+        }
+        t
     }
 
     fn push(&mut self, t: JoinHandle<()>, ctl: Arc<RunControl>, sock: &Arc<TcpStream>, send: bool) {
@@ -150,9 +180,9 @@ impl Workers {
         }
     }
 
-    /// Whether every worker has returned.
+    /// Whether every worker has ended (and woken the driver for it).
     pub(crate) fn finished(&self) -> bool {
-        self.threads.iter().all(JoinHandle::is_finished)
+        self.running.load(Ordering::Acquire) == 0
     }
 
     /// Waits for every worker; returns the errors they met.

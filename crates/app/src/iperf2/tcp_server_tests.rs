@@ -1,0 +1,258 @@
+//! The iperf 2 TCP server's host behaviour through the library: SIGINT,
+//! `-t`, `-c host`, `-1`, and the header variants of `-X` and `-C` clients,
+//! stock and ours.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rperf3_report::iperf2::model::{Event2, Tag2};
+
+use super::config::*;
+use super::tcp_tests::{client, finals, free_port, run_client, server, Ours};
+
+fn server_with(port: u16, f: impl FnOnce(&mut Server2, &mut Common2)) -> Config2 {
+    let mut cfg = server(port);
+    let Role2::Server(s) = &mut cfg.role else {
+        unreachable!()
+    };
+    f(s, &mut cfg.common);
+    cfg
+}
+
+fn client_with(cfg: Config2, f: impl FnOnce(&mut Client2, &mut Common2)) -> Config2 {
+    let mut cfg = cfg;
+    let Role2::Client(c) = &mut cfg.role else {
+        unreachable!()
+    };
+    f(c, &mut cfg.common);
+    cfg
+}
+
+fn connected(e: &[Event2]) -> usize {
+    e.iter()
+        .filter(|e| matches!(e, Event2::Connected(_)))
+        .count()
+}
+
+/// SIGINT during a test: the server ends it, its final row is out, and the
+/// server exits 0 at once, as iperf 2.
+#[test]
+fn sigint_flushes_the_running_tests_final_row() {
+    let port = free_port();
+    let srv = Ours::start(server(port));
+    let cfg = client(port, Mode2::Normal, End2::Time(Duration::from_secs(20)), 1);
+    let cl = std::thread::spawn(move || run_client(&cfg));
+    assert!(srv
+        .rep
+        .wait_for(Duration::from_secs(5), |e| connected(e) == 1));
+    std::thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    let rep = srv.rep.clone();
+    assert_eq!(srv.interrupt().status, 0);
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    let f = finals(&rep.events());
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].bytes > 0);
+    // The client sees its connection end and stops, well before its -t 20.
+    let (o, crep) = cl.join().unwrap();
+    assert_eq!(o.status, 0);
+    let cf = crep.finals();
+    assert!(cf[0].bytes >= f[0].bytes, "{cf:?} {f:?}");
+}
+
+/// Server `-t 1`: a client asking for 20 s is cut at 1 s, and the server stops
+/// serving after its time.
+#[test]
+fn server_time_ends_its_tests_and_itself() {
+    let port = free_port();
+    let srv = Ours::start(server_with(port, |_, c| {
+        c.time = Some(Duration::from_secs(1));
+    }));
+    let t = Instant::now();
+    let cfg = client(port, Mode2::Normal, End2::Time(Duration::from_secs(20)), 1);
+    let (o, crep) = run_client(&cfg);
+    assert_eq!(o.status, 0);
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "{:?} {:?} {:?}",
+        t.elapsed(),
+        crep.events(),
+        srv.rep.events()
+    );
+    let o = srv
+        .join(Duration::from_secs(5))
+        .expect("the server ended by itself");
+    assert_eq!(o.status, 0);
+}
+
+/// `-c 127.0.0.2` on the server: a client from 127.0.0.1 is refused with a
+/// message; one bound (`-B`) to 127.0.0.2 is served.
+#[test]
+fn only_from_refuses_other_hosts_and_bind_picks_the_source() {
+    let port = free_port();
+    let srv = Ours::start(server_with(port, |s, _| {
+        s.only_from = Some("127.0.0.2".into());
+    }));
+    let (_, rep) = run_client(&client(port, Mode2::Normal, End2::Bytes(100_000), 1));
+    assert!(srv.rep.wait_for(Duration::from_secs(5), |e| e.iter().any(
+        |e| matches!(e, Event2::Message(m) if m.contains("refused: only 127.0.0.2 is served"))
+    )));
+    assert!(finals(&srv.rep.events()).is_empty());
+    drop(rep);
+    let cfg = client_with(
+        client(port, Mode2::Normal, End2::Bytes(100_000), 1),
+        |_, c| {
+            c.bind = Some(Bind2 {
+                host: "127.0.0.2".into(),
+                port: None,
+                device: None,
+            });
+        },
+    );
+    let (o, _) = run_client(&cfg);
+    assert_eq!(o.status, 0);
+    assert!(srv
+        .rep
+        .wait_for(Duration::from_secs(5), |e| finals(e).len() == 1));
+    let e = srv.rep.events();
+    let peer = e.iter().find_map(|e| match e {
+        Event2::Connected(c) => Some(c.peer),
+        _ => None,
+    });
+    assert_eq!(
+        peer.map(|p| p.ip().to_string()).as_deref(),
+        Some("127.0.0.2")
+    );
+    assert_eq!(finals(&e)[0].bytes, 100_000);
+}
+
+/// `-1`: a second client is not served while the first runs (its connection
+/// waits in the backlog), then it is.
+#[test]
+fn single_client_serves_one_at_a_time() {
+    let port = free_port();
+    let srv = Ours::start(server_with(port, |s, _| s.single_client = true));
+    let a = client(
+        port,
+        Mode2::Normal,
+        End2::Time(Duration::from_millis(800)),
+        1,
+    );
+    let b = client(port, Mode2::Normal, End2::Bytes(100_000), 1);
+    let ha = std::thread::spawn(move || run_client(&a));
+    assert!(srv
+        .rep
+        .wait_for(Duration::from_secs(5), |e| connected(e) == 1));
+    let hb = std::thread::spawn(move || run_client(&b));
+    assert!(srv
+        .rep
+        .wait_for(Duration::from_secs(8), |e| connected(e) == 2));
+    let e = srv.rep.events();
+    // The second connection line comes after the first test's final row.
+    let first_final = e
+        .iter()
+        .position(|e| matches!(e, Event2::Final(_)))
+        .unwrap();
+    let second_conn = e
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, Event2::Connected(_)))
+        .nth(1)
+        .unwrap()
+        .0;
+    assert!(first_final < second_conn, "{e:?}");
+    assert_eq!(ha.join().unwrap().0.status, 0);
+    assert_eq!(hb.join().unwrap().0.status, 0);
+}
+
+fn stock(v: &str) -> Option<String> {
+    let path = match v {
+        "2.1.8" => "iperf".to_string(),
+        _ => std::env::var("IPERF2_221")
+            .unwrap_or_else(|_| "/work/shared/peers/iperf-2.2.1".to_string()),
+    };
+    let ok = Command::new(&path).arg("-v").output().is_ok();
+    assert!(
+        ok || std::env::var("CI").map_or(true, |v| v != "true"),
+        "iperf {v} is required in CI"
+    );
+    ok.then_some(path)
+}
+
+/// `-X` (our client waits for the ack, which carries the server's version)
+/// and `-C` (no header at all) against stock servers, and the stock clients'
+/// `-X` and `-C` against ours: byte counts agree, and our server names a
+/// `-X` client's version on its connection line.
+#[test]
+fn peer_detect_and_compat_both_ways() {
+    for v in ["2.1.8", "2.2.1"] {
+        let Some(bin) = stock(v) else { continue };
+        for (flag, x) in [("-X", true), ("-C", false)] {
+            let port = free_port();
+            let srv = Ours::start(server(port));
+            let out = Command::new(&bin)
+                .args([
+                    "-c",
+                    "127.0.0.1",
+                    "-p",
+                    &port.to_string(),
+                    "-n",
+                    "3000000",
+                    flag,
+                ])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{v} {flag}");
+            assert!(srv
+                .rep
+                .wait_for(Duration::from_secs(5), |e| finals(e).len() == 1));
+            let e = srv.rep.events();
+            assert_eq!(finals(&e)[0].bytes, 3_000_000, "{v} {flag}");
+            let pv = e.iter().find_map(|e| match e {
+                Event2::Connected(c) => Some(c.peer_version.clone()),
+                _ => None,
+            });
+            let want = if v == "2.1.8" { "2.1.8" } else { "2.2.1-rc" };
+            assert_eq!(pv.flatten().as_deref(), x.then_some(want), "{v} {flag}");
+            drop(srv);
+            // Ours against the stock server.
+            let port = free_port();
+            let mut st = Command::new(&bin)
+                .args(["-s", "-p", &port.to_string(), "-y", "C"])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let end = Instant::now() + Duration::from_secs(5);
+            while !super::tcp_tests::listening(port) {
+                assert!(Instant::now() < end);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let cfg = client_with(
+                client(port, Mode2::Normal, End2::Bytes(3_000_000), 1),
+                |c, _| {
+                    c.peer_detect = x;
+                    c.compat = !x;
+                },
+            );
+            let (o, rep) = run_client(&cfg);
+            assert_eq!(o.status, 0, "{v} {flag}: {:?}", rep.messages());
+            assert_eq!(rep.finals()[0].bytes, 3_000_000);
+            assert_eq!(rep.finals()[0].tag, Tag2::Id(1));
+            std::thread::sleep(Duration::from_millis(300));
+            let _ = Command::new("kill")
+                .args(["-INT", &st.id().to_string()])
+                .status();
+            let _ = st.wait();
+            let mut text = String::new();
+            std::io::Read::read_to_string(st.stdout.as_mut().unwrap(), &mut text).unwrap();
+            let bytes: Vec<u64> = text
+                .lines()
+                .filter_map(|l| l.split(',').nth(7)?.parse().ok())
+                .collect();
+            // A stock server reads a compat client's first 4 bytes to find
+            // there is no header, and does not count them (ours does).
+            let lost = if x { 0 } else { 4 };
+            assert_eq!(bytes, [3_000_000 - lost], "{v} {flag}: {text}");
+        }
+    }
+}
