@@ -48,6 +48,11 @@ pub struct Layout2 {
     pub no_settings: bool,
     /// `-x V`: no server report.
     pub no_server_report: bool,
+    /// The local zone's offset east of UTC, seconds, for the dates of the
+    /// connection lines and the CSV stamps (0 = UTC, as with `--utc`).
+    pub utc_offset_secs: i32,
+    /// The local zone's abbreviation printed after dates (`None` = `UTC`).
+    pub tz_name: Option<String>,
 }
 
 /// The settings block between dashes ("Server listening on TCP port 5001" or
@@ -75,8 +80,13 @@ pub struct Settings2 {
     pub window: u64,
     /// `-w` was given (otherwise "(default)").
     pub window_requested: bool,
+    /// The `-w` value asked for, bytes: when the kernel's size differs, iperf 2
+    /// adds "(WARNING: requested ...)".
+    pub requested_window: Option<u64>,
     /// The congestion control in force (TCP, shown with `-e`).
     pub congestion: Option<String>,
+    /// The `-Z` algorithm asked for (client: "set to X using Y").
+    pub congestion_asked: Option<String>,
     /// The TOS byte (shown with `-e`).
     pub tos: u8,
     /// TCP_NODELAY (shown with `-e`: "Nagle on/off").
@@ -221,6 +231,9 @@ pub struct UdpRecv2 {
     pub truncated: u64,
     /// Latency, when known.
     pub latency: Option<Latency2>,
+    /// The test runs with `--trip-times` (a server learns it from the client's
+    /// header): the server's `-e` row adds `Rx/inP` and names `Read/Timeo/Trunc`.
+    pub trip_times: bool,
 }
 
 /// What kind of row, with its extra figures.
