@@ -13,6 +13,8 @@ mod units;
 #[cfg(test)]
 mod golden;
 #[cfg(test)]
+mod golden_csv;
+#[cfg(test)]
 mod golden_parse;
 
 use std::sync::Mutex;
