@@ -10,7 +10,7 @@ use super::model::{Event2, Layout2, Row2, RowKind2, Side2, Tag2, TcpRecv2};
 use super::{Printer2, Report2};
 
 /// Lines printed for `events`.
-fn print(side: Side2, layout: &Layout2, events: Vec<Event2>) -> Vec<String> {
+pub(super) fn print(side: Side2, layout: &Layout2, events: Vec<Event2>) -> Vec<String> {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&lines);
     let p = Printer2::new(
@@ -52,7 +52,7 @@ pub(super) fn mask(s: &str) -> String {
     out
 }
 
-fn compare(name: &str, got: &[String], want: &[String], cmp: &[Cmp]) {
+pub(super) fn compare(name: &str, got: &[String], want: &[String], cmp: &[Cmp]) {
     let show = || {
         format!(
             "{name}\n--- got:\n{}\n--- want:\n{}",
@@ -69,7 +69,7 @@ fn compare(name: &str, got: &[String], want: &[String], cmp: &[Cmp]) {
     }
 }
 
-fn tcp_kind(side: Side2) -> impl Fn(Tag2) -> Kind {
+pub(super) fn tcp_kind(side: Side2) -> impl Fn(Tag2) -> Kind {
     move |t| match (side, t) {
         (Side2::Client, Tag2::ReverseId(_)) | (Side2::Server, Tag2::Id(_) | Tag2::Sum(_)) => {
             Kind::TcpRecv
@@ -78,7 +78,7 @@ fn tcp_kind(side: Side2) -> impl Fn(Tag2) -> Kind {
     }
 }
 
-fn udp_kind(side: Side2) -> impl Fn(Tag2) -> Kind {
+pub(super) fn udp_kind(side: Side2) -> impl Fn(Tag2) -> Kind {
     move |_| match side {
         Side2::Client => Kind::UdpSend,
         Side2::Server => Kind::UdpRecv,

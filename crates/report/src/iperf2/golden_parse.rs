@@ -303,8 +303,13 @@ impl Replayer<'_> {
                 s.len = size_bytes(rest) as u32;
             } else if l.starts_with("TCP congestion control ") {
                 s.congestion = w.last().map(|x| x.to_string());
-            } else if l.starts_with("TOS ") {
-                s.tos = 0;
+                if l.contains(" set to ") {
+                    s.congestion_asked = Some(w[5].to_string());
+                }
+            } else if let Some(rest) = l.strip_prefix("TOS ") {
+                let hex = rest.split("0x").nth(1).unwrap_or("0");
+                let hex = hex.split(' ').next().unwrap_or("0");
+                s.tos = u8::from_str_radix(hex, 16).unwrap_or(0);
                 s.nodelay = l.contains("Nagle off");
             } else if l.starts_with("MSS size ") {
                 s.mss = Some(int(w[2]) as u32);
@@ -329,6 +334,9 @@ impl Replayer<'_> {
             {
                 s.window = size_bytes(rest.split(" (").next().unwrap_or(rest));
                 s.window_requested = !rest.contains("(default)");
+                if let Some(asked) = rest.split("(WARNING: requested ").nth(1) {
+                    s.requested_window = Some(size_bytes(asked.trim_end_matches(')')));
+                }
             } else {
                 panic!("unknown settings line {l:?}");
             }
