@@ -87,6 +87,8 @@ pub(super) fn udp_kind(side: Side2) -> impl Fn(Tag2) -> Kind {
 
 struct Case {
     name: &'static str,
+    /// `--trip-times` in force on the server.
+    trip_times: bool,
     layout: Layout2,
     udp: bool,
     /// The real gap of the client's rate, µs (2.2.1 prints 0.00).
@@ -96,6 +98,7 @@ struct Case {
 fn case(name: &'static str) -> Case {
     Case {
         name,
+        trip_times: false,
         layout: Layout2::default(),
         udp: name.starts_with("udp") || name.starts_with("mc"),
         ipg_us: None,
@@ -134,7 +137,7 @@ fn text_case(
             side,
             kind: &kind,
             ipg_us: c.ipg_us.filter(|_| side == Side2::Client),
-            trip_times: false,
+            trip_times: c.trip_times,
         }
         .text(&want);
         let got = print(side, &c.layout, rp.events);
@@ -414,4 +417,23 @@ fn server_report_prints_the_real_loss_where_2_2_1_prints_zero() {
         client[last]
     );
     assert!(server[server.len() - 1].ends_with("3924/483015 (0.81%)"));
+}
+
+#[test]
+fn golden_trip_times_match_2_2_1() {
+    // --trip-times -e: the TCP receiver's latency/inP/NetPwr columns, the
+    // client's send-side warning, the UDP server's Rx/inP layout.
+    for (name, ipg) in [("tcp-tripe", None), ("udp-tripe", Some(1176.0))] {
+        let c = Case {
+            layout: enhanced(),
+            trip_times: true,
+            ipg_us: ipg,
+            ..case(name)
+        };
+        let [client, server] = text_case(&c, None);
+        assert!(client[6].contains("Warn: Send side bloat") || name == "udp-tripe");
+        assert!(server
+            .iter()
+            .any(|l| l.contains("(trip-times) (peer 2.2.1-rc)")));
+    }
 }

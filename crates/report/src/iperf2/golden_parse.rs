@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::model::{
     Connection2, Event2, Latency2, Multicast2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2,
-    TcpConnInfo2, TcpRecv2, TcpSend2, UdpRecv2, UdpSend2,
+    TcpConnInfo2, TcpLatency2, TcpRecv2, TcpSend2, UdpRecv2, UdpSend2,
 };
 use super::units::{rate, transfer};
 
@@ -260,6 +260,7 @@ impl Replayer<'_> {
             multicast: None,
             ttl: None,
             mode_note: None,
+            trip_times: false,
         };
         for l in block {
             let w: Vec<&str> = l.split_whitespace().collect();
@@ -324,6 +325,8 @@ impl Replayer<'_> {
                     group: g.into(),
                     source: Some(src.into()),
                 });
+            } else if l.starts_with("Warn: Send side bloat") {
+                s.trip_times = true;
             } else if l.starts_with("Server set to single client") {
             } else if l.starts_with("Sending ") {
                 s.len = int(w[1]) as u32;
@@ -396,6 +399,23 @@ impl Replayer<'_> {
             }
             Kind::TcpRecv => {
                 let mut t = TcpRecv2::default();
+                let mut rest = rest;
+                if rest.len() > 1 {
+                    // 0.064/0.026/1.995/0.082 ms (21719/131075) 178 KByte 44369592
+                    let ns: Vec<u64> = rest[0]
+                        .split('/')
+                        .map(|x| (num(x) * 1e6).round() as u64)
+                        .collect();
+                    let cnt = rest[2].trim_matches(|c| c == '(' || c == ')');
+                    t.latency = Some(TcpLatency2 {
+                        count: int(cnt.split('/').next().unwrap_or("0")),
+                        mean_ns: ns[0],
+                        min_ns: ns[1],
+                        max_ns: ns[2],
+                        stdev_ns: ns[3],
+                    });
+                    rest = &rest[6..];
+                }
                 if let Some(d) = rest.first() {
                     let (reads, bins) = d.split_once('=').unwrap_or_default();
                     t.reads = int(reads);
@@ -403,7 +423,7 @@ impl Replayer<'_> {
                         t.bins[i] = int(b);
                     }
                 }
-                (RowKind2::TcpRecv(t), false)
+                (RowKind2::TcpRecv(t), t.latency.is_some())
             }
             Kind::UdpSend => {
                 let mut u = UdpSend2::default();

@@ -319,6 +319,7 @@ mod tests {
             }),
             ttl: None,
             mode_note: None,
+            trip_times: false,
         };
         let events = || {
             vec![

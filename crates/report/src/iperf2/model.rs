@@ -99,6 +99,8 @@ pub struct Settings2 {
     pub ttl: Option<u8>,
     /// Direction suffixes of a client block (`-R`, `--full-duplex`, trip-times).
     pub mode_note: Option<String>,
+    /// `--trip-times` (a TCP client's `-e` block warns about send-side bloat).
+    pub trip_times: bool,
 }
 
 /// A multicast join.
@@ -186,6 +188,24 @@ pub struct TcpRecv2 {
     pub reads: u64,
     /// Read-size histogram: eight bins of `len / 8` bytes.
     pub bins: [u64; 8],
+    /// With `--trip-times`: the one-way latency of the sender's writes (the
+    /// `-e` row then shows latency, `(cnt/size)`, `inP` and NetPwr).
+    pub latency: Option<TcpLatency2>,
+}
+
+/// One-way latency of a TCP receiver's writes (`--trip-times`), nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpLatency2 {
+    /// Writes whose latency was measured.
+    pub count: u64,
+    /// Mean.
+    pub mean_ns: u64,
+    /// Minimum.
+    pub min_ns: u64,
+    /// Maximum.
+    pub max_ns: u64,
+    /// Standard deviation.
+    pub stdev_ns: u64,
 }
 
 /// Extra figures of a UDP sender row.

@@ -2,8 +2,8 @@
 //! and UDP senders and receivers, plain and `-e`, per stream and summed
 //! (`[SUM]`, `[SUM-n]`), in iperf 2.2.1's column layout.
 
-use super::model::{Latency2, Layout2, Row2, RowKind2, Side2, Tag2, UdpRecv2};
-use super::units::{interval, loss_pct, netpwr, pps, rate, transfer};
+use super::model::{Latency2, Layout2, Row2, RowKind2, Side2, Tag2, TcpLatency2, UdpRecv2};
+use super::units::{interval, loss_pct, netpwr, pps, rate, size, transfer};
 
 /// A column-title line. iperf 2 prints each kind once while tests run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +16,8 @@ pub(crate) enum Header {
     JitterLoss,
     /// `-e` TCP receiver: reads and their histogram.
     ReadEnh,
+    /// `-e` TCP receiver with trip times: latency, inP, NetPwr, reads.
+    ReadTrip,
     /// `-e` `[SUM-cnt]` TCP receiver.
     SumCntReadEnh,
     /// `-e` TCP sender: writes, retries, cwnd, RTT, NetPwr.
@@ -48,6 +50,10 @@ impl Header {
                     .into()
             }
             Self::ReadEnh => format!("[ ID] Interval{T}Transfer    Bandwidth       Reads=Dist"),
+            Self::ReadTrip => format!(
+                "[ ID] Interval{T}Transfer    Bandwidth    Burst Latency avg/min/max/stdev \
+                 (cnt/size) inP NetPwr  Reads=Dist"
+            ),
             Self::SumCntReadEnh => {
                 format!("[SUM-cnt] Interval{T}Transfer    Bandwidth       Reads=Dist")
             }
@@ -165,14 +171,23 @@ pub(crate) fn row(r: &Row2, layout: &Layout2, side: Side2, used: RowUse) -> (Hea
         }
         (RowKind2::TcpRecv(t), _, is_sum) if layout.enhanced => {
             let b = t.bins;
-            lines.push(format!(
-                "{head}  {}={}:{}:{}:{}:{}:{}:{}:{}",
+            let dist = format!(
+                "{}={}:{}:{}:{}:{}:{}:{}:{}",
                 t.reads, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
-            ));
-            if is_sum {
-                Header::SumCntReadEnh
-            } else {
-                Header::ReadEnh
+            );
+            match (is_sum, t.latency) {
+                (true, _) => {
+                    lines.push(format!("{head}  {dist}"));
+                    Header::SumCntReadEnh
+                }
+                (false, None) => {
+                    lines.push(format!("{head}  {dist}"));
+                    Header::ReadEnh
+                }
+                (false, Some(lat)) => {
+                    lines.push(format!("{head}  {}  {dist}", trip_columns(r, &lat)));
+                    Header::ReadTrip
+                }
             }
         }
         (RowKind2::UdpSend(u), _, is_sum) if layout.enhanced => {
@@ -238,6 +253,27 @@ pub(crate) fn row(r: &Row2, layout: &Layout2, side: Side2, used: RowUse) -> (Hea
         }
     }
     (header, lines)
+}
+
+/// `0.064/0.026/1.995/0.082 ms (21719/131075)  178 KByte 44369592`: write
+/// latency, writes measured and their mean size, bytes in flight (Little's
+/// law: rate x latency) and NetPwr.
+fn trip_columns(r: &Row2, lat: &TcpLatency2) -> String {
+    let dur = r.end - r.start;
+    let ms = |ns: u64| ns as f64 * 1e-6;
+    let mean_s = lat.mean_ns as f64 * 1e-9;
+    let per_sec = if dur > 0.0 { r.bytes as f64 / dur } else { 0.0 };
+    format!(
+        "{:.3}/{:.3}/{:.3}/{:.3} ms ({}/{}) {} {}",
+        ms(lat.mean_ns),
+        ms(lat.min_ns),
+        ms(lat.max_ns),
+        ms(lat.stdev_ns),
+        lat.count,
+        r.bytes.checked_div(lat.count).unwrap_or(0),
+        size(per_sec * mean_s, 'A'),
+        netpwr(r.bytes, dur, mean_s)
+    )
 }
 
 fn received(u: &UdpRecv2) -> u64 {
@@ -340,6 +376,10 @@ mod tests {
             (
                 Header::JitterLossTrip,
                 "[ ID] Interval        Transfer     Bandwidth        Jitter   Lost/Total  Latency avg/min/max/stdev PPS  Rx/inP  Read/Timeo/Trunc  NetPwr",
+            ),
+            (
+                Header::ReadTrip,
+                "[ ID] Interval        Transfer    Bandwidth    Burst Latency avg/min/max/stdev (cnt/size) inP NetPwr  Reads=Dist",
             ),
             (
                 Header::SumCntWriteEnh,

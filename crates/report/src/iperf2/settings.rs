@@ -17,6 +17,9 @@ pub(crate) fn block(s: &Settings2, layout: &Layout2) -> Vec<String> {
         Side2::Client => connector(s, layout, &mut v),
     }
     v.push(window_line(s));
+    if s.side == Side2::Client && s.proto == Proto2::Tcp && s.trip_times && layout.enhanced {
+        v.push("Warn: Send side bloat possible per --tcp-write-prefetch not being set".into());
+    }
     v.push(SEPARATOR.to_string());
     v
 }
