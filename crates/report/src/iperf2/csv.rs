@@ -29,7 +29,7 @@ fn who(r: &Row2, side: Side2, hide: bool) -> String {
     };
     let (cport, id) = match r.tag {
         Tag2::Id(n) | Tag2::ReverseId(n) => (client.port(), i64::from(n)),
-        Tag2::Sum(_) => (0, -1),
+        Tag2::Sum(_) | Tag2::FullDuplex(_) => (0, -1),
     };
     format!(
         "{},{},{id}",

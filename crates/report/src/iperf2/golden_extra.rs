@@ -242,3 +242,95 @@ fn golden_hide_ips_ipv6_matches_2_2_1() {
         HIDE_IPS_V6_CLIENT,
     );
 }
+
+/// `iperf -s -u -e -B 239.1.1.1 -p P`: with `-e` the read size comes between
+/// the join and the single-client line.
+const MC_E_SERVER: &str = "\
+------------------------------------------------------------
+Server listening on UDP port 27052 with pid 10976
+Joining multicast group  239.1.1.1
+Read buffer size: 1470 Byte 
+Server set to single client traffic mode (per multicast receive)
+UDP buffer size:  208 KByte (default)
+------------------------------------------------------------";
+
+#[test]
+fn golden_multicast_e_server_block_matches_2_2_1() {
+    check(
+        "mc -e server",
+        Side2::Server,
+        e(),
+        &udp_kind(Side2::Server),
+        MC_E_SERVER,
+    );
+}
+
+/// `iperf -c 127.0.0.1 -y C -p P -t 1 -P 2 -i 1` and its server (`-s -y C`):
+/// sums are records with transfer id -1 and the client's port 0.
+const CSV_P2_CLIENT: &str = "\
+20261125191628,127.0.0.1,49014,127.0.0.1,27003,1,0.0-1.0,1358168128,10865345024
+20261125191628,127.0.0.1,49008,127.0.0.1,27003,2,0.0-1.0,1129185344,9033482752
+20261125191628,127.0.0.1,0,127.0.0.1,27003,-1,0.0-1.0,2487353472,19898827776
+20261125191627,127.0.0.1,49014,127.0.0.1,27003,1,0.0-1.0,1358299200,10680646477
+20261125191627,127.0.0.1,49008,127.0.0.1,27003,2,0.0-1.0,1129316416,8882847818
+20261125191627,127.0.0.1,0,127.0.0.1,27003,-1,0.0-1.0,2487615616,19881103467";
+
+const CSV_P2_SERVER: &str = "\
+20261125191627,127.0.0.1,49008,127.0.0.1,27003,1,0.0-1.0,1129316416,8990299056
+20261125191627,127.0.0.1,49014,127.0.0.1,27003,2,0.0-1.0,1358299200,10855266951
+20261125191627,127.0.0.1,0,127.0.0.1,27003,-1,0.0-1.0,2487615616,19840233653";
+
+#[test]
+fn golden_csv_sums_match_2_2_1() {
+    let csv = Layout2 {
+        csv: true,
+        ..Layout2::default()
+    };
+    for (side, text) in [
+        (Side2::Client, CSV_P2_CLIENT),
+        (Side2::Server, CSV_P2_SERVER),
+    ] {
+        let want = lines(text);
+        let kind = tcp_kind(side);
+        let rp = Replayer {
+            side,
+            kind: &kind,
+            ipg_us: None,
+            trip_times: false,
+        };
+        // Every field of a basic TCP record comes from the capture.
+        assert_eq!(print(side, &csv, rp.csv(&want)), want);
+    }
+}
+
+/// `iperf -c 127.0.0.1 -e --full-duplex -p P -t 1 -i 1`: each direction in
+/// its own columns, then the pair as `[FD1]` under the plain title.
+const TCP_E_FULL_DUPLEX_CLIENT: &str = "\
+------------------------------------------------------------
+Client connecting to 127.0.0.1, TCP port 27021 with pid 3700 (1/0 flows/load)
+Write buffer size: 131072 Byte
+TCP congestion control using bbr
+TOS defaults to 0x0 (dscp=0,ecn=0) (Nagle on)
+TCP window size: 16.0 KByte (default)
+------------------------------------------------------------
+[  1] local 127.0.0.1%lo port 39550 connected with 127.0.0.1 port 27021 (full-duplex) (icwnd/mss/irtt=319/32741/30) (ct=0.21 ms) on 2026-11-25 19:29:10.592 (UTC)
+[ ID] Interval        Transfer    Bandwidth       Write/Err  Rtry     InF(pkts)/Cwnd(pkts)/RTT(var)        NetPwr
+[  1] 0.00-1.00 sec   408 MBytes  3.43 Gbits/sec  3268/0         3      575K(9)/1023K(16)/229(134) us  1869923
+[  1] 0.00-1.00 sec   409 MBytes  3.42 Gbits/sec  3269/0         3      575K(9)/1023K(16)/229(134) us  1867067
+[ ID] Interval        Transfer    Bandwidth       Reads=Dist
+[ *1] 0.00-1.00 sec   344 MBytes  2.89 Gbits/sec  2773=0:1:8:6:20:1:5:2732
+[ ID] Interval       Transfer     Bandwidth
+[FD1] 0.00-1.00 sec   753 MBytes  6.31 Gbits/sec
+[ *1] 0.00-1.00 sec   346 MBytes  2.89 Gbits/sec  2785=1:1:8:6:20:1:5:2743
+[FD1] 0.00-1.00 sec   754 MBytes  6.31 Gbits/sec";
+
+#[test]
+fn golden_tcp_e_full_duplex_matches_2_2_1() {
+    check(
+        "tcp -e --full-duplex client",
+        Side2::Client,
+        e(),
+        &tcp_kind(Side2::Client),
+        TCP_E_FULL_DUPLEX_CLIENT,
+    );
+}

@@ -118,6 +118,8 @@ fn tag_of(s: &str) -> Tag2 {
     let inner = s.trim_start_matches('[').trim_end_matches(']').trim();
     if let Some(n) = inner.strip_prefix("SUM-") {
         Tag2::Sum(int(n) as u32)
+    } else if let Some(n) = inner.strip_prefix("FD") {
+        Tag2::FullDuplex(int(n) as u32)
     } else if inner == "SUM" {
         Tag2::Sum(2)
     } else if let Some(n) = inner.strip_prefix('*') {
@@ -495,7 +497,7 @@ impl Replayer<'_> {
 
 fn tag_num(t: Tag2) -> u32 {
     match t {
-        Tag2::Id(n) | Tag2::ReverseId(n) | Tag2::Sum(n) => n,
+        Tag2::Id(n) | Tag2::ReverseId(n) | Tag2::Sum(n) | Tag2::FullDuplex(n) => n,
     }
 }
 

@@ -119,7 +119,7 @@ impl State {
 }
 
 fn is_stream(tag: Tag2) -> bool {
-    !matches!(tag, Tag2::Sum(_))
+    !matches!(tag, Tag2::Sum(_) | Tag2::FullDuplex(_))
 }
 
 impl Printer2 {
@@ -131,7 +131,8 @@ impl Printer2 {
     fn row(&self, st: &mut State, r: &Row2, used: RowUse, last: bool) {
         let l = &self.layout;
         if l.csv {
-            if used == RowUse::ServerReport {
+            // 2.2.1 has no CSV record for a full-duplex pair.
+            if used == RowUse::ServerReport || matches!(r.tag, Tag2::FullDuplex(_)) {
                 return;
             }
             if l.enhanced {

@@ -122,6 +122,9 @@ pub enum Tag2 {
     ReverseId(u32),
     /// The sum of `n` streams.
     Sum(u32),
+    /// With `-e`, both directions of full-duplex stream `n` together
+    /// (`[FD1]`, plain columns).
+    FullDuplex(u32),
 }
 
 /// Facts of a TCP connection shown on its connection line.

@@ -96,6 +96,7 @@ pub(crate) fn tag(t: Tag2) -> String {
         Tag2::Id(n) => format!("[{n:>3}] "),
         Tag2::ReverseId(n) => format!("[{:>3}] ", format!("*{n}")),
         Tag2::Sum(_) => "[SUM] ".into(),
+        Tag2::FullDuplex(n) => format!("[FD{n}] "),
     }
 }
 
@@ -139,6 +140,11 @@ pub(crate) fn row(r: &Row2, layout: &Layout2, side: Side2, used: RowUse) -> (Hea
     let head = format!("{prefix}{iv} sec  {xfer}  {bw}/sec");
     let mut lines = Vec::with_capacity(2);
     let header = match (&r.kind, cnt.is_some(), n_sum.is_some()) {
+        // A full-duplex pair: transfer and bandwidth only, under the plain title.
+        _ if matches!(r.tag, Tag2::FullDuplex(_)) => {
+            lines.push(head);
+            Header::Bw
+        }
         (RowKind2::TcpSend(_) | RowKind2::TcpRecv(_) | RowKind2::UdpSend(_), true, _)
             if !layout.enhanced =>
         {
@@ -416,6 +422,7 @@ mod tests {
         assert_eq!(tag(Tag2::ReverseId(1)), "[ *1] ");
         assert_eq!(tag(Tag2::ReverseId(12)), "[*12] ");
         assert_eq!(tag(Tag2::Sum(2)), "[SUM] ");
+        assert_eq!(tag(Tag2::FullDuplex(1)), "[FD1] ");
         assert_eq!(sumcnt_tag(2), "[SUM-2] ");
     }
 }

@@ -41,13 +41,13 @@ fn listener(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
     } else {
         v.push(format!("Server listening on {proto} port {}", s.port));
     }
-    if let (Some(m), false) = (&s.multicast, layout.no_multicast) {
+    let multicast = s.multicast.as_ref().filter(|_| !layout.no_multicast);
+    if let Some(m) = multicast {
         match &m.source {
             Some(src) => v.push(format!("Joining multicast (S,G)={src},{}", m.group)),
             // Two spaces, as iperf 2 prints it.
             None => v.push(format!("Joining multicast group  {}", m.group)),
         }
-        v.push("Server set to single client traffic mode (per multicast receive)".into());
     }
     if layout.enhanced {
         match s.proto {
@@ -68,6 +68,10 @@ fn listener(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
                 size(f64::from(s.len), 'B')
             )),
         }
+    }
+    // 2.2.1 puts this after the -e lines (a multicast server with -e).
+    if multicast.is_some() {
+        v.push("Server set to single client traffic mode (per multicast receive)".into());
     }
     if let (Some(mss), Proto2::Tcp) = (s.mss, s.proto) {
         v.push(format!("MSS size {mss} bytes"));
