@@ -360,16 +360,19 @@ impl Replayer<'_> {
         let last = start == 0.0 && (end - start > 1.001 || end < 0.999);
         // A final row's end is rounded: find an end that explains the figures.
         let mut picked = pick_bytes(w[2], w[3], w[4], w[5], end - start);
-        if !picked.1 {
-            for k in -5..5 {
-                let e = num(b) + f64::from(k) * 0.001 + 0.0005;
-                let p = pick_bytes(w[2], w[3], w[4], w[5], e - start);
-                if p.1 {
-                    (end, picked) = (e, p);
-                    break;
-                }
+        for k in 0..100 {
+            if picked.1 {
+                break;
+            }
+            let e = num(b) - half_ulp(b) + f64::from(k) * half_ulp(b) / 50.0;
+            let p = pick_bytes(w[2], w[3], w[4], w[5], e - start);
+            if p.1 {
+                (end, picked) = (e, p);
             }
         }
+        // Every row must be explained by one byte count over one duration:
+        // this checks the unit rules against each row of the captures.
+        assert!(picked.1, "no byte count prints as {l:?}");
         let rest = &w[6..];
         let kind = if server_report {
             Kind::UdpRecv

@@ -210,6 +210,17 @@ mod tests {
     }
 
     #[test]
+    fn four_places_at_the_rounding_edges() {
+        // 9.995 and 99.95 would round up into a fifth place.
+        assert_eq!(size(9.994 * KI, 'A'), "9.99 KByte");
+        assert_eq!(size(9.996 * KI, 'A'), "10.0 KByte");
+        assert_eq!(size(99.94 * KI, 'A'), "99.9 KByte");
+        assert_eq!(size(99.96 * KI, 'A'), " 100 KByte");
+        assert_eq!(size(999.6e3 / 8.0, 'a'), "1000 Kbit");
+        assert_eq!(size(1000.0e3 / 8.0, 'a'), "1.00 Mbit");
+    }
+
+    #[test]
     fn adaptive_bits_are_1000_based() {
         // 21.5 Gbits/sec, 1000 Kbits/sec, 1.01 Mbits/sec, 5.00 Mbits/sec.
         assert_eq!(size(21.5e9 / 8.0, 'a'), "21.5 Gbit");
