@@ -2,6 +2,20 @@
 //! iperf 2 formatters (text, `-e`, CSV) print. Drivers hand over raw figures;
 //! every derived figure (rates, loss percentages, NetPwr, units) is computed by
 //! the formatters, in one place.
+//!
+//! How the printer reads the events (what a driver must send):
+//! - `Connected` comes before a stream's rows, and each stream ends with its
+//!   `Final`. Column titles print once while any stream is live and again for
+//!   the first stream after all have ended (a server's later clients), as in
+//!   iperf 2.
+//! - Sums are `Tag2::Sum(n)`: printed `[SUM]`, or `[SUM-n]` under `[SUM-cnt]`
+//!   titles with `-e`, and with `--sum-only` except on a TCP client (2.2.1's
+//!   choice). `Sent` for a sum prints `[SUM-n] Sent ...`.
+//! - `UdpRecv2::total` is received + lost; PPS and `Rx` are `total - lost`
+//!   over the row's span. A UDP client's `ServerReport` rows are `UdpRecv`.
+//! - CSV records name the client first on both sides: a client's `addrs` are
+//!   (local, peer) as given, a server's are swapped for printing. A UDP
+//!   client's `Final` prints 2.2.1's "no receiver figures" record.
 
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
