@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::golden_parse::{fixture, Cmp, Kind, Replayer};
+use super::golden_parse::{fixture, fixture_in, Cmp, Kind, Replayer};
 use super::model::{Event2, Layout2, Row2, RowKind2, Side2, Tag2, TcpRecv2};
 use super::{Printer2, Report2};
 
@@ -435,5 +435,50 @@ fn golden_trip_times_match_2_2_1() {
         assert!(server
             .iter()
             .any(|l| l.contains("(trip-times) (peer 2.2.1-rc)")));
+    }
+}
+
+#[test]
+fn golden_cross_version_2_2_1_sides_match() {
+    // The 2.2.1 side of each mixed pair: its client against a 2.1.8 server
+    // (a 2.1.8 Server Report, still "(0%)" in 2.2.1's client) and its server
+    // against a 2.1.8 client ("(peer 2.1.8)").
+    for (dir, side) in [
+        ("cross/2.2.1-to-2.1.8", Side2::Client),
+        ("cross/2.1.8-to-2.2.1", Side2::Server),
+    ] {
+        for (name, ipg) in [
+            ("tcp", None),
+            ("tcp-e", None),
+            ("udp", Some(1176.0)),
+            ("udp-loss", Some(1.176)),
+        ] {
+            let s = if side == Side2::Client {
+                "client"
+            } else {
+                "server"
+            };
+            let file = format!("{name}.{s}.txt");
+            let want = fixture_in(dir, &file);
+            let kind: Box<dyn Fn(Tag2) -> Kind> = if name.starts_with("udp") {
+                Box::new(udp_kind(side))
+            } else {
+                Box::new(tcp_kind(side))
+            };
+            let rp = Replayer {
+                side,
+                kind: &*kind,
+                ipg_us: ipg.filter(|_| side == Side2::Client),
+                trip_times: false,
+            }
+            .text(&want);
+            let layout = if name == "tcp-e" {
+                enhanced()
+            } else {
+                Layout2::default()
+            };
+            let got = print(side, &layout, rp.events);
+            compare(&format!("{dir}/{file}"), &got, &want, &rp.cmp);
+        }
     }
 }

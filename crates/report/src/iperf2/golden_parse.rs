@@ -38,10 +38,15 @@ pub(super) struct Replay {
     pub(super) cmp: Vec<Cmp>,
 }
 
-/// The capture's lines.
+/// The lines of a 2.2.1 capture.
 pub(super) fn fixture(name: &str) -> Vec<String> {
+    fixture_in("2.2.1", name)
+}
+
+/// The lines of a capture in `dir` under the iperf 2 fixtures.
+pub(super) fn fixture_in(dir: &str, name: &str) -> Vec<String> {
     let path = format!(
-        "{}/../../tests/fixtures/iperf2/2.2.1/{name}",
+        "{}/../../tests/fixtures/iperf2/{dir}/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
