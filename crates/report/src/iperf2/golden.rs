@@ -482,3 +482,24 @@ fn golden_cross_version_2_2_1_sides_match() {
         }
     }
 }
+
+#[test]
+fn final_pps_is_datagrams_over_the_span_where_2_2_1_prints_less() {
+    // udp-e: 2.2.1's final rows print 568 pps for 1703 datagrams in 2.00 s
+    // (1703/3: its final PPS divides by a longer span). rperf3 prints the
+    // datagrams over the row's span, 852; the masked comparison above holds.
+    let c = Case {
+        layout: enhanced(),
+        ipg_us: Some(1176.0),
+        ..case("udp-e")
+    };
+    let [client, server] = text_case(&c, None);
+    let want = fixture("udp-e.client.txt");
+    assert!(want[10].ends_with("1703/0/0     568 pps"), "{}", want[10]);
+    assert!(
+        client[10].ends_with("1703/0/0     852 pps"),
+        "{}",
+        client[10]
+    );
+    assert!(server[9].contains(" 0/1703 (0%) ") && server[9].contains(" 852 pps "));
+}
