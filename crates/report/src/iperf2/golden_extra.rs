@@ -334,3 +334,31 @@ fn golden_tcp_e_full_duplex_matches_2_2_1() {
         TCP_E_FULL_DUPLEX_CLIENT,
     );
 }
+
+/// `iperf -s -u -e -p P` serving the `-P 2` client above. 2.2.1 printed
+/// `-0 pps` in these rows (a negative zero from its gap-based rate); rperf3
+/// prints the datagrams over the span, so the capture's sign is dropped here.
+const UDP_E_P2_SERVER: &str = "\
+------------------------------------------------------------
+Server listening on UDP port 27011 with pid 20674
+Read buffer size: 1470 Byte 
+UDP buffer size:  208 KByte (default)
+------------------------------------------------------------
+[  1] local 127.0.0.1%lo port 27011 connected with 127.0.0.1 port 44726 (peer 2.2.1-rc) on 2026-11-25 19:17:43.603 (UTC)
+[  2] local 127.0.0.1%lo port 27011 connected with 127.0.0.1 port 43002 (peer 2.2.1-rc) on 2026-11-25 19:17:43.615 (UTC)
+[ ID] Interval        Transfer     Bandwidth        Jitter   Lost/Total  Latency avg/min/max/stdev PPS Read/Timeo/NA NetPwr
+[  2] 0.00-1.01 sec   125 KBytes  1.01 Mbits/sec   0.007 ms 1/88 (1.1%) 0.027/0.011/0.043/0.008 ms -0 pps 88/0/0 4754
+[  1] 0.00-1.02 sec   126 KBytes  1.01 Mbits/sec   0.010 ms 0/88 (0%) 0.028/0.012/0.111/0.012 ms -0 pps 89/0/0 4444
+[SUM-cnt] Interval     Transfer     Bandwidth       Lost/Total  Latency avg/min/max  PPS
+[SUM-2] 0.00-1.02 sec   251 KBytes  2.01 Mbits/sec  1/176 (0.57%)  0.028/0.011/0.111  171 pps";
+
+#[test]
+fn golden_udp_e_server_sums_match_2_2_1() {
+    check(
+        "udp -e -P 2 server",
+        Side2::Server,
+        e(),
+        &udp_kind(Side2::Server),
+        &UDP_E_P2_SERVER.replace(" -0 pps", " 0 pps"),
+    );
+}

@@ -189,7 +189,38 @@ pub(crate) fn csv_stamp_enhanced(c: Civil, offset_secs: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::time::Duration;
+
+    proptest! {
+        /// Adaptive sizes always take four places and a unit, and the
+        /// printed figure is the value within its rounding.
+        #[test]
+        fn adaptive_is_four_places_and_faithful(bytes in 0u64..(1u64 << 40), bits in any::<bool>()) {
+            let letter = if bits { 'a' } else { 'A' };
+            let s = size(bytes as f64, letter);
+            let (num, unit) = s.split_at(4);
+            let unit = unit.trim_start();
+            let scale: f64 = match (bits, unit) {
+                (false, "Byte") => 1.0,
+                (false, "KByte") => 1024.0,
+                (false, "MByte") => 1024.0 * 1024.0,
+                (false, "GByte") => 1024.0 * 1024.0 * 1024.0,
+                (true, "bit") => 0.125,
+                (true, "Kbit") => 125.0,
+                (true, "Mbit") => 125e3,
+                (true, "Gbit") => 125e6,
+                _ => panic!("unit {unit:?} in {s:?}"),
+            };
+            let v: f64 = num.trim().parse().unwrap_or(f64::NAN);
+            let half = match num.split_once('.') {
+                Some((_, f)) => 0.5 * 10f64.powi(-(f.len() as i32)),
+                None => 0.5,
+            };
+            let real = bytes as f64 / scale;
+            prop_assert!((v - real).abs() <= half + 1e-9, "{s} for {bytes}");
+        }
+    }
 
     const KI: f64 = 1024.0;
 
