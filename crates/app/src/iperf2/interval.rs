@@ -89,12 +89,12 @@ pub(crate) struct Intervals {
 
 impl Intervals {
     /// Starts the reporting thread; times count from `start`. With `sum`, a
-    /// set of two or more flows also reports `[SUM]` rows.
+    /// set of two or more flows also reports sum rows of that kind.
     pub(crate) fn start(
         report: Arc<dyn Report2>,
         start: Instant,
         every: Option<Duration>,
-        sum: bool,
+        sum: Option<SumKind>,
     ) -> Self {
         let (tx, rx) = mpsc::channel();
         let mut set = Set {
@@ -202,7 +202,7 @@ struct Flow {
 struct Set {
     report: Arc<dyn Report2>,
     start: Instant,
-    sum: bool,
+    sum: Option<SumKind>,
     flows: Vec<Flow>,
     ticker: Ticker,
     last_tick: Instant,
@@ -276,9 +276,12 @@ impl Set {
         for r in rows {
             self.report.event(Event2::Interval(r));
         }
-        if let (true, Some(mut s)) = (self.sum && self.flows.len() > 1, sum) {
-            s.tag = Tag2::Sum(self.flows.len() as u32);
+        if let (Some(tag), Some(mut s)) = (self.sum_tag(), sum) {
+            s.tag = tag;
             s.addrs = None;
+            if matches!(tag, Tag2::FullDuplex(_)) {
+                s.kind = plain(s.kind);
+            }
             self.report.event(Event2::Interval(s));
         }
     }
@@ -303,10 +306,20 @@ impl Set {
         self.report.event(Event2::Final(r));
     }
 
-    fn final_sum(&mut self) {
-        if !self.sum || self.flows.len() < 2 {
-            return;
+    /// The tag of this set's sum rows, if it has them.
+    fn sum_tag(&self) -> Option<Tag2> {
+        let n = self.flows.len() as u32;
+        match self.sum? {
+            _ if n < 2 => None,
+            SumKind::Sum => Some(Tag2::Sum(n)),
+            SumKind::FullDuplex(id) => Some(Tag2::FullDuplex(id)),
         }
+    }
+
+    fn final_sum(&mut self) {
+        let Some(tag) = self.sum_tag() else {
+            return;
+        };
         let end = self
             .flows
             .iter()
@@ -322,8 +335,13 @@ impl Set {
             });
         }
         if let Some(mut s) = acc {
-            s.tag = Tag2::Sum(self.flows.len() as u32);
+            s.tag = tag;
             s.addrs = None;
+            // A sum across directions has no one kind: iperf 2 prints it
+            // with the plain columns.
+            if matches!(tag, Tag2::FullDuplex(_)) {
+                s.kind = plain(s.kind);
+            }
             self.report.event(Event2::Final(s));
         }
     }
@@ -341,6 +359,7 @@ fn row(spec: &FlowSpec, start: f64, end: f64, d: &FlowSample, retries: u64, tcp:
         Dir::Recv => RowKind2::TcpRecv(TcpRecv2 {
             reads: d.calls,
             bins: d.bins,
+            latency: None,
         }),
     };
     Row2 {
@@ -351,6 +370,24 @@ fn row(spec: &FlowSpec, start: f64, end: f64, d: &FlowSample, retries: u64, tcp:
         bytes: d.bytes,
         kind,
         at: SystemTime::now(),
+    }
+}
+
+/// How a set sums its flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SumKind {
+    /// `[SUM]` over streams (`-P`, `-d`).
+    Sum,
+    /// `[FD1]`: both directions of full-duplex stream `n` (`-e`).
+    FullDuplex(u32),
+}
+
+/// A row kind without the per-direction extras.
+fn plain(k: RowKind2) -> RowKind2 {
+    match k {
+        RowKind2::TcpSend(_) => RowKind2::TcpSend(TcpSend2::default()),
+        RowKind2::TcpRecv(_) => RowKind2::TcpRecv(TcpRecv2::default()),
+        other => other,
     }
 }
 
@@ -408,7 +445,12 @@ mod tests {
     fn two_flows_report_rows_then_finals_then_the_sum() {
         let c = Arc::new(Collect::default());
         let start = Instant::now();
-        let iv = Intervals::start(c.clone(), start, Some(Duration::from_millis(100)), true);
+        let iv = Intervals::start(
+            c.clone(),
+            start,
+            Some(Duration::from_millis(100)),
+            Some(SumKind::Sum),
+        );
         let a = Arc::new(FlowStats::new(800));
         let b = Arc::new(FlowStats::new(800));
         iv.add(1, spec(Tag2::Id(1), Dir::Recv, &a));
@@ -453,7 +495,8 @@ mod tests {
             r.kind,
             RowKind2::TcpRecv(TcpRecv2 {
                 reads: 1,
-                bins: [1, 0, 0, 0, 0, 0, 0, 0]
+                bins: [1, 0, 0, 0, 0, 0, 0, 0],
+                latency: None,
             })
         );
     }
@@ -461,7 +504,7 @@ mod tests {
     #[test]
     fn a_single_flow_has_no_sum() {
         let c = Arc::new(Collect::default());
-        let iv = Intervals::start(c.clone(), Instant::now(), None, true);
+        let iv = Intervals::start(c.clone(), Instant::now(), None, Some(SumKind::Sum));
         let a = Arc::new(FlowStats::new(800));
         iv.add(1, spec(Tag2::Id(1), Dir::Send, &a));
         a.io.add(42);

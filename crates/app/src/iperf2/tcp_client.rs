@@ -16,7 +16,7 @@ use rperf3_sys::net;
 use super::client_header::{os_text, rate_bps, read_ack, request};
 use super::config::{Client2, Common2, Config2, End2, Input2, Mode2, Role2};
 use super::connect_back::{accept_back, BACK_GRACE, NO_BACK};
-use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals};
+use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
 use super::tcp_io::{pacer_for, pattern, FlowStats};
 use super::tcp_setup::{self, apply_opts, Wake};
 use super::workers::{SendPlan, Source, Workers};
@@ -209,7 +209,13 @@ impl<'a> Client<'a> {
             End2::Bytes(_) => None,
         };
         let p = streams.len() as u32;
-        let sum = p > 1 || self.cl.mode == Mode2::Dual;
+        let sum = if p > 1 || self.cl.mode == Mode2::Dual {
+            Some(SumKind::Sum)
+        } else if self.cl.mode == Mode2::FullDuplex && self.c.enhanced {
+            Some(SumKind::FullDuplex(1))
+        } else {
+            None
+        };
         let iv = Intervals::start(self.report.clone(), start, self.c.interval, sum);
         let wake = Wake::new().map_err(|e| e.to_string())?;
         let mut w = Workers::default();
@@ -252,8 +258,14 @@ impl<'a> Client<'a> {
                     FlowSpec::of(tag, Dir::Recv, &st, s, addrs),
                 );
                 let waker = wake.waker().map_err(|e| e.to_string())?;
-                w.recv(s, self.len, &st, (iv.ender(), key(*id, Dir::Recv)), waker)
-                    .map_err(|e| e.to_string())?;
+                w.recv(
+                    s,
+                    (self.len, !sends),
+                    &st,
+                    (iv.ender(), key(*id, Dir::Recv)),
+                    waker,
+                )
+                .map_err(|e| e.to_string())?;
             }
         }
         let server_ip = streams
@@ -351,8 +363,14 @@ impl<'a> Client<'a> {
                     FlowSpec::of(Tag2::Id(id), Dir::Recv, &st, &s, addrs_of(&s)),
                 );
                 let waker = wake.waker().map_err(|e| e.to_string())?;
-                w.recv(&s, self.len, &st, (iv.ender(), key(id, Dir::Recv)), waker)
-                    .map_err(|e| e.to_string())?;
+                w.recv(
+                    &s,
+                    (self.len, true),
+                    &st,
+                    (iv.ender(), key(id, Dir::Recv)),
+                    waker,
+                )
+                .map_err(|e| e.to_string())?;
             }
             None if Instant::now() >= back.due => {
                 back.pending = 0;
@@ -387,7 +405,12 @@ impl<'a> Client<'a> {
                 self.report.event(Event2::Connected(line));
             }
             let set = iv.get_or_insert_with(|| {
-                Intervals::start(self.report.clone(), Instant::now(), self.c.interval, p > 1)
+                Intervals::start(
+                    self.report.clone(),
+                    Instant::now(),
+                    self.c.interval,
+                    (p > 1).then_some(SumKind::Sum),
+                )
             });
             let st = Arc::new(FlowStats::new(self.len));
             set.add(
@@ -395,8 +418,14 @@ impl<'a> Client<'a> {
                 FlowSpec::of(Tag2::Id(id), Dir::Recv, &st, &s, addrs_of(&s)),
             );
             let waker = wake.waker().map_err(|e| e.to_string())?;
-            w.recv(&s, self.len, &st, (set.ender(), key(id, Dir::Recv)), waker)
-                .map_err(|e| e.to_string())?;
+            w.recv(
+                &s,
+                (self.len, true),
+                &st,
+                (set.ender(), key(id, Dir::Recv)),
+                waker,
+            )
+            .map_err(|e| e.to_string())?;
         }
         while !w.finished() {
             if intr.triggered() {

@@ -18,7 +18,7 @@ use rperf3_report::iperf2::model::{Event2, Tag2};
 use rperf3_sys::net;
 
 use super::connect_back::connect_back;
-use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals};
+use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
 use super::tcp_io::{pacer_for, pattern, FlowStats};
 use super::tcp_server::{Group, Shared};
 use super::tcp_setup::{self, Wake};
@@ -173,12 +173,14 @@ pub(crate) fn serve(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>) {
         }
     }
     sh.served.fetch_add(1, Ordering::Relaxed);
-    Test::new(s, start, sh).run();
+    Test::new(s, peer, start, sh).run();
 }
 
 struct Test<'a> {
     sh: &'a Arc<Shared>,
     s: Arc<TcpStream>,
+    /// The client's address (known after its connection has closed, for `-r`).
+    peer: SocketAddr,
     req: Option<TestRequest>,
     pre: usize,
     id: u32,
@@ -186,10 +188,11 @@ struct Test<'a> {
 }
 
 impl<'a> Test<'a> {
-    fn new(s: TcpStream, start: Start, sh: &'a Arc<Shared>) -> Self {
+    fn new(s: TcpStream, peer: SocketAddr, start: Start, sh: &'a Arc<Shared>) -> Self {
         Self {
             sh,
             s: Arc::new(s),
+            peer,
             req: start.req,
             pre: start.read,
             id: sh.next_id(),
@@ -204,7 +207,13 @@ impl<'a> Test<'a> {
     /// The interval set this stream reports in: its client's `-P` group, or its own.
     fn join_group(&self, start: Instant) -> Arc<Group> {
         let streams = self.req.as_ref().map_or(1, |r| r.streams);
-        let sum = streams > 1 || matches!(self.mode(), Mode::Dual { .. });
+        let sum = if streams > 1 || matches!(self.mode(), Mode::Dual { .. }) {
+            Some(SumKind::Sum)
+        } else if self.mode() == Mode::FullDuplex && self.sh.cfg.common.enhanced {
+            Some(SumKind::FullDuplex(self.id))
+        } else {
+            None
+        };
         let interval = self.sh.cfg.common.interval;
         let fresh = |n| {
             Arc::new(Group {
@@ -217,12 +226,7 @@ impl<'a> Test<'a> {
         if streams <= 1 {
             return fresh(1);
         }
-        let ip = net::unmap(
-            self.s
-                .peer_addr()
-                .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
-        )
-        .ip();
+        let ip = net::unmap(self.peer).ip();
         let mut g = self.sh.groups.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(i) = g
             .iter()
@@ -317,7 +321,7 @@ impl<'a> Test<'a> {
                 FlowSpec::of(Tag2::Id(self.id), Dir::Recv, &st, &self.s, addrs),
             );
             if let Ok(wk) = wake.waker() {
-                let _ = w.recv(&self.s, self.len, &st, (gr.iv.ender(), k), wk);
+                let _ = w.recv(&self.s, (self.len, !send), &st, (gr.iv.ender(), k), wk);
             }
         }
         if send {
@@ -352,7 +356,7 @@ impl<'a> Test<'a> {
                     sh.report.clone(),
                     Instant::now(),
                     sh.cfg.common.interval,
-                    false,
+                    None,
                 );
                 let g = Arc::new(Group {
                     iv: set,
@@ -401,9 +405,7 @@ impl<'a> Test<'a> {
     /// `-d`/`-r`: connects back to the client's `-L` port and sends there.
     fn back(&self, port: u16, gr: &Arc<Group>, wake: &Wake, w: &mut Workers, track: u64) {
         let sh = self.sh;
-        let Ok(peer) = self.s.peer_addr() else {
-            return;
-        };
+        let peer = self.peer;
         let local = self.s.local_addr().ok();
         if local.is_some_and(|l| net::unmap(l).ip() == net::unmap(peer).ip()) && port == sh.port {
             sh.report.event(Event2::Message(format!(

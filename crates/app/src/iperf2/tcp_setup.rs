@@ -55,13 +55,16 @@ pub(crate) fn settings(side: Side2, c: &Common2, port: u16, len: u32, window: u6
         ipg_us: None,
         window,
         window_requested: c.window.is_some(),
+        requested_window: c.window.map(u64::from),
         congestion: c.congestion.clone().or_else(default_congestion),
+        congestion_asked: c.congestion.clone(),
         tos: c.tos.unwrap_or(0),
         nodelay: c.nodelay,
         mss: None,
         multicast: None,
         ttl: None,
         mode_note: None,
+        trip_times: false,
     }
 }
 

@@ -284,8 +284,16 @@ fn dual_and_tradeoff_connect_back_to_the_listen_port() {
             unreachable!()
         };
         cl.listen_port = Some(free_port());
+        let t = Instant::now();
         let (o, rep) = run_client(&cfg);
         assert_eq!(o.status, 0, "{mode:?} {:?}", rep.messages());
+        // The server answers the forward FIN at once and connects back: no
+        // side waits out a drain limit (2 s) or the connect-back grace.
+        assert!(
+            t.elapsed() < Duration::from_millis(1500),
+            "{mode:?} {:?}",
+            t.elapsed()
+        );
         let f = rep.finals();
         assert_eq!(total(&f, Tag2::Id(1)), 4_000_000, "{mode:?}");
         assert_eq!(total(&f, Tag2::Id(2)), 4_000_000, "{mode:?}");

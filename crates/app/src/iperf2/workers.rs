@@ -105,11 +105,13 @@ impl Workers {
         Ok(())
     }
 
-    /// Starts a receiver reading `len`-byte blocks from `sock`.
+    /// Starts a receiver reading `len`-byte blocks from `sock`; with `fin`
+    /// (nothing else writes on it), the peer's FIN is answered with ours at
+    /// once, so a peer draining to our FIN is not kept waiting.
     pub(crate) fn recv(
         &mut self,
         sock: &Arc<TcpStream>,
-        len: u32,
+        (len, fin): (u32, bool),
         stats: &Arc<FlowStats>,
         (ender, key): (Ender, u64),
         waker: UnixStream,
@@ -127,6 +129,9 @@ impl Workers {
             .spawn(move || {
                 let r = tcp_io::recv_loop(&s, len, &c, &st);
                 ender.done(key);
+                if fin && r.is_ok() {
+                    let _ = s.shutdown(Shutdown::Write);
+                }
                 if let (Err(e), false) = (r, c.stopped()) {
                     note(
                         &errs,
