@@ -28,7 +28,10 @@ fn csv(text: &str) -> Vec<Csv> {
     text.lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split(',').collect();
-            (f.len() == 9 && f[6].contains('-')).then(|| Csv {
+            if f.len() != 9 || !f[6].contains('-') {
+                return None;
+            }
+            Some(Csv {
                 id: f[5].to_string(),
                 interval: f[6].to_string(),
                 bytes: f[7].parse().ok()?,
@@ -114,17 +117,17 @@ both_ways2!(iperf2_tcp_tradeoff, |peer: &Path, p| {
     same_streams(peer, p, &["-t", "1", "-r", "-L", &l], 2);
 });
 
-/// `-n`: exactly that many bytes arrive (the test header counts, as iperf 2's).
+// `-n`: exactly that many bytes arrive (the test header counts, as iperf 2's).
 both_ways2!(iperf2_tcp_n, |peer: &Path, p| {
     let (c, s) = run(peer, p, &["-n", "7654321"]);
     assert_eq!(streams(&c), [7_654_321], "{c}");
     assert_eq!(streams(&s), [7_654_321], "{s}");
 });
 
-/// `-b 50M` (1024-based: 52 428 800 bit/s): our sender's rate within 1% at the
-/// stock receiver; a stock sender's bytes over the test time within 1% at
-/// ours (a stock sender writes one block beyond the rate: its own receiver
-/// measures 1% over).
+// `-b 50M` (1024-based: 52 428 800 bit/s): our sender's rate within 1% at the
+// stock receiver; a stock sender's bytes over the test time within 1% at
+// ours (a stock sender writes one block beyond the rate: its own receiver
+// measures 1% over).
 both_ways2!(iperf2_tcp_rate_50m, |peer: &Path, p| {
     let (c, s) = run(peer, p, &["-t", "2", "-b", "50M"]);
     let sent = csv(&c)
@@ -146,8 +149,8 @@ both_ways2!(iperf2_tcp_rate_50m, |peer: &Path, p| {
     );
 });
 
-/// The text rows of both sides parse with the same fields as the stock
-/// program's, and agree to the printed precision.
+// The text rows of both sides parse with the same fields as the stock
+// program's, and agree to the printed precision.
 both_ways2!(iperf2_tcp_text_rows, |peer: &Path, p: Pairing2| {
     let (client, server) = p.programs(peer);
     let srv = Server2::start(&server, &["-i", "1"]);
