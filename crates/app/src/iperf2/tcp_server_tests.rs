@@ -256,3 +256,99 @@ fn peer_detect_and_compat_both_ways() {
         }
     }
 }
+
+/// `-S`, `-Z`, `-M`, `-N` and `-w` on the client's socket as the kernel
+/// reports them (`ss`), and the header's TOS applied by our server to its
+/// accepted socket, as iperf 2's server does.
+#[test]
+fn socket_options_reach_the_kernel_on_both_ends() {
+    let port = free_port();
+    let srv = Ours::start(server(port));
+    let cfg = client_with(
+        client(
+            port,
+            Mode2::Normal,
+            End2::Time(Duration::from_millis(1500)),
+            1,
+        ),
+        |c, common| {
+            c.rate = Some(Rate2::Bits(8_000_000));
+            common.tos = Some(0x20);
+            common.congestion = Some("reno".into());
+            common.mss = Some(1000);
+            common.nodelay = true;
+            common.window = Some(256 * 1024);
+        },
+    );
+    let cl = std::thread::spawn(move || run_client(&cfg));
+    assert!(srv
+        .rep
+        .wait_for(Duration::from_secs(5), |e| connected(e) == 1));
+    let ss = |filter: String| {
+        let out = Command::new("ss")
+            .args(["-tin", "--tos", &filter])
+            .output()
+            .expect("ss (iproute2) is needed");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let client_side = ss(format!("dport = :{port}"));
+    let server_side = ss(format!("sport = :{port}"));
+    let (o, rep) = cl.join().unwrap();
+    assert_eq!(o.status, 0);
+    // With timestamps, TCP_MAXSEG 1000 leaves 988 bytes of payload.
+    for want in ["tos:0x20", "reno", "mss:988"] {
+        assert!(client_side.contains(want), "{want}: {client_side}");
+    }
+    assert!(server_side.contains("tos:0x20"), "{server_side}");
+    // The settings block shows the kernel's buffer for -w 256K (doubled).
+    let w = rep.events().into_iter().find_map(|e| match e {
+        Event2::Settings(s) => Some((s.window, s.window_requested, s.nodelay)),
+        _ => None,
+    });
+    assert_eq!(w, Some((512 * 1024, true, true)));
+}
+
+/// `-F file`: the whole file goes out (its partial last block too, which the
+/// stock client drops) after the header, and the sender stops at its end; the
+/// stock server counts every byte.
+#[test]
+fn file_input_sends_the_whole_file() {
+    let Some(bin) = stock("2.2.1") else { return };
+    let path = std::env::temp_dir().join(format!("iperf2-f-{}.bin", std::process::id()));
+    let data: Vec<u8> = (0..1_000_003u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&path, &data).unwrap();
+    let port = free_port();
+    let mut st = Command::new(&bin)
+        .args(["-s", "-p", &port.to_string(), "-y", "C"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(5);
+    while !super::tcp_tests::listening(port) {
+        assert!(Instant::now() < end);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let t = Instant::now();
+    let cfg = client_with(
+        client(port, Mode2::Normal, End2::Time(Duration::from_secs(10)), 1),
+        |c, _| c.input = Input2::File(path.to_string_lossy().into_owned()),
+    );
+    let (o, rep) = run_client(&cfg);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(o.status, 0, "{:?}", rep.messages());
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // The 64-byte header, then the file.
+    assert_eq!(rep.finals()[0].bytes, 1_000_067);
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = Command::new("kill")
+        .args(["-INT", &st.id().to_string()])
+        .status();
+    let _ = st.wait();
+    let mut text = String::new();
+    std::io::Read::read_to_string(st.stdout.as_mut().unwrap(), &mut text).unwrap();
+    let bytes: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.split(',').nth(7)?.parse().ok())
+        .collect();
+    assert_eq!(bytes, [1_000_067], "{text}");
+}
