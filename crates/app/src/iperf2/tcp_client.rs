@@ -23,6 +23,10 @@ use super::workers::{SendPlan, Source, Workers};
 use super::Outcome2;
 use crate::Interrupt;
 
+/// How long after the end of `-t` a paced sender is stopped if it has not
+/// ended by itself.
+pub(crate) const PACED_GRACE: Duration = Duration::from_millis(250);
+
 /// How long a connect may take.
 const CONNECT_LIMIT: Duration = Duration::from_secs(10);
 /// How long an `-X` client waits for the server's header ack.
@@ -279,13 +283,19 @@ impl<'a> Client<'a> {
         };
         let mut stopped = false;
         let mut aborted = false;
+        // A paced sender ends itself at the end of -t (a block due then still
+        // goes, however late its thread wakes); the stop is its backstop.
+        let t_stop = time.map(|t| match self.cl.rate {
+            Some(_) => t + PACED_GRACE,
+            None => t,
+        });
         loop {
             if intr.triggered() && !aborted {
                 w.abort();
                 aborted = true;
             }
             let now = Instant::now();
-            if let (Some(t), false) = (time, stopped) {
+            if let (Some(t), false) = (t_stop, stopped) {
                 if now >= start + t {
                     w.stop();
                     stopped = true;
@@ -313,7 +323,7 @@ impl<'a> Client<'a> {
             if w.finished() {
                 break;
             }
-            let limit = time
+            let limit = t_stop
                 .map(|t| (start + t).saturating_duration_since(now))
                 .filter(|d| !d.is_zero() && !stopped);
             tcp_setup::wait(

@@ -26,6 +26,10 @@ use super::tcp_setup::{self, apply_opts, Wake};
 use super::Outcome2;
 use crate::Interrupt;
 
+/// Connections in their header phase at once (each a thread for at most the
+/// header deadline).
+pub(crate) const MAX_PENDING: u32 = 64;
+
 /// What every session of one server shares.
 pub(crate) struct Shared {
     /// The configuration.
@@ -38,6 +42,10 @@ pub(crate) struct Shared {
     pub(crate) served: AtomicU32,
     /// Sessions whose thread has not yet ended.
     live: AtomicU32,
+    /// Connections still sending their header, oldest first: past
+    /// [`MAX_PENDING`] the oldest is shut down to make room, so a flood of
+    /// silent connections neither piles up threads nor keeps a real client out.
+    pending: Mutex<std::collections::VecDeque<(u64, SocketAddr, TcpStream)>>,
     /// Set on SIGINT: sessions end at once.
     pub(crate) stopping: AtomicBool,
     /// The sockets of running sessions, so SIGINT can end them.
@@ -102,6 +110,39 @@ impl Shared {
         let g = self.socks.lock().unwrap_or_else(|p| p.into_inner());
         for s in g.values() {
             shut(s);
+        }
+    }
+
+    /// Registers a connection in its header phase; returns its key.
+    pub(crate) fn header_wait(&self, s: &TcpStream, peer: SocketAddr) -> Option<u64> {
+        let k = self.next_session.fetch_add(1, Ordering::Relaxed);
+        let c = s.try_clone().ok()?;
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back((k, peer, c));
+        Some(k)
+    }
+
+    /// The header phase of `k` is over.
+    pub(crate) fn header_done(&self, k: Option<u64>) {
+        let mut g = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        g.retain(|(x, _, _)| Some(*x) != k);
+    }
+
+    /// At the limit, ends the oldest connection still in its header phase.
+    fn make_room(&self) {
+        let mut g = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        while g.len() >= MAX_PENDING as usize {
+            if let Some((_, peer, s)) = g.pop_front() {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+                self.report.event(Event2::Message(format!(
+                    "WARNING: {} port {}: closed while still sending its test header, \
+                     to make room ({MAX_PENDING} connections were waiting)",
+                    peer.ip(),
+                    peer.port()
+                )));
+            }
         }
     }
 
@@ -182,6 +223,7 @@ fn host(
         ids: AtomicU32::new(1),
         served: AtomicU32::new(0),
         live: AtomicU32::new(0),
+        pending: Mutex::new(std::collections::VecDeque::new()),
         stopping: AtomicBool::new(false),
         socks: Mutex::new(HashMap::new()),
         next_session: AtomicU64::new(0),
@@ -230,6 +272,7 @@ fn host(
                         continue;
                     }
                 }
+                sh.make_room();
                 accepted += 1;
                 match spawn_session(s, peer, &sh) {
                     Ok(h) => sessions.push(h),
@@ -264,16 +307,19 @@ fn host(
 fn spawn_session(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>) -> io::Result<JoinHandle<()>> {
     s.set_nonblocking(false)?;
     sh.live.fetch_add(1, Ordering::AcqRel);
+    // Registered here, before the next accept looks at the count.
+    let k = sh.header_wait(&s, peer);
     let sh2 = sh.clone();
     let h = std::thread::Builder::new()
         .name("iperf2-session".into())
         .spawn(move || {
-            tcp_session::serve(s, peer, &sh2);
+            tcp_session::serve(s, peer, &sh2, k);
             sh2.live.fetch_sub(1, Ordering::AcqRel);
             sh2.session_ended();
         });
     if h.is_err() {
         sh.live.fetch_sub(1, Ordering::AcqRel);
+        sh.header_done(k);
     }
     h
 }

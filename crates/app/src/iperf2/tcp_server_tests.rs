@@ -352,3 +352,31 @@ fn file_input_sends_the_whole_file() {
         .collect();
     assert_eq!(bytes, [1_000_067], "{text}");
 }
+
+/// A flood of silent connections: past the limit the oldest are closed to
+/// make room (each with a message), and a real client is served at once.
+#[test]
+fn a_flood_of_silent_connections_does_not_keep_a_client_out() {
+    let port = free_port();
+    let srv = Ours::start(server(port));
+    let n = super::tcp_server::MAX_PENDING as usize + 6;
+    let flood: Vec<std::net::TcpStream> = (0..n)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    let t = Instant::now();
+    let (o, rep) = run_client(&client(port, Mode2::Normal, End2::Bytes(1_000_000), 1));
+    assert_eq!(o.status, 0, "{:?}", rep.messages());
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert!(srv
+        .rep
+        .wait_for(Duration::from_secs(5), |e| !finals(e).is_empty()));
+    assert_eq!(finals(&srv.rep.events())[0].bytes, 1_000_000);
+    let evicted = srv
+        .rep
+        .messages()
+        .iter()
+        .filter(|m| m.contains("closed while still sending its test header, to make room"))
+        .count();
+    assert!(evicted >= 6, "{evicted}");
+    drop(flood);
+}

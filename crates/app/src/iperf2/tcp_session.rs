@@ -140,10 +140,13 @@ fn send_ack(mut s: &TcpStream, nodelay: bool) -> io::Result<()> {
     r
 }
 
-/// Serves one connection to its end.
-pub(crate) fn serve(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>) {
+/// Serves one connection to its end; `k` is its place among the connections
+/// still sending their header.
+pub(crate) fn serve(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>, k: Option<u64>) {
     let c = &sh.cfg.common;
-    let start = match read_start(&s, Instant::now() + HEADER_LIMIT, &RequestLimits::default()) {
+    let start = read_start(&s, Instant::now() + HEADER_LIMIT, &RequestLimits::default());
+    sh.header_done(k);
+    let start = match start {
         Ok(x) => x,
         Err(e) => {
             let text = format!(
@@ -376,8 +379,14 @@ impl<'a> Test<'a> {
     /// server's own `-t` ends everything.
     fn wait(&self, w: &mut Workers, wake: &Wake, start: Instant, sends: bool) {
         let server_end = self.sh.cfg.common.time.map(|t| start + t);
+        // A paced sender ends itself at its time; the stop is its backstop.
+        let grace = if self.req.as_ref().is_some_and(|r| r.rate > 0) {
+            super::tcp_client::PACED_GRACE
+        } else {
+            Duration::ZERO
+        };
         let send_end = if sends {
-            self.send_time().map(|t| start + t)
+            self.send_time().map(|t| start + t + grace)
         } else {
             None
         };
