@@ -206,3 +206,46 @@ fn iperf2_tcp_hostile_first_bytes() {
     }
     assert_eq!(served.code(), Some(0), "{all}");
 }
+
+/// SIGINT ends our server during a stock client's test: its final row is
+/// printed, it exits 0 (as iperf 2), and the client stops long before its -t.
+#[test]
+fn iperf2_tcp_sigint_flushes_the_server() {
+    let Some(peer) = crate::common::iperf2::iperf2_221() else {
+        return;
+    };
+    let srv = Server2::start(&ours(), &["-y", "C"]);
+    let t = Instant::now();
+    let client = crate::common::Proc::spawn(&peer, &srv.args(&["-t", "20", "-y", "C"]));
+    // The server's end of the connection is in the kernel's table once it is up.
+    while !established(srv.port) {
+        assert!(t.elapsed() < Duration::from_secs(5), "no connection");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let served = srv.stop();
+    assert_eq!(served.code(), Some(0), "{served}");
+    let got = streams(&served.stdout);
+    assert_eq!(got.len(), 1, "{served}");
+    assert!(got[0] > 0);
+    let out = client.finish(Duration::from_secs(10));
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    // The client counted at least what the server read.
+    assert!(
+        streams(&out.stdout).first().is_some_and(|&c| c >= got[0]),
+        "{out}"
+    );
+}
+
+/// Is a TCP connection established with local port `port`?
+fn established(port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                w.len() > 3 && w[1].ends_with(&want) && w[3] == "01"
+            })
+        })
+    })
+}

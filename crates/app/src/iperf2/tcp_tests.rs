@@ -513,3 +513,38 @@ fn n_exact_at_stock_servers_and_from_stock_clients() {
         assert_eq!(total(&srv.rep.finals(), Tag2::Id(1)), 7_654_321, "{v}");
     }
 }
+
+/// The read count and read-size histogram count what the kernel handed over:
+/// a raw client writes ten 5000-byte pieces far apart (each one read), then
+/// three of 40000 (bin 2 at 16 KiB wide bins); the header is data, not a read.
+#[test]
+fn reads_and_their_histogram_follow_the_writes() {
+    let port = free_port();
+    let srv = Ours::start(server(port));
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_nodelay(true).unwrap();
+    let mut h = vec![0u8; 64];
+    h[..4].copy_from_slice(&[0x40, 0x01, 0x00, 0x80]);
+    h[4..8].copy_from_slice(&1u32.to_be_bytes());
+    s.write_all(&h).unwrap();
+    // Wait for the ack: the header has been read, alone.
+    let mut ack = [0u8; 28];
+    s.read_exact(&mut ack).unwrap();
+    for (n, len) in [(10, 5000usize), (3, 40_000)] {
+        for _ in 0..n {
+            s.write_all(&vec![7u8; len]).unwrap();
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(srv
+        .rep
+        .wait_for(Duration::from_secs(5), |e| !finals(e).is_empty()));
+    let f = srv.rep.finals();
+    assert_eq!(f[0].bytes, 64 + 50_000 + 120_000);
+    let RowKind2::TcpRecv(r) = f[0].kind else {
+        panic!("{f:?}")
+    };
+    assert_eq!(r.reads, 13, "{r:?}");
+    assert_eq!(r.bins, [10, 0, 3, 0, 0, 0, 0, 0]);
+}
