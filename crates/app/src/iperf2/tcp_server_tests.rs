@@ -380,3 +380,27 @@ fn a_flood_of_silent_connections_does_not_keep_a_client_out() {
     assert!(evicted >= 6, "{evicted}");
     drop(flood);
 }
+
+/// TCP `-b 200pps -l 1000`: 200 writes of 1000 bytes a second, counted by our
+/// server's receiver (the 64-byte header on top; one write either way at the
+/// edges of the second).
+#[test]
+fn packets_per_second_paces_writes() {
+    let port = free_port();
+    let srv = Ours::start(server(port));
+    let cfg = client_with(
+        client(port, Mode2::Normal, End2::Time(Duration::from_secs(1)), 1),
+        |c, common| {
+            c.rate = Some(Rate2::Packets(200));
+            common.len = Some(1000);
+        },
+    );
+    let (o, rep) = run_client(&cfg);
+    assert_eq!(o.status, 0);
+    assert!(srv
+        .rep
+        .wait_for(Duration::from_secs(5), |e| !finals(e).is_empty()));
+    let got = finals(&srv.rep.events())[0].bytes;
+    assert!((199_064..=201_064).contains(&got), "{got}");
+    assert_eq!(rep.finals()[0].bytes, got);
+}
