@@ -404,3 +404,41 @@ fn packets_per_second_paces_writes() {
     assert!((199_064..=201_064).contains(&got), "{got}");
     assert_eq!(rep.finals()[0].bytes, got);
 }
+
+/// A stock `-X --trip-times` client reads a 52-byte ack: ours sends it, so
+/// the client goes on (it would wait for 24 more bytes after a 28-byte ack).
+#[test]
+fn a_trip_times_peer_detect_client_gets_its_long_ack() {
+    let Some(bin) = stock("2.2.1") else { return };
+    let port = free_port();
+    let srv = Ours::start(server(port));
+    let out = Command::new("timeout")
+        .args([
+            "-s",
+            "KILL",
+            "10",
+            &bin,
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+        ])
+        .args(["-n", "2000000", "-X", "--trip-times", "-y", "C"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(srv
+        .rep
+        .wait_for(Duration::from_secs(5), |e| !finals(e).is_empty()));
+    // With trip-times the stock client writes whole bursts: it reports what
+    // it wrote, and that is what arrived.
+    // (Trip-times make it print 2.2.1's -e records: bytes in field 8.)
+    let text = String::from_utf8_lossy(&out.stdout);
+    let sent: Vec<u64> = text
+        .lines()
+        .filter(|l| l.starts_with('+'))
+        .filter_map(|l| l.split(',').nth(8)?.parse().ok())
+        .collect();
+    assert_eq!(sent, [finals(&srv.rep.events())[0].bytes], "{text}");
+    assert!(sent[0] >= 2_000_000);
+}

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rperf3_proto2::{
-    classify_tcp, Decoded, HeaderAck, HeaderError, Mode, RequestLimits, TcpStart, TestEnd,
-    TestRequest, Timeval, VERSION_2_2_1,
+    classify_tcp, AckTimes, Decoded, HeaderAck, HeaderError, Mode, RequestLimits, TcpStart,
+    TestEnd, TestRequest, Timeval, VERSION_2_2_1,
 };
 use rperf3_report::iperf2::model::{Event2, Tag2};
 use rperf3_sys::net;
@@ -125,13 +125,22 @@ pub(crate) fn read_start(
     }
 }
 
-/// The ack, sent with TCP_NODELAY on so it leaves at once.
-fn send_ack(mut s: &TcpStream, nodelay: bool) -> io::Result<()> {
-    let ack = HeaderAck {
+/// The ack for `req`, sent with TCP_NODELAY on so it leaves at once. With
+/// trip-times it carries the three stamps (52 bytes): an `-X --trip-times`
+/// client reads that many, and would wait forever on the short form.
+fn ack_for(req: &TestRequest, accepted: Timeval) -> HeaderAck {
+    HeaderAck {
         version: VERSION_2_2_1,
-        times: None,
+        times: req.trip_start.filter(|_| req.trip_times).map(|c| AckTimes {
+            client_start: c,
+            server_accept: accepted,
+            server_sent: now_tv(),
+        }),
     }
-    .encode();
+}
+
+fn send_ack(mut s: &TcpStream, ack: &HeaderAck, nodelay: bool) -> io::Result<()> {
+    let ack = ack.encode();
     s.set_nodelay(true)?;
     s.set_write_timeout(Some(HEADER_LIMIT))?;
     let r = s.write_all(&ack);
@@ -144,6 +153,7 @@ fn send_ack(mut s: &TcpStream, nodelay: bool) -> io::Result<()> {
 /// still sending their header.
 pub(crate) fn serve(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>, k: Option<u64>) {
     let c = &sh.cfg.common;
+    let accepted = now_tv();
     let start = read_start(&s, Instant::now() + HEADER_LIMIT, &RequestLimits::default());
     sh.header_done(k);
     let start = match start {
@@ -162,7 +172,7 @@ pub(crate) fn serve(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>, k: Option<
     let _ = s.set_read_timeout(None);
     if let Some(r) = &start.req {
         if r.wants_ack {
-            if let Err(e) = send_ack(&s, c.nodelay) {
+            if let Err(e) = send_ack(&s, &ack_for(r, accepted), c.nodelay) {
                 sh.report.event(Event2::Message(format!(
                     "WARNING: {} port {}: header ack failed: {e}",
                     peer.ip(),
@@ -457,5 +467,49 @@ impl<'a> Test<'a> {
                 wk,
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iperf2::client_header::request;
+    use crate::iperf2::config::{Client2, Common2, End2, Input2, Mode2};
+
+    fn req(trip: bool) -> TestRequest {
+        let cl = Client2 {
+            host: "h".into(),
+            end: End2::Bytes(1),
+            parallel: 1,
+            rate: None,
+            mode: Mode2::Normal,
+            listen_port: None,
+            compat: false,
+            peer_detect: true,
+            no_udp_fin: false,
+            input: Input2::Pattern,
+            sync_transfer_id: false,
+            txstart: None,
+        };
+        let mut r = request(&cl, &Common2::default(), 8);
+        r.trip_times = trip;
+        r.trip_start = Some(Timeval { sec: 5, usec: 6 });
+        r
+    }
+
+    /// §3.3: 28 bytes, or 52 with the client's start echoed when trip-times
+    /// are on (an `-X --trip-times` client reads 52).
+    #[test]
+    fn the_ack_has_the_stamps_only_with_trip_times() {
+        let at = Timeval { sec: 7, usec: 8 };
+        assert_eq!(ack_for(&req(false), at).encode().len(), 28);
+        let a = ack_for(&req(true), at);
+        assert_eq!(a.encode().len(), 52);
+        let t = a.times.unwrap();
+        assert_eq!(
+            (t.client_start, t.server_accept),
+            (Timeval { sec: 5, usec: 6 }, at)
+        );
+        assert!(t.server_sent >= at);
     }
 }
