@@ -26,6 +26,11 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         usage: "--generate man|complete-bash|complete-zsh|complete-fish",
         help: "print the man page or a shell completion script",
     },
+    CommandSpec {
+        usage: "iperf2 [iperf 2 options]",
+        help:
+            "speak iperf 2 (2.2.1's command line, outputs and protocol); so does a link named iperf",
+    },
 ];
 
 /// What `--generate` prints.

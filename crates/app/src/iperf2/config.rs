@@ -20,6 +20,9 @@ pub const DEFAULT_UDP_LEN_V6: u32 = 1450;
 pub const DEFAULT_UDP_RATE: u64 = 1_048_576;
 /// Default test length (`-t`).
 pub const DEFAULT_TIME: Duration = Duration::from_secs(10);
+/// A client's `-t 0` (or negative): send until interrupted. A finite span
+/// (about 136 years) so that `Instant + time` never overflows.
+pub const TIME_FOREVER: Duration = Duration::from_secs(u32::MAX as u64);
 
 /// What the process does.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,7 +101,8 @@ pub struct Common2 {
     pub realtime: bool,
     /// `--trip-times`.
     pub trip_times: bool,
-    /// `--permit-key`.
+    /// `--permit-key`. `Some("")`: `--permit-key` without a value (a server
+    /// then makes a key up, as iperf 2; a client refuses it at parse time).
     pub permit_key: Option<String>,
     /// `--skip-rx-copy` (server reads with MSG_TRUNC).
     pub skip_rx_copy: bool,
@@ -146,7 +150,7 @@ pub enum Input2 {
 /// When the client stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End2 {
-    /// `-t` (default 10 s).
+    /// `-t` (default 10 s; [`TIME_FOREVER`] for `-t 0`).
     Time(Duration),
     /// `-n` bytes.
     Bytes(u64),
@@ -161,7 +165,8 @@ pub struct Client2 {
     pub end: End2,
     /// `-P` (at least 1).
     pub parallel: u32,
-    /// `-b`; `None` = TCP unlimited, UDP 1 Mbit/s.
+    /// `-b`; `None` = TCP unlimited, UDP 1 Mbit/s. `Bits(0)` (`-b 0`, or
+    /// `-b abc`, which iperf 2 reads as 0) = unlimited, UDP included.
     pub rate: Option<Rate2>,
     /// `-d`, `-r`, `-R`, `--full-duplex`.
     pub mode: Mode2,
