@@ -38,6 +38,9 @@ fn option_line(spec: &Spec, row: &HelpRow) -> String {
     };
     if row.value.is_empty() {
         left.push_str(&long);
+    } else if row.value.starts_with("[=") {
+        // An optional value is attached: `--permit-key[=<key>]`.
+        let _ = write!(left, "{long}{}", row.value);
     } else {
         let _ = write!(left, "{long:<w$} {}", row.value, w = LONG_FIELD - 1);
     }
@@ -85,8 +88,18 @@ pub(crate) fn help_text() -> String {
         "[kmgKMG] marks values that take a suffix: k, m, g multiply by 1000, 10^6, 10^9;\n\
          K, M, G by 1024, 2^20, 2^30 (so 1k = 1000 and 1K = 1024)\n\n",
     );
-    let names: Vec<&str> = TOS_NAMES.iter().map(|(n, _)| *n).collect();
-    let _ = writeln!(out, "-S takes a number or one of: {}.\n", names.join(", "));
+    let mut line = String::from("-S takes a number or one of:");
+    for (i, (name, _)) in TOS_NAMES.iter().enumerate() {
+        let sep = if i + 1 == TOS_NAMES.len() { "." } else { "," };
+        if line.len() + name.len() + 2 > 78 {
+            let _ = writeln!(out, "{line}");
+            line.clear();
+        } else {
+            line.push(' ');
+        }
+        let _ = write!(line, "{name}{sep}");
+    }
+    let _ = writeln!(out, "{line}\n");
     out.push_str(
         "This is rperf3 speaking iperf 2 (2.2.1's options, outputs and wire protocol);\n\
          iperf 2 options not listed here are accepted and ignored with a warning.\n",

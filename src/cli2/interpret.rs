@@ -429,11 +429,9 @@ impl State {
             .take(6)
             .take_while(char::is_ascii_digit)
             .collect();
-        let micros = if digits.is_empty() {
-            0
-        } else {
-            digits.parse().unwrap_or(0)
-        };
+        // A decimal fraction: iperf 2 reads `.25` as 25 microseconds, which
+        // no one means.
+        let micros = format!("{digits:0<6}").parse().unwrap_or(0);
         self.txstart = Some((units::atoi(s), micros));
     }
 }
