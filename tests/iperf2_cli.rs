@@ -269,3 +269,36 @@ fn iperf2_subcommand_names_itself_in_getopts_complaints() {
     );
     assert_eq!(mine.code(), theirs.code());
 }
+
+#[test]
+fn iperf2_output_file_is_appended_and_announced_on_stdout() {
+    let file = crate::common::scratch_file("iperf2-o.txt");
+    std::fs::write(&file, "previous\n").expect("write the scratch file");
+    let f = file.display().to_string();
+    let port = free_port().to_string();
+    let out = run(
+        &ours(),
+        &["-c", "127.0.0.1", "-p", &port, "-t", "1", "-o", &f],
+    );
+    assert_eq!(
+        out.stdout,
+        format!("Output from stdout (but not from stderr) will be redirected to file {f}\n"),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&file).expect("read the -o file");
+    assert!(
+        text.starts_with("previous\n") && text.len() > "previous\n".len(),
+        "{text}"
+    );
+    // A file that cannot be opened: iperf 2's words; rperf3 then stops (exit 1)
+    // where 2.2.1 would go on testing with its stdout closed.
+    let out = run(
+        &ours(),
+        &["-c", "127.0.0.1", "-p", &port, "-o", "/nonexistent-dir/x"],
+    );
+    assert_eq!(
+        out.stderr, "freopen stdout\n failed: No such file or directory\n",
+        "{out}"
+    );
+    assert_eq!(out.code(), Some(1), "{out}");
+}

@@ -101,6 +101,10 @@ pub(crate) fn help_text() -> String {
     }
     let _ = writeln!(out, "{line}\n");
     out.push_str(
+        "The environment can set most options too (the command line wins), as\n\
+         IPERF_<long name> (IPERF_PORT, IPERF_BANDWIDTH, ...) or TCP_WINDOW_SIZE for -w.\n\n",
+    );
+    out.push_str(
         "This is rperf3 speaking iperf 2 (2.2.1's options, outputs and wire protocol);\n\
          iperf 2 options not listed here are accepted and ignored with a warning.\n",
     );

@@ -8,6 +8,7 @@
 //! iperf3, a bad option is a warning and the run goes on; only a few values
 //! stop it.
 
+mod env;
 mod getopt;
 mod help;
 mod interpret;
@@ -45,26 +46,46 @@ pub(crate) struct Parsed {
     pub(crate) action: Action,
 }
 
-/// Parses the arguments after the program name; `prog` names the program in
-/// getopt's complaints and the usage lines (iperf 2 prints argv\[0\] as typed).
+/// Parses the arguments after the program name, after iperf 2's environment
+/// variables; `prog` names the program in getopt's complaints and the usage
+/// lines (iperf 2 prints argv\[0\] as typed).
 pub(crate) fn parse(prog: &str, args: &[OsString]) -> Parsed {
+    parse_with_env(prog, args, &|name| std::env::var(name).ok())
+}
+
+/// [`parse`] with the environment given by `env`.
+pub(crate) fn parse_with_env(
+    prog: &str,
+    args: &[OsString],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Parsed {
     let mut diag = Vec::new();
     let mut st = interpret::State::default();
+    let stop = |step: interpret::Step, diag: Vec<String>| -> Option<Parsed> {
+        let action = match step {
+            interpret::Step::Continue => return None,
+            interpret::Step::Help => Action::Print(help::help_text()),
+            interpret::Step::Version => Action::Print(version_text()),
+            interpret::Step::Exit(n) => Action::Exit(n),
+        };
+        Some(Parsed {
+            stderr: diag,
+            action,
+        })
+    };
+    let step = env::apply(&mut st, env, &mut diag);
+    if step != interpret::Step::Continue {
+        return stop(step, diag).expect("a stop");
+    }
     let (items, operands) = getopt::parse(args);
     for item in items {
         match item {
             getopt::Item::Bad(msg) => diag.push(format!("{prog}: {msg}")),
             getopt::Item::Opt(spec, value) => {
-                let action = match st.apply(spec, value.as_deref(), &mut diag) {
-                    interpret::Step::Continue => continue,
-                    interpret::Step::Help => Action::Print(help::help_text()),
-                    interpret::Step::Version => Action::Print(version_text()),
-                    interpret::Step::Exit(n) => Action::Exit(n),
-                };
-                return Parsed {
-                    stderr: diag,
-                    action,
-                };
+                let step = st.apply(spec, value.as_deref(), &mut diag);
+                if step != interpret::Step::Continue {
+                    return stop(step, diag).expect("a stop");
+                }
             }
         }
     }

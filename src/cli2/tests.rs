@@ -437,3 +437,38 @@ fn ignored_by_iperf2_when_out_of_order() {
     let Role2::Client(cl) = c.role else { panic!() };
     assert_eq!(cl.mode, Mode2::Normal);
 }
+
+#[test]
+fn environment_variables_come_first() {
+    let env = |name: &str| match name {
+        "IPERF_PORT" => Some("6000".to_string()),
+        "IPERF_UDP" => Some("0".to_string()),
+        "TCP_WINDOW_SIZE" => Some("256K".to_string()),
+        "IPERF_TIME" => Some("7".to_string()),
+        _ => None,
+    };
+    let args: Vec<OsString> = ["-c", "h", "-t", "3"].iter().map(OsString::from).collect();
+    let p = super::parse_with_env("iperf", &args, &env);
+    let Action::Run(c) = p.action else {
+        panic!("{p:?}")
+    };
+    assert_eq!(c.common.port, 6000);
+    // A flag is set whatever the variable's value, as iperf 2 does.
+    assert_eq!(c.common.transport, Transport2::Udp);
+    assert_eq!(c.common.window, Some(256 * 1024));
+    let Role2::Client(cl) = c.role else { panic!() };
+    assert_eq!(cl.end, End2::Time(Duration::from_secs(3)));
+    // IPERF_CLIENT makes a client; a later -s only warns.
+    let env = |name: &str| (name == "IPERF_CLIENT").then(|| "h2".to_string());
+    let args = [OsString::from("-s")];
+    let p = super::parse_with_env("iperf", &args, &env);
+    assert_eq!(
+        p.stderr,
+        ["WARNING: option -s is not valid for client mode"]
+    );
+    assert!(matches!(p.action, Action::Run(ref c) if matches!(c.role, Role2::Client(_))));
+    let env = |name: &str| (name == "IPERF_TIME").then(|| "abc".to_string());
+    let p = super::parse_with_env("iperf", &[OsString::from("-s")], &env);
+    assert_eq!(p.stderr, ["ERROR: -t value of 'abc' not recognized"]);
+    assert_eq!(p.action, Action::Exit(1));
+}
