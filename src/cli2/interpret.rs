@@ -363,6 +363,13 @@ impl State {
     }
 
     fn interval(&mut self, v: &str, diag: &mut Vec<String>) -> Step {
+        if v.starts_with(['f', 'F']) {
+            // iperf 2's frame intervals belong to its isochronous mode.
+            diag.push(format!(
+                "WARNING: option -i {v} (frame intervals) is not supported by rperf3, ignored"
+            ));
+            return Step::Continue;
+        }
         let Some(secs) = units::strtod_whole(v) else {
             diag.push(format!("Invalid value of '{v}' for -i interval"));
             return Step::Exit(1);

@@ -92,10 +92,37 @@ pub(crate) fn finish(st: &State, diag: &mut Vec<String>) -> Modal {
     if bail {
         return Modal::Exit(1);
     }
-    let bind = match bind(&st, client, diag) {
+    let mut bind = match bind(&st, client, diag) {
         Ok(b) => b,
         Err(status) => return Modal::Exit(status),
     };
+    if client {
+        if let Some(dev) = split_host_device(&mut st) {
+            // `-c host%dev`: the client's socket is bound to the device (on
+            // the wildcard address unless -B names one).
+            let any = if st.v6 { "::" } else { "0.0.0.0" };
+            bind.get_or_insert_with(|| Bind2 {
+                host: any.into(),
+                port: None,
+                device: None,
+            })
+            .device = Some(dev);
+        }
+        if st.port_range {
+            diag.push(format!(
+                "WARNING: port ranges (-p) are not supported by rperf3, using port {}",
+                st.port as u16
+            ));
+        }
+        if st.rate_variance {
+            diag.push("WARNING: a -b variance is not supported by rperf3, ignored".into());
+        }
+    } else if st.port_range {
+        diag.push(format!(
+            "WARNING: port ranges (-p) are not supported by rperf3, using port {}",
+            st.port as u16
+        ));
+    }
     if client {
         let host = st.host.as_deref().unwrap_or("");
         if is_multicast(host) {
@@ -202,6 +229,23 @@ fn client_checks(st: &State, len: i64, diag: &mut Vec<String>) -> bool {
         bail = true;
     }
     bail
+}
+
+/// Takes `%dev` off `-c host%dev`, except from an IPv6 link-local address,
+/// where it is the scope and stays (as in iperf 2).
+fn split_host_device(st: &mut State) -> Option<String> {
+    let host = st.host.as_mut()?;
+    let (addr, dev) = host.split_once('%')?;
+    let bare = addr.trim_start_matches('[').trim_end_matches(']');
+    let link_local = bare
+        .parse::<std::net::Ipv6Addr>()
+        .is_ok_and(|a| a.segments()[0] & 0xffc0 == 0xfe80);
+    if link_local || dev.is_empty() {
+        return None;
+    }
+    let dev = dev.to_string();
+    *host = addr.to_string();
+    Some(dev)
 }
 
 fn trip_len_error(len: i64, min: i64) -> String {
@@ -351,14 +395,9 @@ fn client_config(st: &State, diag: &mut Vec<String>) -> Client2 {
 }
 
 fn common(st: &State, client: bool, bind: Option<Bind2>) -> Common2 {
-    let host_v6 = client
-        && st.host.as_deref().is_some_and(|h| {
-            h.trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<std::net::Ipv6Addr>()
-                .is_ok()
-        });
-    let family = if st.v6 || host_v6 {
+    // Only -V makes it IPv6, as in iperf 2: `-c ::1` alone still resolves to
+    // IPv6 but keeps the IPv4 default UDP length (1470).
+    let family = if st.v6 {
         Family::V6
     } else if st.v4 {
         Family::V4

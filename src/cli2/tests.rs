@@ -324,11 +324,27 @@ fn server_flags() {
 
 #[test]
 fn address_family() {
-    assert_eq!(cfg("-c ::1").common.family, Family::V6);
+    // Only -V sets IPv6 (the UDP default length stays 1470, as in 2.2.1).
+    assert_eq!(cfg("-c ::1").common.family, Family::Any);
     assert_eq!(cfg("-c h -V").common.family, Family::V6);
     assert_eq!(cfg("-s -V").common.family, Family::V6);
     assert_eq!(cfg("-c h -4").common.family, Family::V4);
     assert_eq!(client("-c [::1] -V").host, "::1");
+    // -c host%dev binds the client to the device; a link-local scope stays.
+    let c = cfg("-c 10.0.0.2%eth1");
+    assert_eq!(
+        c.common.bind,
+        Some(Bind2 {
+            host: "0.0.0.0".into(),
+            port: None,
+            device: Some("eth1".into())
+        })
+    );
+    let Role2::Client(cl) = c.role else { panic!() };
+    assert_eq!(cl.host, "10.0.0.2");
+    let c = cfg("-c 10.0.0.2%eth1 -B 10.0.0.1");
+    assert_eq!(c.common.bind.unwrap().device.as_deref(), Some("eth1"));
+    assert_eq!(client("-c fe80::1%eth0 -V").host, "fe80::1%eth0");
 }
 
 #[test]

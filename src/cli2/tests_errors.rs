@@ -238,3 +238,26 @@ fn without_a_role_the_checks_run_then_the_usage() {
         )
     );
 }
+
+#[test]
+fn what_rperf3_does_not_do_is_said_and_skipped() {
+    let p = run("-c h -i f -p 5001-5003 -b 10m,1m");
+    assert_eq!(
+        p.stderr,
+        [
+            "WARNING: option -i f (frame intervals) is not supported by rperf3, ignored",
+            "WARNING: port ranges (-p) are not supported by rperf3, using port 5001",
+            "WARNING: a -b variance is not supported by rperf3, ignored",
+        ]
+    );
+    let Action::Run(c) = p.action else { panic!() };
+    assert_eq!((c.common.port, c.common.interval), (5001, None));
+    let p = run("-s -p 6000-6002 -b 10m,1m");
+    assert_eq!(
+        p.stderr,
+        [
+            "WARN: option of variance per -b is not supported on the server",
+            "WARNING: port ranges (-p) are not supported by rperf3, using port 6000",
+        ]
+    );
+}

@@ -73,7 +73,9 @@ pub struct Common2 {
     /// `-B host[:port][%dev]`: the address (a multicast group on a server means
     /// join it), already split.
     pub bind: Option<Bind2>,
-    /// `-V` / an IPv6 literal: the address family.
+    /// `-V` (V6) or `-4` (V4): the address family. As in iperf 2, an IPv6
+    /// literal without `-V` leaves `Any` (it still resolves to IPv6, but the
+    /// UDP default length stays the IPv4 one).
     pub family: Family,
     /// `-i` seconds; `None` = no interval reports. iperf 2 takes down to 5 ms.
     pub interval: Option<Duration>,
