@@ -56,8 +56,9 @@ pub(crate) fn main(prog: &str, args: &[OsString]) -> ExitCode {
     }
 }
 
-/// The printer's layout from the output options.
-pub(crate) fn layout(cfg: &Config2) -> Layout2 {
+/// The printer's layout from the output options and the local `zone`
+/// (ignored with `--utc`).
+pub(crate) fn layout(cfg: &Config2, zone: (i32, Option<String>)) -> Layout2 {
     let out: &Output2 = &cfg.output;
     Layout2 {
         enhanced: cfg.common.enhanced,
@@ -74,7 +75,33 @@ pub(crate) fn layout(cfg: &Config2) -> Layout2 {
         no_multicast: out.exclude.multicast,
         no_settings: out.exclude.settings,
         no_server_report: out.exclude.server_report,
+        utc_offset_secs: if out.utc { 0 } else { zone.0 },
+        tz_name: if out.utc { None } else { zone.1 },
     }
+}
+
+/// The local zone now: its offset east of UTC in seconds (from strftime's
+/// `%z`, `+hhmm`) and its abbreviation (`%Z`).
+fn local_zone() -> (i32, Option<String>) {
+    let z = rperf3_sys::time::strftime_now("%z");
+    let offset = parse_utc_offset(&z).unwrap_or(0);
+    let name = rperf3_sys::time::strftime_now("%Z");
+    (offset, Some(name).filter(|n| !n.is_empty()))
+}
+
+/// `+hhmm` / `-hhmm` as seconds.
+fn parse_utc_offset(z: &str) -> Option<i32> {
+    let (sign, digits) = match z.as_bytes().first()? {
+        b'+' => (1, &z[1..]),
+        b'-' => (-1, &z[1..]),
+        _ => return None,
+    };
+    if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let h: i32 = digits[..2].parse().ok()?;
+    let m: i32 = digits[2..].parse().ok()?;
+    Some(sign * (h * 3600 + m * 60))
 }
 
 /// strerror's words, without Rust's ` (os error N)`.
@@ -131,7 +158,7 @@ fn run(mut cfg: Config2) -> i32 {
     let queue = sink.out().clone();
     let printer = Printer2::new(
         side,
-        layout(&cfg),
+        layout(&cfg, local_zone()),
         Box::new(move |line: &str| {
             let mut unit = Vec::with_capacity(line.len() + 1);
             unit.extend_from_slice(line.as_bytes());
@@ -142,4 +169,34 @@ fn run(mut cfg: Config2) -> i32 {
     let outcome = rperf3_app::iperf2::run(&cfg, Arc::new(printer), intr);
     crate::drain_at_exit(&sink);
     outcome.status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_offsets() {
+        assert_eq!(parse_utc_offset("+0000"), Some(0));
+        assert_eq!(parse_utc_offset("+0530"), Some(19_800));
+        assert_eq!(parse_utc_offset("-0800"), Some(-28_800));
+        assert_eq!(parse_utc_offset("Z"), None);
+    }
+
+    #[test]
+    fn utc_flag_prints_utc() {
+        let mut cfg = match cli2::parse("iperf", &["-c".into(), "h".into(), "--utc".into()]).action
+        {
+            Action::Run(c) => *c,
+            a => panic!("{a:?}"),
+        };
+        let l = layout(&cfg, (3600, Some("CET".into())));
+        assert_eq!((l.utc_offset_secs, l.tz_name), (0, None));
+        cfg.output.utc = false;
+        let l = layout(&cfg, (3600, Some("CET".into())));
+        assert_eq!(
+            (l.utc_offset_secs, l.tz_name.as_deref()),
+            (3600, Some("CET"))
+        );
+    }
 }
