@@ -300,3 +300,29 @@ fn iperf2_output_file_is_appended_and_announced_on_stdout() {
     );
     assert_eq!(out.code(), Some(1), "{out}");
 }
+
+#[test]
+fn iperf2_personality_by_link_name() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iperf2-names-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    for (name, iperf2) in [
+        ("iperf2", true),
+        ("iperf", true),
+        ("iperf3", false),
+        ("rperf3-copy", false),
+    ] {
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(rperf3(), &link).expect("link");
+        let out = run(&link, &["-v"]);
+        assert_eq!(
+            out.stdout.starts_with("iperf version 2.2.1 (rperf3 "),
+            iperf2,
+            "{name}: {out}"
+        );
+    }
+    // `iperf2` is a command only as the first argument.
+    let out = run(&rperf3(), &["-v", "iperf2"]);
+    assert!(!out.stdout.starts_with("iperf version 2."), "{out}");
+}
