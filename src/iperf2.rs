@@ -8,8 +8,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use rperf3_app::iperf2::config::{Config2, Format2, Output2, Role2};
-use rperf3_report::iperf2::model::{Layout2, Side2};
-use rperf3_report::iperf2::Printer2;
+use rperf3_report::iperf2::model::{Event2, Layout2, Side2};
+use rperf3_report::iperf2::{Printer2, Report2};
+use rperf3_report::queue::OutputQueue;
 
 use crate::cli2::{self, Action};
 use crate::output;
@@ -104,6 +105,32 @@ fn parse_utc_offset(z: &str) -> Option<i32> {
     Some(sign * (h * 3600 + m * 60))
 }
 
+fn line_unit(line: &str) -> Vec<u8> {
+    let mut unit = Vec::with_capacity(line.len() + 1);
+    unit.extend_from_slice(line.as_bytes());
+    unit.push(b'\n');
+    unit
+}
+
+/// iperf 2 writes its warnings and errors (`tcp connect ... failed`,
+/// `WARNING: ...`) on stderr and its reports on stdout (or `-o`): messages go
+/// to stderr here, everything else to the printer.
+struct Routed {
+    printer: Printer2,
+    err: OutputQueue,
+}
+
+impl Report2 for Routed {
+    fn event(&self, e: Event2) {
+        match e {
+            Event2::Message(m) => {
+                self.err.push(line_unit(&m));
+            }
+            other => self.printer.event(other),
+        }
+    }
+}
+
 /// strerror's words, without Rust's ` (os error N)`.
 fn os_error_text(e: &std::io::Error) -> String {
     let t = e.to_string();
@@ -160,13 +187,14 @@ fn run(mut cfg: Config2) -> i32 {
         side,
         layout(&cfg, local_zone()),
         Box::new(move |line: &str| {
-            let mut unit = Vec::with_capacity(line.len() + 1);
-            unit.extend_from_slice(line.as_bytes());
-            unit.push(b'\n');
-            queue.push(unit);
+            queue.push(line_unit(line));
         }),
     );
-    let outcome = rperf3_app::iperf2::run(&cfg, Arc::new(printer), intr);
+    let report = Routed {
+        printer,
+        err: sink.log(),
+    };
+    let outcome = rperf3_app::iperf2::run(&cfg, Arc::new(report), intr);
     crate::drain_at_exit(&sink);
     outcome.status
 }

