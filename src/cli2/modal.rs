@@ -20,6 +20,8 @@ const MAX_IPG_SECS: f64 = 60.0;
 const MIN_TRIP_TIMES_LEN: i64 = 92;
 /// Smallest UDP `-l` with `--trip-times` and a test in both directions.
 const MIN_TRIP_TIMES_UDP_LEN: i64 = 128;
+/// A client's `-t 0`.
+const FOREVER_WARNING: &str = "WARNING: client will send traffic forever or until an external signal (e.g. SIGINT or SIGTERM) occurs to stop it";
 /// Shortest `--permit-key`.
 const MIN_PERMIT_KEY: usize = 4;
 
@@ -57,6 +59,9 @@ pub(crate) fn finish(st: &State, diag: &mut Vec<String>) -> Modal {
         }
     };
     let len = common_len(&st);
+    if client && st.amount.is_none() && st.time.is_some_and(|t| t <= 0.0) {
+        diag.push(FOREVER_WARNING.into());
+    }
     let mut bail = false;
     let compat_unsupported = st.reverse
         || st.full_duplex
@@ -145,7 +150,7 @@ pub(crate) fn finish(st: &State, diag: &mut Vec<String>) -> Modal {
             diag.push("Iperf client cannot be run as a daemon".into());
             return Modal::Exit(0);
         }
-        ThreadMode::Client => Role2::Client(client_config(&st, diag)),
+        ThreadMode::Client => Role2::Client(client_config(&st)),
         ThreadMode::Listener => Role2::Server(Server2 {
             single_client: st.single_client,
             max_clients: u32::try_from(st.threads).ok().filter(|&n| n > 0),
@@ -344,17 +349,11 @@ fn seconds(t: f64) -> Duration {
     Duration::try_from_secs_f64(t).unwrap_or(TIME_FOREVER)
 }
 
-fn client_config(st: &State, diag: &mut Vec<String>) -> Client2 {
+fn client_config(st: &State) -> Client2 {
     let end = match (st.amount, st.time) {
         (Some(n), _) => End2::Bytes(n as u64),
         (None, Some(t)) if t > 0.0 => End2::Time(seconds(t)),
-        (None, Some(_)) => {
-            diag.push(
-                "WARNING: client will send traffic forever or until an external signal (e.g. SIGINT or SIGTERM) occurs to stop it"
-                    .into(),
-            );
-            End2::Time(TIME_FOREVER)
-        }
+        (None, Some(_)) => End2::Time(TIME_FOREVER),
         (None, None) => End2::Time(DEFAULT_TIME),
     };
     let mode = match (st.test, st.reverse, st.full_duplex) {

@@ -261,3 +261,17 @@ fn what_rperf3_does_not_do_is_said_and_skipped() {
         ]
     );
 }
+
+#[test]
+fn the_forever_warning_comes_before_the_refusals() {
+    assert_eq!(
+        stops("-c h -t 0 -T 300"),
+        (
+            vec![
+                "WARNING: client will send traffic forever or until an external signal (e.g. SIGINT or SIGTERM) occurs to stop it".to_string(),
+                "ERROR: option of -ttl (-T) must be less than 255".to_string(),
+            ],
+            1
+        )
+    );
+}
