@@ -29,7 +29,7 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         usage: "iperf2 [iperf 2 options]",
         help:
-            "speak iperf 2 (2.2.1's command line, outputs and protocol); so does a link named iperf",
+            "speak iperf 2 as version 2.2.1 does: options, outputs, protocol; a link named iperf does too",
     },
 ];
 
