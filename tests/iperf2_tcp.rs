@@ -249,3 +249,26 @@ fn established(port: u16) -> bool {
         })
     })
 }
+
+/// `-I`: the client sends its standard input (after the header) and ends at
+/// its end; the stock 2.2.1 server counts every byte.
+#[test]
+fn iperf2_tcp_stdin_input() {
+    let Some(peer) = crate::common::iperf2::iperf2_221() else {
+        return;
+    };
+    let path = crate::common::scratch_file("iperf2-stdin.bin");
+    std::fs::write(&path, vec![b'x'; 500_001]).unwrap();
+    let srv = Server2::start(&peer, &["-y", "C"]);
+    let out = std::process::Command::new(ours())
+        .args(srv.args(&["-I", "-t", "10", "-y", "C"]))
+        .stdin(std::fs::File::open(&path).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let client = String::from_utf8_lossy(&out.stdout).into_owned();
+    std::thread::sleep(Duration::from_millis(300));
+    let served = srv.stop();
+    assert_eq!(streams(&client), [500_065], "{client}");
+    assert_eq!(streams(&served.stdout), [500_065], "{served}");
+}
