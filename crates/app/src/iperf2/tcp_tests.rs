@@ -548,3 +548,27 @@ fn reads_and_their_histogram_follow_the_writes() {
     assert_eq!(r.reads, 13, "{r:?}");
     assert_eq!(r.bins, [10, 0, 3, 0, 0, 0, 0, 0]);
 }
+
+/// `-d -P 2`: each stream's header asks for its own connection back, so the
+/// client receives two streams while it sends two, and sums all four.
+#[test]
+fn dual_with_parallel_streams_gets_a_connection_back_per_stream() {
+    let port = free_port();
+    let srv = Ours::start(server(port));
+    let mut cfg = client(port, Mode2::Dual, End2::Bytes(2_000_000), 2);
+    let Role2::Client(cl) = &mut cfg.role else {
+        unreachable!()
+    };
+    cl.listen_port = Some(free_port());
+    let (o, rep) = run_client(&cfg);
+    assert_eq!(o.status, 0, "{:?}", rep.messages());
+    let f = rep.finals();
+    for id in 1..=4 {
+        assert_eq!(total(&f, Tag2::Id(id)), 2_000_000, "{f:?}");
+    }
+    assert_eq!(total(&f, Tag2::Sum(4)), 8_000_000);
+    assert!(srv
+        .rep
+        .wait_for(Duration::from_secs(5), |e| finals(e).len() >= 5));
+    assert_eq!(server_total(&srv.rep.finals()), 8_000_000);
+}
