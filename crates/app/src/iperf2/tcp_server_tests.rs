@@ -442,3 +442,34 @@ fn a_trip_times_peer_detect_client_gets_its_long_ack() {
     assert_eq!(sent, [finals(&srv.rep.events())[0].bytes], "{text}");
     assert!(sent[0] >= 2_000_000);
 }
+
+/// Server `-B 127.0.0.2`: it listens there only; a client of 127.0.0.1 is
+/// refused by the kernel and says so in iperf 2's words, exiting 0 as iperf 2.
+#[test]
+fn server_bind_listens_on_that_address_only() {
+    let port = free_port();
+    let srv = Ours::start(server_with(port, |_, c| {
+        c.bind = Some(Bind2 {
+            host: "127.0.0.2".into(),
+            port: None,
+            device: None,
+        });
+    }));
+    let (o, rep) = run_client(&client(port, Mode2::Normal, End2::Bytes(10_000), 1));
+    assert_eq!(o.status, 0);
+    let m = rep.messages();
+    let want =
+        format!("[  1] tcp connect to 127.0.0.1 port {port} failed (Connection refused) on ");
+    assert!(m.len() == 1 && m[0].starts_with(&want), "{m:?}");
+    let mut cfg = client(port, Mode2::Normal, End2::Bytes(10_000), 1);
+    let Role2::Client(c) = &mut cfg.role else {
+        unreachable!()
+    };
+    c.host = "127.0.0.2".into();
+    let (o, rep) = run_client(&cfg);
+    assert_eq!(o.status, 0);
+    assert_eq!(rep.finals()[0].bytes, 10_000);
+    assert!(srv
+        .rep
+        .wait_for(Duration::from_secs(5), |e| finals(e).len() == 1));
+}
