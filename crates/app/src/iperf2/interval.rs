@@ -77,6 +77,8 @@ enum Msg {
     Add(u64, Box<FlowSpec>),
     Done(u64, Instant),
     Close,
+    /// The owner is gone: flows not yet ended end now.
+    Abort,
 }
 
 /// A running set of flows; dropping it without [`Intervals::finish`] closes it
@@ -129,7 +131,8 @@ impl Intervals {
         let _ = self.tx.send(Msg::Close);
     }
 
-    /// Closes the set and waits until every row is out.
+    /// Closes the set and waits until every flow has ended and every row is
+    /// out.
     pub(crate) fn finish(mut self) {
         self.close();
         if let Some(t) = self.thread.take() {
@@ -153,7 +156,9 @@ impl Ender {
 
 impl Drop for Intervals {
     fn drop(&mut self) {
-        let _ = self.tx.send(Msg::Close);
+        // Whatever has not ended by now (a worker that never started, a
+        // driver that bailed out) ends here: the thread must not wait on it.
+        let _ = self.tx.send(Msg::Abort);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -225,7 +230,20 @@ impl Set {
             match msg {
                 Ok(Msg::Add(key, spec)) => self.add(key, *spec),
                 Ok(Msg::Done(key, at)) => self.done(key, at),
-                Ok(Msg::Close) | Err(RecvTimeoutError::Disconnected) => closed = true,
+                Ok(Msg::Close) => closed = true,
+                Ok(Msg::Abort) | Err(RecvTimeoutError::Disconnected) => {
+                    let now = Instant::now();
+                    let open: Vec<u64> = self
+                        .flows
+                        .iter()
+                        .filter(|f| f.end.is_none())
+                        .map(|f| f.key)
+                        .collect();
+                    for k in open {
+                        self.done(k, now);
+                    }
+                    closed = true;
+                }
                 Err(RecvTimeoutError::Timeout) => {}
             }
             if closed && self.flows.iter().all(|f| f.end.is_some()) {
@@ -499,6 +517,24 @@ mod tests {
                 latency: None,
             })
         );
+    }
+
+    /// A set dropped with a flow that never ended (its worker never ran)
+    /// still ends, with that flow's final row: nothing waits forever.
+    #[test]
+    fn dropping_a_set_ends_flows_that_never_ended() {
+        let c = Arc::new(Collect::default());
+        let iv = Intervals::start(c.clone(), Instant::now(), None, None);
+        let a = Arc::new(FlowStats::new(800));
+        iv.add(1, spec(Tag2::Id(1), Dir::Recv, &a));
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            drop(iv);
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(Duration::from_secs(5))
+            .expect("the set ended");
+        assert_eq!(c.0.lock().unwrap().len(), 1);
     }
 
     #[test]

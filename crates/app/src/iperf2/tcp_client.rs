@@ -189,15 +189,26 @@ impl<'a> Client<'a> {
         Ok(Some(l))
     }
 
-    fn source(&self) -> Result<Source, String> {
-        Ok(match &self.cl.input {
-            Input2::Pattern => Source::Pattern(Arc::new(pattern(self.len))),
-            Input2::File(f) => Source::Reader(
-                Box::new(std::fs::File::open(f).map_err(|e| format!("ERROR: {f}: {e}"))?),
-                self.len,
-            ),
+    /// What a sender sends. A `-F` file that cannot be opened falls back to
+    /// the pattern, with iperf 2's two lines.
+    fn source(&self) -> Source {
+        let pat = || Source::Pattern(Arc::new(pattern(self.len)));
+        match &self.cl.input {
+            Input2::Pattern => pat(),
+            Input2::File(f) => match std::fs::File::open(f) {
+                Ok(file) => Source::Reader(Box::new(file), self.len),
+                Err(_) => {
+                    for l in [
+                        "Unable to open the file stream",
+                        "Will use the default data stream",
+                    ] {
+                        self.report.event(Event2::Message(l.into()));
+                    }
+                    pat()
+                }
+            },
             Input2::Stdin => Source::Reader(Box::new(io::stdin()), self.len),
-        })
+        }
     }
 
     fn drive(
@@ -229,6 +240,7 @@ impl<'a> Client<'a> {
         for (id, s, _, connected) in &streams {
             let addrs = addrs_of(s);
             if sends {
+                let source = self.source();
                 let st = Arc::new(FlowStats::new(self.len));
                 st.io.add(sent_header);
                 iv.add(
@@ -236,7 +248,7 @@ impl<'a> Client<'a> {
                     FlowSpec::of(Tag2::Id(*id), Dir::Send, &st, s, addrs),
                 );
                 let plan = SendPlan {
-                    source: self.source()?,
+                    source,
                     // The rate counts from the connection, where the peer's
                     // receiver starts its clock.
                     pacer: pacer_for(

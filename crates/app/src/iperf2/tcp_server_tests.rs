@@ -473,3 +473,28 @@ fn server_bind_listens_on_that_address_only() {
         .rep
         .wait_for(Duration::from_secs(5), |e| finals(e).len() == 1));
 }
+
+/// `-F` naming no file: iperf 2's two lines, then the test runs with the
+/// pattern (as 2.1.8 and 2.2.1 do).
+#[test]
+fn a_missing_input_file_falls_back_to_the_pattern() {
+    let port = free_port();
+    let srv = Ours::start(server(port));
+    let cfg = client_with(
+        client(port, Mode2::Normal, End2::Bytes(300_000), 1),
+        |c, _| c.input = Input2::File("/nonexistent/iperf2-input".into()),
+    );
+    let (o, rep) = run_client(&cfg);
+    assert_eq!(o.status, 0);
+    assert_eq!(
+        rep.messages(),
+        [
+            "Unable to open the file stream",
+            "Will use the default data stream"
+        ]
+    );
+    assert_eq!(rep.finals()[0].bytes, 300_000);
+    assert!(srv
+        .rep
+        .wait_for(Duration::from_secs(5), |e| finals(e).len() == 1));
+}
