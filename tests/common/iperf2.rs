@@ -16,27 +16,7 @@ pub(crate) fn iperf2_218() -> Option<PathBuf> {
 /// iperf 2.2.1: `IPERF2_221` if set, else `../shared/peers/iperf-2.2.1` beside
 /// the checkout. Missing: a failure under CI, else a note and `None`.
 pub(crate) fn iperf2_221() -> Option<PathBuf> {
-    let (p, from) = match std::env::var_os("IPERF2_221") {
-        Some(p) => (PathBuf::from(p), "IPERF2_221"),
-        None => (
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/peers/iperf-2.2.1"),
-            "the default place",
-        ),
-    };
-    if p.is_file() {
-        return Some(p);
-    }
-    assert!(
-        !super::ci(),
-        "the iperf 2.2.1 peer is required in CI: {} ({from}) is not a file; \
-         set IPERF2_221 to its path",
-        p.display()
-    );
-    eprintln!(
-        "note: {} not found, skipping the iperf 2.2.1 part",
-        p.display()
-    );
-    None
+    super::peer_file("IPERF2_221", "iperf-2.2.1", "iperf 2.2.1")
 }
 
 /// rperf3 run under the name `iperf` (its iperf 2 personality), as Debian

@@ -92,10 +92,19 @@ pub(crate) fn require(present: bool, what: &str) -> bool {
 /// beside the checkout. Missing: a failure under `CI=true`; elsewhere a note and
 /// `None`, and the caller skips that part.
 pub(crate) fn iperf3_321() -> Option<PathBuf> {
-    let (p, from) = match std::env::var_os("IPERF3_321") {
-        Some(p) => (PathBuf::from(p), "IPERF3_321"),
+    peer_file("IPERF3_321", "iperf3-3.21", "iperf3 3.21")
+}
+
+/// A stock peer's binary: the file `var` names if set, else `name` in
+/// `../shared/peers` beside the checkout. Missing: a failure under `CI=true`;
+/// elsewhere a note and `None`.
+pub(crate) fn peer_file(var: &str, name: &str, what: &str) -> Option<PathBuf> {
+    let (p, from) = match std::env::var_os(var) {
+        Some(p) => (PathBuf::from(p), var),
         None => (
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/peers/iperf3-3.21"),
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../shared/peers")
+                .join(name),
             "the default place",
         ),
     };
@@ -104,14 +113,10 @@ pub(crate) fn iperf3_321() -> Option<PathBuf> {
     }
     assert!(
         !ci(),
-        "the iperf3 3.21 peer is required in CI: {} ({from}) is not a file; \
-         set IPERF3_321 to its path",
+        "the {what} peer is required in CI: {} ({from}) is not a file; set {var} to its path",
         p.display()
     );
-    eprintln!(
-        "note: {} not found, skipping the iperf3 3.21 part",
-        p.display()
-    );
+    eprintln!("note: {} not found, skipping the {what} part", p.display());
     None
 }
 
