@@ -9,27 +9,7 @@ use std::time::Duration;
 use rperf3_report::iperf2::model::{Row2, Tag2};
 
 use super::config::*;
-use super::tcp_tests::{client, finals, free_port, run_client, server, Ours};
-
-/// A stock program: 2.1.8 (`iperf`) or 2.2.1. Missing under CI is a failure.
-fn peer(v: &str) -> Option<String> {
-    let path = match v {
-        "2.1.8" => "iperf".to_string(),
-        _ => std::env::var("IPERF2_221")
-            .unwrap_or_else(|_| "/work/shared/peers/iperf-2.2.1".to_string()),
-    };
-    let ok = Command::new(&path)
-        .arg("-v")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    assert!(
-        ok || std::env::var("CI").map_or(true, |v| v != "true"),
-        "iperf {v} peer {path} is required in CI"
-    );
-    ok.then_some(path)
-}
+use super::tcp_tests::{client, finals, free_port, peer, run_client, server, Ours};
 
 /// One stock CSV row: transfer id, interval, bytes, bits per second.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use rperf3_report::iperf2::model::{Event2, Tag2};
 
 use super::config::*;
-use super::tcp_tests::{client, finals, free_port, run_client, server, Ours};
+use super::tcp_tests::{client, finals, free_port, peer, run_client, server, Ours};
 
 fn server_with(port: u16, f: impl FnOnce(&mut Server2, &mut Common2)) -> Config2 {
     let mut cfg = server(port);
@@ -165,20 +165,6 @@ fn single_client_serves_one_at_a_time() {
     assert_eq!(hb.join().unwrap().0.status, 0);
 }
 
-fn stock(v: &str) -> Option<String> {
-    let path = match v {
-        "2.1.8" => "iperf".to_string(),
-        _ => std::env::var("IPERF2_221")
-            .unwrap_or_else(|_| "/work/shared/peers/iperf-2.2.1".to_string()),
-    };
-    let ok = Command::new(&path).arg("-v").output().is_ok();
-    assert!(
-        ok || std::env::var("CI").map_or(true, |v| v != "true"),
-        "iperf {v} is required in CI"
-    );
-    ok.then_some(path)
-}
-
 /// `-X` (our client waits for the ack, which carries the server's version)
 /// and `-C` (no header at all) against stock servers, and the stock clients'
 /// `-X` and `-C` against ours: byte counts agree, and our server names a
@@ -186,7 +172,7 @@ fn stock(v: &str) -> Option<String> {
 #[test]
 fn peer_detect_and_compat_both_ways() {
     for v in ["2.1.8", "2.2.1"] {
-        let Some(bin) = stock(v) else { continue };
+        let Some(bin) = peer(v) else { continue };
         for (flag, x) in [("-X", true), ("-C", false)] {
             let port = free_port();
             let srv = Ours::start(server(port));
@@ -313,7 +299,7 @@ fn socket_options_reach_the_kernel_on_both_ends() {
 /// stock server counts every byte.
 #[test]
 fn file_input_sends_the_whole_file() {
-    let Some(bin) = stock("2.2.1") else { return };
+    let Some(bin) = peer("2.2.1") else { return };
     let path = std::env::temp_dir().join(format!("iperf2-f-{}.bin", std::process::id()));
     let data: Vec<u8> = (0..1_000_003u32).map(|i| (i * 7 % 251) as u8).collect();
     std::fs::write(&path, &data).unwrap();
@@ -409,7 +395,7 @@ fn packets_per_second_paces_writes() {
 /// the client goes on (it would wait for 24 more bytes after a 28-byte ack).
 #[test]
 fn a_trip_times_peer_detect_client_gets_its_long_ack() {
-    let Some(bin) = stock("2.2.1") else { return };
+    let Some(bin) = peer("2.2.1") else { return };
     let port = free_port();
     let srv = Ours::start(server(port));
     let out = Command::new("timeout")
