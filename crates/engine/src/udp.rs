@@ -113,7 +113,7 @@ pub fn send_loop(
 pub trait Stamp {
     /// Header bytes per datagram: what [`Stamp::write`] fills; the rest of
     /// each datagram is the payload's bytes at the same offsets.
-    fn len(&self) -> usize;
+    fn header_len(&self) -> usize;
     /// Called once per send call, before its headers are written: reads the clock.
     fn batch(&mut self);
     /// Writes the header of datagram `seq` (1 for the first) at the start of `d`.
@@ -127,7 +127,7 @@ struct Iperf3Stamp {
 }
 
 impl Stamp for Iperf3Stamp {
-    fn len(&self) -> usize {
+    fn header_len(&self) -> usize {
         UdpHeader::len(self.wide)
     }
     fn batch(&mut self) {
@@ -140,7 +140,7 @@ impl Stamp for Iperf3Stamp {
 
 /// [`send_loop`] with any personality's header: `payload` holds every byte
 /// after the header (iperf 2 repeats its test header there), and `stamp`
-/// writes the first [`Stamp::len`] bytes of each datagram.
+/// writes the first [`Stamp::header_len`] bytes of each datagram.
 pub fn send_stamped(
     sock: &UdpSocket,
     payload: &[u8],
@@ -150,7 +150,7 @@ pub fn send_stamped(
     stamp: &mut dyn Stamp,
 ) -> io::Result<()> {
     let len = spec.len.max(1).min(payload.len());
-    let hlen = stamp.len();
+    let hlen = stamp.header_len();
     let mut gso = udp_io::offload().gso;
     let cap = capacity(&spec, gso);
     // With -P 128 at the default rate this is what keeps each stream small:

@@ -44,7 +44,7 @@ impl Stamp2 {
 }
 
 impl Stamp for Stamp2 {
-    fn len(&self) -> usize {
+    fn header_len(&self) -> usize {
         DATAGRAM_HEADER_LEN
     }
     fn batch(&mut self) {
@@ -137,6 +137,10 @@ pub struct Udp2Stats {
     pub interval: Transit,
     /// The FIN arrived.
     pub fin: bool,
+    /// Wall clock (µs since the epoch) at the first datagram's arrival.
+    pub first_us: i64,
+    /// Wall clock (µs since the epoch) at the last datagram's arrival.
+    pub last_us: i64,
 }
 
 impl Udp2Stats {
@@ -162,6 +166,10 @@ impl Udp2Stats {
     /// wall clock at arrival (µs since the epoch) and its size. Returns whether
     /// it was the FIN.
     pub fn on_datagram(&mut self, seq: i64, sent: Timeval, arrival_us: i64, size: usize) -> bool {
+        if self.datagrams == 0 {
+            self.first_us = arrival_us;
+        }
+        self.last_us = arrival_us;
         self.bytes += size as u64;
         self.datagrams += 1;
         let fin = seq < 0;
@@ -212,6 +220,11 @@ impl Udp2Stats {
     /// The transit statistics since the last call, restarting them.
     pub fn take_interval(&mut self) -> Transit {
         std::mem::take(&mut self.interval)
+    }
+
+    /// From the first datagram's arrival to the last's.
+    pub fn span(&self) -> Duration {
+        Duration::from_micros((self.last_us - self.first_us).max(0) as u64)
     }
 
     /// The mean of the jitter estimate over the flow (2.2.1's report value).

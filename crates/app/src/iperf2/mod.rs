@@ -3,6 +3,12 @@
 //! (`rperf3_report::iperf2`).
 
 pub mod config;
+mod udp_client;
+mod udp_common;
+mod udp_flow;
+mod udp_server;
+#[cfg(test)]
+mod udp_tests;
 
 use std::sync::Arc;
 
@@ -40,14 +46,20 @@ fn tcp_client(_cfg: &Config2, report: Arc<dyn Report2>, _intr: Interrupt) -> Out
     unbuilt(&*report)
 }
 
-fn udp_client(_cfg: &Config2, report: Arc<dyn Report2>, _intr: Interrupt) -> Outcome2 {
-    unbuilt(&*report)
+fn udp_client(cfg: &Config2, report: Arc<dyn Report2>, intr: Interrupt) -> Outcome2 {
+    match &cfg.role {
+        Role2::Client(c) => udp_client::run(cfg, c, report, intr),
+        Role2::Server(_) => unbuilt(&*report),
+    }
 }
 
 fn tcp_server(_cfg: &Config2, report: Arc<dyn Report2>, _intr: Interrupt) -> Outcome2 {
     unbuilt(&*report)
 }
 
-fn udp_server(_cfg: &Config2, report: Arc<dyn Report2>, _intr: Interrupt) -> Outcome2 {
-    unbuilt(&*report)
+fn udp_server(cfg: &Config2, report: Arc<dyn Report2>, intr: Interrupt) -> Outcome2 {
+    match &cfg.role {
+        Role2::Server(s) => udp_server::run(cfg, s, report, intr),
+        Role2::Client(_) => unbuilt(&*report),
+    }
 }

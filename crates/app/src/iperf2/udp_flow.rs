@@ -1,0 +1,232 @@
+//! One UDP flow on iperf 2's server: its receiver (the shared engine loop with
+//! iperf 2's statistics), its interval and final rows, and the server report
+//! sent back after the client's FIN.
+//!
+//! A flow ends at its FIN, at the server's `-t`, at the listener's stop, or
+//! when its client falls silent (absolute deadlines: nothing waits forever).
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use rperf3_engine::control::RunControl;
+use rperf3_engine::counters::StreamCounters;
+use rperf3_engine::udp2::{recv_loop2, wall_now, Udp2Stats, RECV_POLL};
+use rperf3_proto2::{TestEnd, TestRequest};
+use rperf3_report::iperf2::model::{Connection2, Event2, Tag2};
+use rperf3_report::iperf2::Report2;
+
+use super::udp_common::{latency, recv_row, server_report, RecvMark, Ticks};
+
+/// A client silent this long has gone: its flow ends with what it has.
+pub(crate) const IDLE_END: Duration = Duration::from_secs(10);
+/// How long a `--no-udp-fin` flow may run past the time its header announced.
+const NO_FIN_GRACE: Duration = Duration::from_secs(2);
+/// After sending the report, how long the server listens for late FINs
+/// (each answered with the report again), and how many reports at most.
+const REPORT_SILENCE: Duration = Duration::from_millis(250);
+const REPORT_SENDS: u32 = 9;
+
+/// What the listener knows of a new flow.
+pub(crate) struct FlowStart {
+    /// The transfer id.
+    pub(crate) id: u32,
+    /// The flow's socket, connected to the client.
+    pub(crate) sock: UdpSocket,
+    /// Our address as the client sees it (the group for multicast).
+    pub(crate) local: SocketAddr,
+    /// The client.
+    pub(crate) peer: SocketAddr,
+    /// What the first datagram asked for.
+    pub(crate) req: TestRequest,
+    /// The first datagram (accounted by the flow).
+    pub(crate) first: Vec<u8>,
+    /// When the first datagram arrived.
+    pub(crate) at: Instant,
+    /// The server's `-t`, if any.
+    pub(crate) server_time: Option<Duration>,
+    /// Interval reports.
+    pub(crate) interval: Option<Duration>,
+    /// `-e`: enhanced rows and report.
+    pub(crate) enhanced: bool,
+    /// A multicast flow: no report.
+    pub(crate) multicast: bool,
+}
+
+/// A running flow as the listener sees it: datagrams that reached the
+/// listener before the flow's socket took over are fed in here.
+#[derive(Clone)]
+pub(crate) struct FlowHandle {
+    pub(crate) stats: Arc<Mutex<Udp2Stats>>,
+    pub(crate) counters: Arc<StreamCounters>,
+    pub(crate) ctl: Arc<RunControl>,
+}
+
+impl FlowHandle {
+    /// Accounts a datagram the listener read for this flow.
+    pub(crate) fn feed(&self, d: &[u8]) {
+        let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        if s.fin {
+            return;
+        }
+        let b = s.on_message(d, 0, wall_now().as_micros());
+        self.counters.add_many(b.blocks, b.bytes);
+    }
+}
+
+/// Prepares a flow's shared state; the first datagram is already counted.
+pub(crate) fn handle_for(f: &FlowStart) -> FlowHandle {
+    let h = FlowHandle {
+        stats: Arc::new(Mutex::new(Udp2Stats::new(f.req.seq64))),
+        counters: Arc::new(StreamCounters::default()),
+        ctl: Arc::new(RunControl::new(None)),
+    };
+    h.feed(&f.first);
+    h
+}
+
+/// Serves a flow to its end: receives, reports, answers the FIN.
+pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
+    let tag = Tag2::Id(f.id);
+    let mut notes = Vec::new();
+    if f.req.trip_times {
+        notes.push("(trip-times)".to_string());
+    }
+    report.event(Event2::Connected(Connection2 {
+        tag,
+        local: f.local,
+        device: None,
+        peer: f.peer,
+        notes,
+        peer_version: f.req.peer_version.map(|v| v.to_string()),
+        tcp: None,
+        connect_time: None,
+        at: SystemTime::now(),
+    }));
+    let _ = f.sock.set_read_timeout(Some(RECV_POLL));
+    let len = f.req.buf_len.map_or(0, |l| l as usize).max(f.first.len());
+    let sock = Arc::new(f.sock);
+    let rx = {
+        let (s, c, k, st) = (
+            sock.clone(),
+            h.ctl.clone(),
+            h.counters.clone(),
+            h.stats.clone(),
+        );
+        std::thread::Builder::new()
+            .name(format!("udp2-rx-{}", f.id))
+            .spawn(move || recv_loop2(&s, len, &c, &k, &st))
+    };
+    let Ok(rx) = rx else {
+        report.event(Event2::Message(format!(
+            "[{:>3}] ERROR: cannot start a receiver",
+            f.id
+        )));
+        return;
+    };
+    let with_latency = f.enhanced || f.req.trip_times;
+    // Absolute limits: the server's -t, and for a flow that sends no FIN the
+    // time its header announced plus a grace period.
+    let mut limit = f.server_time.map(|t| f.at + t);
+    if let (true, TestEnd::Time(d)) = (f.req.no_udp_fin || f.multicast, f.req.end) {
+        let l = f.at + d + NO_FIN_GRACE;
+        limit = Some(limit.map_or(l, |x| x.min(l)));
+    }
+    let mut ticks = Ticks::new(f.at, f.interval);
+    let mut mark = RecvMark::default();
+    let mut last_seen = (0u64, Instant::now());
+    let mut silent = false;
+    while !rx.is_finished() {
+        let now = Instant::now();
+        let blocks = h.counters.snapshot().blocks;
+        if blocks != last_seen.0 {
+            last_seen = (blocks, now);
+        }
+        silent = now.duration_since(last_seen.1) >= IDLE_END;
+        if silent || limit.is_some_and(|l| now >= l) {
+            h.ctl.stop();
+            break;
+        }
+        if ticks.next().is_some_and(|t| now >= t) {
+            let span = ticks.take();
+            let (m, jitter, lat) = {
+                let mut s = h.stats.lock().unwrap_or_else(|p| p.into_inner());
+                let lat = s.take_interval();
+                (RecvMark::of(&s), s.jitter, lat)
+            };
+            let row = recv_row(
+                tag,
+                span,
+                mark,
+                m,
+                jitter,
+                with_latency.then(|| latency(&lat)),
+            );
+            mark = m;
+            report.event(Event2::Interval(row));
+            continue;
+        }
+        let mut wake = now + Duration::from_millis(20);
+        if let Some(t) = ticks.next() {
+            wake = wake.min(t);
+        }
+        std::thread::sleep(wake.saturating_duration_since(now));
+    }
+    let _ = rx.join();
+    let s = h.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let dur = s.span();
+    // The interval the flow ended in, when it is most of one (the sender's
+    // clock and ours start a little apart).
+    if let (Some(every), Some(_)) = (ticks.every, ticks.next()) {
+        let (from, _) = ticks.take();
+        if dur.as_secs_f64() - from >= every.as_secs_f64() / 2.0 {
+            let lat = s.interval;
+            let row = recv_row(
+                tag,
+                (from, dur.as_secs_f64()),
+                mark,
+                RecvMark::of(&s),
+                s.jitter,
+                with_latency.then(|| latency(&lat)),
+            );
+            report.event(Event2::Interval(row));
+        }
+    }
+    let mut row = recv_row(
+        tag,
+        (0.0, dur.as_secs_f64()),
+        RecvMark::default(),
+        RecvMark::of(&s),
+        s.jitter,
+        with_latency.then(|| latency(&s.transit)),
+    );
+    row.addrs = Some((f.local, f.peer));
+    report.event(Event2::Final(row));
+    if silent && !f.multicast && !f.req.no_udp_fin {
+        report.event(Event2::Message(format!(
+            "[{:>3}] WARNING: no datagram for {} s, the flow ends without its FIN",
+            f.id,
+            IDLE_END.as_secs()
+        )));
+    }
+    if s.fin && !f.multicast && !f.req.no_udp_fin {
+        send_report(&sock, &s, dur, f.enhanced || f.req.trip_times);
+    }
+}
+
+/// Sends the report, and again for each late FIN that arrives within
+/// [`REPORT_SILENCE`], at most [`REPORT_SENDS`] times.
+fn send_report(sock: &UdpSocket, s: &Udp2Stats, dur: Duration, enhanced: bool) {
+    let wire = server_report(s, dur, enhanced).encode();
+    let _ = sock.set_read_timeout(Some(REPORT_SILENCE));
+    let mut buf = [0u8; 2048];
+    for _ in 0..REPORT_SENDS {
+        if sock.send(&wire).is_err() {
+            return;
+        }
+        // Silence (or a refused port: the client has its report and left).
+        if sock.recv(&mut buf).is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! The UDP client and server against each other on loopback, through the
+//! library: what the client sent (counted by the engine) against what the
+//! server counted and reported back.
+
+use std::net::UdpSocket;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rperf3_report::iperf2::model::{Event2, Row2, RowKind2, Tag2, UdpRecv2};
+use rperf3_report::iperf2::Report2;
+
+use super::config::*;
+use super::{run, Outcome2};
+use crate::Interrupt;
+
+#[derive(Default)]
+pub(crate) struct Collect(Mutex<Vec<Event2>>);
+
+impl Report2 for Collect {
+    fn event(&self, e: Event2) {
+        self.0.lock().unwrap().push(e);
+    }
+}
+
+impl Collect {
+    pub(crate) fn events(&self) -> Vec<Event2> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+pub(crate) fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub(crate) fn common(port: u16) -> Common2 {
+    Common2 {
+        port,
+        transport: Transport2::Udp,
+        ..Common2::default()
+    }
+}
+
+pub(crate) fn client(host: &str, port: u16, rate: Rate2, secs: f64, parallel: u32) -> Config2 {
+    Config2 {
+        role: Role2::Client(Client2 {
+            host: host.into(),
+            end: End2::Time(Duration::from_secs_f64(secs)),
+            parallel,
+            rate: Some(rate),
+            mode: Mode2::Normal,
+            listen_port: None,
+            compat: false,
+            peer_detect: false,
+            no_udp_fin: false,
+            input: Input2::Pattern,
+            sync_transfer_id: false,
+            txstart: None,
+        }),
+        common: common(port),
+        output: Output2::default(),
+    }
+}
+
+pub(crate) fn server(port: u16, max_clients: Option<u32>) -> Config2 {
+    Config2 {
+        role: Role2::Server(Server2 {
+            single_client: false,
+            max_clients,
+            single_udp: false,
+            only_from: None,
+            ssm_source: None,
+            daemon: false,
+        }),
+        common: Common2 {
+            time: Some(Duration::from_secs(20)),
+            ..common(port)
+        },
+        output: Output2::default(),
+    }
+}
+
+/// Runs `cfg` on a thread; the writer ends it with a signal byte.
+pub(crate) fn spawn(
+    cfg: Config2,
+) -> (
+    Arc<Collect>,
+    std::thread::JoinHandle<Outcome2>,
+    std::os::unix::net::UnixStream,
+) {
+    let rep = Arc::new(Collect::default());
+    let (intr, w) = Interrupt::pair().unwrap();
+    let r2: Arc<dyn Report2> = rep.clone();
+    let h = std::thread::spawn(move || run(&cfg, r2, intr));
+    (rep, h, w)
+}
+
+pub(crate) fn recv_of(r: &Row2) -> UdpRecv2 {
+    match r.kind {
+        RowKind2::UdpRecv(u) => u,
+        k => panic!("not a receiver row: {k:?}"),
+    }
+}
+
+fn finals(ev: &[Event2]) -> Vec<Row2> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Event2::Final(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn sent(ev: &[Event2], tag: Tag2) -> u64 {
+    ev.iter()
+        .find_map(|e| match e {
+            Event2::Sent { tag: t, datagrams } if *t == tag => Some(*datagrams),
+            _ => None,
+        })
+        .expect("a Sent line")
+}
+
+fn reports(ev: &[Event2]) -> Vec<Row2> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Event2::ServerReport(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Waits until the server's listener answers on `port` (its settings block
+/// is out once it is bound).
+pub(crate) fn wait_listening(rep: &Collect) {
+    for _ in 0..500 {
+        if rep
+            .events()
+            .iter()
+            .any(|e| matches!(e, Event2::Settings(_)))
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("server never listened: {:?}", rep.events());
+}
+
+#[test]
+fn client_and_server_agree_on_every_datagram() {
+    let port = free_port();
+    let mut sc = server(port, Some(1));
+    sc.common.interval = Some(Duration::from_millis(500));
+    let (srep, sh, _w) = spawn(sc);
+    wait_listening(&srep);
+    let mut c = client("127.0.0.1", port, Rate2::Bits(10_000_000), 1.0, 1);
+    c.common.interval = Some(Duration::from_millis(500));
+    let (crep, ch, _cw) = spawn(c);
+    assert_eq!(ch.join().unwrap().status, 0);
+    assert_eq!(sh.join().unwrap().status, 0);
+    let cev = crep.events();
+    let sev = srep.events();
+    let n_sent = sent(&cev, Tag2::Id(1));
+    // 10 Mbit/s of 1470-byte datagrams for 1 s: 850 datagrams (+2 in "Sent").
+    assert!((840..=860).contains(&n_sent), "{n_sent}");
+    let rep = reports(&cev);
+    assert_eq!(rep.len(), 1, "{cev:?}");
+    let r = recv_of(&rep[0]);
+    // iperf 2's totals: the server counts the FIN's number; "Sent" is one more.
+    assert_eq!(r.total, n_sent - 1);
+    assert_eq!(r.lost, 0);
+    let sf = finals(&sev);
+    assert_eq!(sf.len(), 1);
+    let s = recv_of(&sf[0]);
+    assert_eq!((s.total, s.lost, s.out_of_order), (r.total, 0, 0));
+    assert_eq!(sf[0].bytes, rep[0].bytes);
+    assert_eq!(sf[0].bytes, r.total * 1470);
+    // Two interval rows on each side.
+    let ints = |ev: &[Event2]| {
+        ev.iter()
+            .filter(|e| matches!(e, Event2::Interval(_)))
+            .count()
+    };
+    assert_eq!(ints(&cev), 2, "{cev:?}");
+    assert_eq!(ints(&sev), 2, "{sev:?}");
+}
+
+#[test]
+fn parallel_pps_flows_are_separate_tests() {
+    let port = free_port();
+    let (srep, sh, _w) = spawn(server(port, Some(3)));
+    wait_listening(&srep);
+    let (crep, ch, _cw) = spawn(client("127.0.0.1", port, Rate2::Packets(2000), 1.0, 3));
+    assert_eq!(ch.join().unwrap().status, 0);
+    assert_eq!(sh.join().unwrap().status, 0);
+    let cev = crep.events();
+    let sev = srep.events();
+    let mut totals: Vec<u64> = reports(&cev).iter().map(|r| recv_of(r).total).collect();
+    let mut stotals: Vec<u64> = finals(&sev).iter().map(|r| recv_of(r).total).collect();
+    totals.sort();
+    stotals.sort();
+    assert_eq!(totals.len(), 3);
+    assert_eq!(totals, stotals);
+    for t in 1..=3 {
+        let n = sent(&cev, Tag2::Id(t));
+        assert!((1995..=2010).contains(&n), "{n}");
+    }
+    assert_eq!(
+        sent(&cev, Tag2::Sum(3)),
+        (1..=3).map(|t| sent(&cev, Tag2::Id(t))).sum::<u64>()
+    );
+}
+
+#[test]
+fn garbage_ends_only_its_own_flow() {
+    let port = free_port();
+    let (srep, sh, _w) = spawn(server(port, Some(1)));
+    wait_listening(&srep);
+    let junk = UdpSocket::bind("127.0.0.1:0").unwrap();
+    // A datagram header and a flags word announcing a header longer than it.
+    let mut d = [0u8; 30];
+    d[3] = 1;
+    d[16] = 0x48;
+    d[18] = 0x01;
+    d[19] = 0xa0;
+    junk.send_to(&d, ("127.0.0.1", port)).unwrap();
+    junk.send_to(&[1, 2, 3], ("127.0.0.1", port)).unwrap();
+    let (crep, ch, _cw) = spawn(client("127.0.0.1", port, Rate2::Packets(500), 0.3, 1));
+    assert_eq!(ch.join().unwrap().status, 0);
+    assert_eq!(sh.join().unwrap().status, 0);
+    let msgs: Vec<String> = srep
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Event2::Message(m) => Some(m.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert!(
+        msgs[0].starts_with("WARNING: bad test header from 127.0.0.1:"),
+        "{msgs:?}"
+    );
+    assert_eq!(reports(&crep.events()).len(), 1);
+}
+
+#[test]
+fn no_udp_fin_gets_no_report_and_the_server_still_ends_the_flow() {
+    let port = free_port();
+    let (srep, sh, _w) = spawn(server(port, Some(1)));
+    wait_listening(&srep);
+    let mut c = client("127.0.0.1", port, Rate2::Packets(1000), 0.3, 1);
+    if let Role2::Client(cl) = &mut c.role {
+        cl.no_udp_fin = true;
+    }
+    let (crep, ch, _cw) = spawn(c);
+    assert_eq!(ch.join().unwrap().status, 0);
+    assert_eq!(sh.join().unwrap().status, 0);
+    let cev = crep.events();
+    assert!(reports(&cev).is_empty());
+    let n = sent(&cev, Tag2::Id(1));
+    let s = recv_of(&finals(&srep.events())[0]);
+    assert_eq!((s.total, s.lost), (n - 1, 0));
+}
