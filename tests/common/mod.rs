@@ -8,6 +8,8 @@
 pub(crate) mod auth;
 #[macro_use]
 pub(crate) mod interop;
+#[macro_use]
+pub(crate) mod iperf2;
 pub(crate) mod json;
 pub(crate) mod prom;
 pub(crate) mod raw;
@@ -123,13 +125,17 @@ fn log_peer(program: &Path, args: &[&str]) {
     let Some(log) = std::env::var_os("RPERF3_PEER_LOG") else {
         return;
     };
-    let named_iperf3 = |p: &Path| {
+    // iperf3, iperf (2.1.8), iperf-2.2.1; rperf3 itself run under the name
+    // `iperf` is not a peer.
+    let ours = std::fs::canonicalize(rperf3()).ok();
+    let named_peer = |p: &Path| {
         p.file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("iperf3"))
+            .is_some_and(|n| n.to_string_lossy().starts_with("iperf"))
+            && (ours.is_none() || std::fs::canonicalize(p).ok() != ours)
     };
     let peers = std::iter::once(program)
         .chain(args.iter().map(Path::new))
-        .filter(|p| named_iperf3(p));
+        .filter(|p| named_peer(p));
     for peer in peers {
         let Some(version) = peer_version(peer) else {
             continue;
@@ -154,8 +160,9 @@ fn log_peer(program: &Path, args: &[&str]) {
     }
 }
 
-/// `3.12`, `3.21`, ... from `peer --version` ("iperf 3.21+ (cJSON ...)"),
-/// asked once per path.
+/// `3.12`, `3.21`, ... from `peer --version` ("iperf 3.21+ (cJSON ...)"), or
+/// `2.1.8`, `2.2.1` from iperf 2's ("iperf version 2.2.1 (4 Nov 2024) pthreads",
+/// on stderr in 2.1.8), asked once per path.
 fn peer_version(peer: &Path) -> Option<String> {
     static SEEN: Mutex<Vec<(PathBuf, Option<String>)>> = Mutex::new(Vec::new());
     let mut seen = SEEN
@@ -167,11 +174,14 @@ fn peer_version(peer: &Path) -> Option<String> {
     let v = Command::new(peer)
         .arg("--version")
         .stdin(Stdio::null())
-        .stderr(Stdio::null())
         .output()
         .ok()
         .and_then(|o| {
-            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            let text = String::from_utf8_lossy(&o.stdout).into_owned()
+                + &String::from_utf8_lossy(&o.stderr);
+            if let Some(rest) = text.strip_prefix("iperf version ") {
+                return rest.split_whitespace().next().map(str::to_string);
+            }
             let word = text.split_whitespace().nth(1)?.to_string();
             let mut parts = word.split('.');
             let major = parts.next()?;
