@@ -33,6 +33,12 @@ use super::udp_common::{parse_report, payload, report_row, Ticks};
 use super::Outcome2;
 use crate::Interrupt;
 
+/// Flows start this far apart. A stock server hands its listening socket to
+/// each new flow and binds a new one; first datagrams of other flows that
+/// arrive in between are read by the wrong flow or refused, and that flow is
+/// never served (iperf 2.2.1's own `-P 4` loses flows so on loopback).
+const FLOW_STAGGER: Duration = Duration::from_millis(10);
+
 /// The request every datagram of a client's flows carries.
 pub(crate) fn request(cfg: &Config2, c: &Client2, len: u32) -> TestRequest {
     let rate = match c.rate.unwrap_or(Rate2::Bits(DEFAULT_UDP_RATE)) {
@@ -147,7 +153,9 @@ fn run_flow(
     ctl: Arc<RunControl>,
     counters: Arc<StreamCounters>,
     handshake: bool,
+    delay: Duration,
 ) -> FlowEnd {
+    ctl.nap(delay);
     let t0 = Instant::now();
     let mut stamp = Stamp2::new(true);
     let error = send_stamped(&sock, &payload, spec, &ctl, &counters, &mut stamp).err();
@@ -304,7 +312,7 @@ pub(crate) fn run(
         let (b2, c2, k2) = (body.clone(), ctl.clone(), counters.clone());
         let handle = std::thread::Builder::new()
             .name(format!("udp2-tx-{}", i + 1))
-            .spawn(move || run_flow(s, b2, spec, c2, k2, handshake));
+            .spawn(move || run_flow(s, b2, spec, c2, k2, handshake, FLOW_STAGGER * i as u32));
         let handle = match handle {
             Ok(h) => h,
             Err(e) => return fail(format!("ERROR: thread: {e}")),
