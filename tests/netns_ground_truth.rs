@@ -10,6 +10,7 @@
 
 mod netns;
 mod netns_jitter;
+mod netns_mcast2;
 mod netns_tcp;
 
 use std::time::Duration;
