@@ -130,6 +130,22 @@ fn run_ours(cfg: Config2) -> (Arc<Collect>, std::thread::JoinHandle<i32>) {
     (rep, h)
 }
 
+/// Waits (at most 5 s) until our server has bound its socket: its settings
+/// block is reported after the bind.
+fn wait_bound(rep: &Collect) {
+    for _ in 0..500 {
+        if rep
+            .events()
+            .iter()
+            .any(|e| matches!(e, Event2::Settings(_)))
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("our server did not bind: {:?}", rep.events());
+}
+
 fn recv(r: &Row2) -> (u64, u64) {
     match r.kind {
         RowKind2::UdpRecv(u) => (u.lost, u.total),
@@ -221,16 +237,7 @@ fn ours_to_peer(peer: &Path, case: Case) {
 fn peer_to_ours(peer: &Path, case: Case) {
     let port = free_port();
     let (rep, h) = run_ours(case.our_server(port));
-    for _ in 0..500 {
-        if rep
-            .events()
-            .iter()
-            .any(|e| matches!(e, Event2::Settings(_)))
-        {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_bound(&rep);
     let mut args = vec![
         "-c".to_string(),
         "127.0.0.1".to_string(),
@@ -313,4 +320,133 @@ both_ways2!(udp_64_bytes, |p: &Path, w| both(
         len: Some(64),
         parallel: 1
     }
+));
+
+/// `-R` or `--full-duplex` at 200 datagrams per second for one second.
+#[derive(Clone, Copy, PartialEq)]
+enum Dir {
+    Reverse,
+    FullDuplex,
+}
+
+impl Dir {
+    fn flag(self) -> &'static str {
+        match self {
+            Self::Reverse => "-R",
+            Self::FullDuplex => "--full-duplex",
+        }
+    }
+}
+
+/// (lost, total) of the whole-test receiver row tagged `tag`.
+fn peer_received(text: &str, tag: &str) -> (u64, u64) {
+    let r = total(text, tag).unwrap_or_else(|| panic!("no [{tag}] total in:\n{text}"));
+    (r.lost.expect("lost"), r.total.expect("total"))
+}
+
+fn our_received(ev: &[Event2], tag: Tag2) -> (u64, u64) {
+    ev.iter()
+        .find_map(|e| match e {
+            Event2::Final(r) if r.tag == tag && matches!(r.kind, RowKind2::UdpRecv(_)) => {
+                Some(recv(r))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no receiver total {tag:?}: {ev:?}"))
+}
+
+fn our_sent(ev: &[Event2]) -> u64 {
+    ev.iter()
+        .find_map(|e| match e {
+            Event2::Sent {
+                tag: Tag2::Id(1),
+                datagrams,
+            } => Some(*datagrams),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no Sent: {ev:?}"))
+}
+
+/// Each direction's receiver counted every datagram its sender's "Sent"
+/// accounts for (iperf 2's total is "Sent" less one), whichever end is ours.
+fn directions(peer: &Path, pairing: crate::common::iperf2::Pairing2, dir: Dir) {
+    use crate::common::iperf2::Pairing2::*;
+    let case = Case {
+        rate: "200pps",
+        len: None,
+        parallel: 1,
+    };
+    let mode = match dir {
+        Dir::Reverse => Mode2::Reverse,
+        Dir::FullDuplex => Mode2::FullDuplex,
+    };
+    match pairing {
+        OursToPeer => {
+            let server = PeerServer::start(peer, &["-u"]);
+            let mut cfg = case.our_client(server.port);
+            if let Role2::Client(c) = &mut cfg.role {
+                c.mode = mode;
+            }
+            let (rep, h) = run_ours(cfg);
+            assert_eq!(h.join().unwrap(), 0, "{:?}", rep.events());
+            let served = server.stop();
+            let ev = rep.events();
+            let peer_sent = sent_datagrams(&served.stdout, "1").expect("the peer's Sent");
+            assert_eq!(
+                our_received(&ev, Tag2::ReverseId(1)),
+                (0, peer_sent - 1),
+                "{served}"
+            );
+            if dir == Dir::FullDuplex {
+                assert_eq!(
+                    peer_received(&served.stdout, "1"),
+                    (0, our_sent(&ev) - 1),
+                    "{served}\n{ev:?}"
+                );
+            }
+        }
+        PeerToOurs => {
+            let port = free_port();
+            let (rep, h) = run_ours(case.our_server(port));
+            wait_bound(&rep);
+            let p = port.to_string();
+            let args = [
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &p,
+                "-u",
+                "-t",
+                "1",
+                "-b",
+                "200pps",
+                dir.flag(),
+            ];
+            let client = run_program(peer, &args, CLIENT_TIMEOUT);
+            client.assert_ok();
+            assert_eq!(h.join().unwrap(), 0);
+            let ev = rep.events();
+            assert_eq!(
+                peer_received(&client.stdout, "*1"),
+                (0, our_sent(&ev) - 1),
+                "{client}\n{ev:?}"
+            );
+            if dir == Dir::FullDuplex {
+                let peer_sent = sent_datagrams(&client.stdout, "1").expect("the peer's Sent");
+                assert_eq!(
+                    our_received(&ev, Tag2::Id(1)),
+                    (0, peer_sent - 1),
+                    "{client}"
+                );
+            }
+        }
+    }
+}
+
+both_ways2!(udp_reverse, |p: &Path, w| directions(p, w, Dir::Reverse));
+
+both_ways2!(udp_full_duplex, |p: &Path, w| directions(
+    p,
+    w,
+    Dir::FullDuplex
 ));

@@ -9,27 +9,23 @@
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use rperf3_engine::budget::{Budget, BudgetUnit};
-use rperf3_engine::control::RunControl;
-use rperf3_engine::counters::StreamCounters;
 use rperf3_engine::pacing::Pacer;
-use rperf3_engine::udp::{send_stamped, UdpSendSpec};
-use rperf3_engine::udp2::{wall_now, Stamp2};
+use rperf3_engine::udp::UdpSendSpec;
+use rperf3_engine::udp2::wall_now;
 use rperf3_proto2::{
-    fin_seq, next_fin_seq, udp_rate_on_wire, DatagramHeader, Mode, ServerReport, TestEnd,
-    TestRequest, Transport, UdpRate, FIN_MAX_SENDS, FIN_RETRY_WAIT, VERSION_2_2_1,
+    udp_rate_on_wire, Mode, TestEnd, TestRequest, Transport, UdpRate, VERSION_2_2_1,
 };
 use rperf3_report::iperf2::model::{
-    Connection2, Event2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2, UdpSend2,
+    Connection2, Event2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2,
 };
 use rperf3_report::iperf2::Report2;
 use rperf3_sys::net::resolve;
 
-use super::config::{Client2, Config2, End2, Rate2, DEFAULT_UDP_RATE};
-use super::udp_common::{parse_report, payload, report_row, Ticks};
+use super::config::{Client2, Config2, End2, Mode2, Rate2, DEFAULT_UDP_RATE};
+use super::udp_common::{payload, report_row, Ticks};
+use super::udp_send::{send_row, Rx, Tx, TxPlan};
 use super::Outcome2;
 use crate::Interrupt;
 
@@ -51,10 +47,10 @@ pub(crate) fn request(cfg: &Config2, c: &Client2, len: u32) -> TestRequest {
             End2::Time(d) => TestEnd::Time(d),
             End2::Bytes(n) => TestEnd::Bytes(n),
         },
-        mode: Mode::Normal,
+        mode: wire_mode(c.mode),
         streams: c.parallel.max(1),
         transfer_id: None,
-        rate: udp_rate_on_wire(rate, Mode::Normal, len),
+        rate: udp_rate_on_wire(rate, wire_mode(c.mode), len),
         rate_is_pps: false,
         buf_len: cfg.common.len,
         win_band: 0,
@@ -122,112 +118,29 @@ fn open(cfg: &Config2, dest: SocketAddr, multicast: bool) -> io::Result<UdpSocke
     Ok(s)
 }
 
-/// What a flow's thread hands back.
-struct FlowEnd {
-    /// Sending time (first datagram to the FIN).
-    elapsed: Duration,
-    /// Data datagrams sent.
-    data: u64,
-    /// The report, if one came.
-    report: Option<ServerReport>,
-    /// FINs sent.
-    fins: u32,
-    error: Option<io::Error>,
-}
-
+/// One flow of the client: its sending and/or receiving direction.
 struct Flow {
-    tag: Tag2,
+    id: u32,
+    /// When this flow's sending ends (`-t` from its own start).
+    until: Option<Instant>,
     addrs: (SocketAddr, SocketAddr),
-    counters: Arc<StreamCounters>,
-    ctl: Arc<RunControl>,
-    handle: Option<JoinHandle<FlowEnd>>,
-    end: Option<FlowEnd>,
-    last: (u64, u64),
+    tx: Option<Tx>,
+    rx: Option<Rx>,
 }
 
-/// Sends one flow's data and its FIN, then waits for the report.
-fn run_flow(
-    sock: UdpSocket,
-    payload: Arc<Vec<u8>>,
-    spec: UdpSendSpec,
-    ctl: Arc<RunControl>,
-    counters: Arc<StreamCounters>,
-    handshake: bool,
-    delay: Duration,
-) -> FlowEnd {
-    ctl.nap(delay);
-    let t0 = Instant::now();
-    let mut stamp = Stamp2::new(true);
-    let error = send_stamped(&sock, &payload, spec, &ctl, &counters, &mut stamp).err();
-    let data = counters.snapshot().blocks;
-    let elapsed = t0.elapsed();
-    let (report, fins) = finish(
-        &sock,
-        &payload[..spec.len.min(payload.len())],
-        data,
-        handshake,
-    );
-    FlowEnd {
-        elapsed,
-        data,
-        report,
-        fins,
-        error,
+impl Flow {
+    fn done(&mut self) -> bool {
+        let t = self.tx.as_mut().is_none_or(Tx::poll);
+        let r = self.rx.as_mut().is_none_or(Rx::poll);
+        t && r
     }
 }
 
-/// The end handshake: a FIN (negative sequence number), repeated with the
-/// number counting down every [`FIN_RETRY_WAIT`] until a report arrives, at
-/// most [`FIN_MAX_SENDS`] times; a single FIN without `handshake`. Returns the
-/// report and how many FINs went out.
-fn finish(
-    sock: &UdpSocket,
-    datagram: &[u8],
-    data: u64,
-    handshake: bool,
-) -> (Option<ServerReport>, u32) {
-    let mut d = datagram.to_vec();
-    let mut seq = fin_seq(data as i64);
-    let sent = wall_now();
-    let mut buf = [0u8; 2048];
-    let _ = sock.set_read_timeout(Some(FIN_RETRY_WAIT));
-    for n in 1..=FIN_MAX_SENDS {
-        DatagramHeader { seq, sent }.encode(&mut d, true);
-        let _ = sock.send(&d);
-        if !handshake {
-            return (None, n);
-        }
-        let until = Instant::now() + FIN_RETRY_WAIT;
-        while Instant::now() < until {
-            match sock.recv(&mut buf) {
-                Ok(k) => {
-                    if let Some(r) = parse_report(&buf[..k]) {
-                        return (Some(r), n);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // A refused port (no server) or the timeout: send the next FIN.
-                Err(_) => break,
-            }
-        }
-        seq = next_fin_seq(seq);
-    }
-    (None, FIN_MAX_SENDS)
-}
-
-fn send_row(tag: Tag2, span: (f64, f64), bytes: u64, writes: u64) -> Row2 {
-    Row2 {
-        tag,
-        addrs: None,
-        start: span.0,
-        end: span.1,
-        bytes,
-        kind: RowKind2::UdpSend(UdpSend2 {
-            writes,
-            write_errors: 0,
-            timeouts: 0,
-        }),
-        at: SystemTime::now(),
+fn wire_mode(m: Mode2) -> Mode {
+    match m {
+        Mode2::Reverse => Mode::Reverse,
+        Mode2::FullDuplex => Mode::FullDuplex,
+        _ => Mode::Normal,
     }
 }
 
@@ -247,21 +160,29 @@ pub(crate) fn run(
         Err(e) => return fail(format!("ERROR: failed name resolution for {}: {e}", c.host)),
     };
     let multicast = dest.ip().is_multicast();
+    let mode = wire_mode(c.mode);
+    if multicast && mode != Mode::Normal {
+        return fail("ERROR: a multicast test only sends from the client".into());
+    }
     let len = cfg.common.len_or_default(dest.is_ipv6());
     let req = request(cfg, c, len);
     let header = req.udp_header(VERSION_2_2_1, cfg.common.port);
     let body = Arc::new(payload(len as usize, &header));
     let rate = bits_per_sec(c.rate, len);
     let n = c.parallel.max(1);
-    let mut flows = Vec::new();
     let mut socks = Vec::new();
     for _ in 0..n {
         match open(cfg, dest, multicast) {
-            Ok(s) => socks.push(s),
+            Ok(s) => socks.push(Arc::new(s)),
             Err(e) => return fail(format!("ERROR: connect failed: {e}")),
         }
     }
-    let window = rperf3_sys::net::buffer_sizes(&socks[0]).0;
+    let window = rperf3_sys::net::buffer_sizes(&*socks[0]).0;
+    let note = match mode {
+        Mode::Reverse => Some("(reverse)"),
+        Mode::FullDuplex => Some("(full-duplex)"),
+        _ => None,
+    };
     report.event(Event2::Settings(Settings2 {
         side: Side2::Client,
         proto: Proto2::Udp,
@@ -279,72 +200,106 @@ pub(crate) fn run(
         mss: None,
         multicast: None,
         ttl: multicast.then_some(cfg.common.ttl),
-        mode_note: None,
+        mode_note: note.map(str::to_string),
     }));
-    let handshake = !multicast && !c.no_udp_fin;
     let spec = UdpSendSpec {
         len: len as usize,
         pacer: rate.map(Pacer::new),
         burst: 1,
         counters_64bit: true,
     };
+    let bytes = match c.end {
+        End2::Bytes(b) => Some(b),
+        End2::Time(_) => None,
+    };
     let start = Instant::now();
+    let mut flows = Vec::new();
     for (i, s) in socks.into_iter().enumerate() {
-        let tag = Tag2::Id(i as u32 + 1);
+        let id = i as u32 + 1;
         let local = s.local_addr().unwrap_or(dest);
         report.event(Event2::Connected(Connection2 {
-            tag,
+            tag: Tag2::Id(id),
             local,
             device: None,
             peer: dest,
-            notes: Vec::new(),
+            notes: note.iter().map(|n| n.to_string()).collect(),
             peer_version: None,
             tcp: None,
             connect_time: None,
             at: SystemTime::now(),
         }));
-        let budget = match c.end {
-            End2::Bytes(b) => Some(Budget::new(BudgetUnit::Bytes, b)),
-            End2::Time(_) => None,
+        let delay = FLOW_STAGGER * i as u32;
+        let tx = if mode == Mode::Reverse {
+            None
+        } else {
+            let plan = TxPlan {
+                payload: body.clone(),
+                spec,
+                bytes,
+                handshake: mode == Mode::Normal && !multicast && !c.no_udp_fin,
+                delay,
+            };
+            match Tx::start(Tag2::Id(id), s.clone(), plan) {
+                Ok(t) => Some(t),
+                Err(e) => return fail(format!("ERROR: thread: {e}")),
+            }
         };
-        let ctl = Arc::new(RunControl::new(budget));
-        let counters = Arc::new(StreamCounters::default());
-        let (b2, c2, k2) = (body.clone(), ctl.clone(), counters.clone());
-        let handle = std::thread::Builder::new()
-            .name(format!("udp2-tx-{}", i + 1))
-            .spawn(move || run_flow(s, b2, spec, c2, k2, handshake, FLOW_STAGGER * i as u32));
-        let handle = match handle {
-            Ok(h) => h,
-            Err(e) => return fail(format!("ERROR: thread: {e}")),
+        let rx = if mode == Mode::Normal {
+            None
+        } else {
+            let hello = (mode == Mode::Reverse).then(|| body[..len as usize].to_vec());
+            match Rx::start(
+                Tag2::ReverseId(id),
+                s,
+                len as usize,
+                hello,
+                cfg.common.trip_times,
+            ) {
+                Ok(r) => Some(r),
+                Err(e) => return fail(format!("ERROR: thread: {e}")),
+            }
         };
         flows.push(Flow {
-            tag,
+            id,
+            until: match c.end {
+                End2::Time(d) => Some(start + delay + d),
+                End2::Bytes(_) => None,
+            },
             addrs: (local, dest),
-            counters,
-            ctl,
-            handle: Some(handle),
-            end: None,
-            last: (0, 0),
+            tx,
+            rx,
         });
     }
-    let deadline = match c.end {
-        End2::Time(d) => Some(start + d),
-        End2::Bytes(_) => None,
-    };
+    let deadline = flows.iter().filter_map(|f| f.until).max();
+    // A receiving direction whose FIN never comes ends this long after the test.
+    let rx_deadline = deadline.map(|d| d + RX_GRACE);
     let mut ticks = Ticks::new(start, cfg.common.interval);
     let mut stopped = false;
     loop {
         let now = Instant::now();
-        if !stopped && (deadline.is_some_and(|d| now >= d) || intr.triggered()) {
-            flows.iter().for_each(|f| f.ctl.stop());
-            stopped = true;
-        }
-        for f in &mut flows {
-            if f.handle.as_ref().is_some_and(|h| h.is_finished()) {
-                f.end = f.handle.take().and_then(|h| h.join().ok());
+        let interrupted = intr.triggered();
+        for f in &flows {
+            if let Some(t) = &f.tx {
+                if interrupted || f.until.is_some_and(|u| now >= u) {
+                    t.ctl.stop();
+                }
             }
         }
-        if flows.iter().all(|f| f.handle.is_none()) {
+        if !stopped && (deadline.is_some_and(|d| now >= d) || interrupted) {
+            stopped = true;
+        }
+        if interrupted || rx_deadline.is_some_and(|d| now >= d) {
+            flows
+                .iter()
+                .filter_map(|f| f.rx.as_ref())
+                .for_each(|r| r.ctl.stop());
+        }
+        // Every flow is polled (each collects its finished threads).
+        let mut all_done = true;
+        for f in &mut flows {
+            all_done &= f.done();
+        }
+        if all_done {
             break;
         }
         if let Some(t) = ticks.next().filter(|&t| now >= t) {
@@ -356,10 +311,12 @@ pub(crate) fn run(
             continue;
         }
         let mut wake = now + Duration::from_millis(if stopped { 5 } else { 50 });
-        for t in [ticks.next(), deadline.filter(|_| !stopped)]
-            .into_iter()
-            .flatten()
-        {
+        let next_end = flows
+            .iter()
+            .filter_map(|f| f.until)
+            .filter(|&u| u > now)
+            .min();
+        for t in [ticks.next(), next_end].into_iter().flatten() {
             wake = wake.min(t);
         }
         let _ = rperf3_sys::poll::readable(&intr.fd(), wake.saturating_duration_since(now));
@@ -376,62 +333,75 @@ pub(crate) fn run(
     finals(&flows, &*report, len as u64)
 }
 
+/// How long past `-t` a receiving direction waits for the server's FIN.
+const RX_GRACE: Duration = Duration::from_secs(2);
+
 fn interval_rows(flows: &mut [Flow], span: (f64, f64), report: &dyn Report2) {
-    let (mut sb, mut sw) = (0, 0);
+    let n = flows.len() as u32;
+    let mut tx_sum = (0, 0);
     for f in flows.iter_mut() {
-        let s = f.counters.snapshot();
-        let (b, w) = (s.bytes - f.last.0, s.blocks - f.last.1);
-        f.last = (s.bytes, s.blocks);
-        sb += b;
-        sw += w;
-        report.event(Event2::Interval(send_row(f.tag, span, b, w)));
+        if let Some(t) = &mut f.tx {
+            let row = t.interval(span);
+            tx_sum.0 += row.bytes;
+            if let RowKind2::UdpSend(u) = row.kind {
+                tx_sum.1 += u.writes;
+            }
+            report.event(Event2::Interval(row));
+        }
+        if let Some(r) = &mut f.rx {
+            report.event(Event2::Interval(r.interval(span)));
+        }
     }
-    if flows.len() > 1 {
+    if n > 1 && flows.iter().any(|f| f.tx.is_some()) {
         report.event(Event2::Interval(send_row(
-            Tag2::Sum(flows.len() as u32),
+            Tag2::Sum(n),
             span,
-            sb,
-            sw,
+            tx_sum.0,
+            tx_sum.1,
         )));
     }
 }
 
-/// The closing rows: each flow's total (the first FIN counts as a write, as
-/// iperf 2 counts it) and "Sent" (iperf 2 prints the FIN's number plus one),
-/// the sum, then the server reports or the warning that none came.
+/// The closing rows: each flow's totals and "Sent", the sums, then the
+/// server reports or the warning that none came.
 fn finals(flows: &[Flow], report: &dyn Report2, len: u64) -> Outcome2 {
     let n = flows.len() as u32;
     let (mut sum_b, mut sum_w, mut sum_sent, mut longest) = (0, 0, 0, 0.0f64);
     let mut status = 0;
     for f in flows {
-        let Some(e) = &f.end else {
+        if let Some(r) = &f.rx {
+            let mut row = r.total();
+            row.addrs = Some(f.addrs);
+            report.event(Event2::Final(row));
+        }
+        let Some(t) = &f.tx else { continue };
+        let Some((row, sent)) = t.total(len) else {
             status = 1;
             continue;
         };
-        if let Some(err) = &e.error {
+        if let Some(err) = t.end.as_ref().and_then(|e| e.error.as_ref()) {
             report.event(Event2::Message(format!(
                 "[{:>3}] ERROR: write failed: {err}",
-                tag_id(f.tag)
+                f.id
             )));
             status = 1;
         }
-        let writes = e.data + 1;
-        let bytes = f.counters.snapshot().bytes + len;
-        let secs = e.elapsed.as_secs_f64();
-        longest = longest.max(secs);
-        sum_b += bytes;
-        sum_w += writes;
-        sum_sent += writes + 1;
+        longest = longest.max(row.end);
+        sum_b += row.bytes;
+        if let RowKind2::UdpSend(u) = row.kind {
+            sum_w += u.writes;
+        }
+        sum_sent += sent;
         report.event(Event2::Final(Row2 {
             addrs: Some(f.addrs),
-            ..send_row(f.tag, (0.0, secs), bytes, writes)
+            ..row
         }));
         report.event(Event2::Sent {
-            tag: f.tag,
-            datagrams: writes + 1,
+            tag: t.tag,
+            datagrams: sent,
         });
     }
-    if n > 1 {
+    if n > 1 && flows.iter().any(|f| f.tx.is_some()) {
         report.event(Event2::Final(send_row(
             Tag2::Sum(n),
             (0.0, longest),
@@ -444,22 +414,17 @@ fn finals(flows: &[Flow], report: &dyn Report2, len: u64) -> Outcome2 {
         });
     }
     for f in flows {
-        let Some(e) = &f.end else { continue };
+        let Some(e) = f.tx.as_ref().and_then(|t| t.end.as_ref()) else {
+            continue;
+        };
         match &e.report {
-            Some(r) => report.event(Event2::ServerReport(report_row(f.tag, f.addrs, r))),
+            Some(r) => report.event(Event2::ServerReport(report_row(Tag2::Id(f.id), f.addrs, r))),
             None if e.fins > 1 => report.event(Event2::Message(format!(
                 "[{:>3}] WARNING: did not receive ack of last datagram after {} tries.",
-                tag_id(f.tag),
-                e.fins
+                f.id, e.fins
             ))),
             None => {}
         }
     }
     Outcome2 { status }
-}
-
-fn tag_id(t: Tag2) -> u32 {
-    match t {
-        Tag2::Id(i) | Tag2::ReverseId(i) | Tag2::Sum(i) => i,
-    }
 }

@@ -14,13 +14,24 @@ use rperf3_report::iperf2::model::{Latency2, Row2, RowKind2, Tag2, UdpRecv2};
 /// The bytes of every datagram after its 16-byte header: the test header
 /// (the client's request), then iperf 2's "0123456789" pattern.
 pub(crate) fn payload(len: usize, header: &UdpTestHeader) -> Vec<u8> {
-    let mut p: Vec<u8> = (0..len.max(DATAGRAM_HEADER_LEN))
-        .map(|i| b'0' + (i % 10) as u8)
-        .collect();
-    p[..DATAGRAM_HEADER_LEN].fill(0);
+    let mut p = pattern(len);
     // Up to the header's extent the bytes are the header's, zeros included.
     header.encode(Layout::V2_2_1, &mut p);
     p
+}
+
+/// The bytes of a datagram after its header when no test header rides in it
+/// (a server's datagrams): the pattern alone.
+pub(crate) fn pattern(len: usize) -> Vec<u8> {
+    (0..len.max(DATAGRAM_HEADER_LEN))
+        .map(|i| {
+            if i < DATAGRAM_HEADER_LEN {
+                0
+            } else {
+                b'0' + (i % 10) as u8
+            }
+        })
+        .collect()
 }
 
 /// A latency summary of transit times.

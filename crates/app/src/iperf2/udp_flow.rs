@@ -11,12 +11,16 @@ use std::time::{Duration, Instant, SystemTime};
 
 use rperf3_engine::control::RunControl;
 use rperf3_engine::counters::StreamCounters;
+use rperf3_engine::pacing::Pacer;
+use rperf3_engine::udp::UdpSendSpec;
 use rperf3_engine::udp2::{recv_loop2, wall_now, Udp2Stats, RECV_POLL};
-use rperf3_proto2::{TestEnd, TestRequest};
-use rperf3_report::iperf2::model::{Connection2, Event2, Tag2};
+use rperf3_proto2::{Mode, TestEnd, TestRequest};
+use rperf3_report::iperf2::model::{Connection2, Event2, Row2, Tag2};
 use rperf3_report::iperf2::Report2;
 
-use super::udp_common::{latency, recv_row, server_report, RecvMark, Ticks};
+use super::config::DEFAULT_UDP_RATE;
+use super::udp_common::{latency, pattern, recv_row, server_report, RecvMark, Ticks};
+use super::udp_send::{Tx, TxPlan};
 
 /// A client silent this long has gone: its flow ends with what it has.
 pub(crate) const IDLE_END: Duration = Duration::from_secs(10);
@@ -60,11 +64,16 @@ pub(crate) struct FlowHandle {
     pub(crate) stats: Arc<Mutex<Udp2Stats>>,
     pub(crate) counters: Arc<StreamCounters>,
     pub(crate) ctl: Arc<RunControl>,
+    /// The client sends data (not a `-R` test, whose datagrams are requests).
+    pub(crate) receives: bool,
 }
 
 impl FlowHandle {
     /// Accounts a datagram the listener read for this flow.
     pub(crate) fn feed(&self, d: &[u8]) {
+        if !self.receives {
+            return;
+        }
         let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
         if s.fin {
             return;
@@ -80,20 +89,35 @@ pub(crate) fn handle_for(f: &FlowStart) -> FlowHandle {
         stats: Arc::new(Mutex::new(Udp2Stats::new(f.req.seq64))),
         counters: Arc::new(StreamCounters::default()),
         ctl: Arc::new(RunControl::new(None)),
+        receives: f.req.mode != Mode::Reverse,
     };
     h.feed(&f.first);
     h
 }
 
-/// Serves a flow to its end: receives, reports, answers the FIN.
+/// Serves a flow to its end: receives (and reports) what the client sends,
+/// sends what a `-R` or full-duplex client asks for, answers the FIN.
 pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
-    let tag = Tag2::Id(f.id);
+    let receives = f.req.mode != Mode::Reverse;
+    let sends = matches!(f.req.mode, Mode::Reverse | Mode::FullDuplex);
+    // The direction the server sends is tagged `[ *N]` beside a received one.
+    let (tag, tx_tag) = if receives {
+        (Tag2::Id(f.id), Tag2::ReverseId(f.id))
+    } else {
+        (Tag2::ReverseId(f.id), Tag2::Id(f.id))
+    };
     let mut notes = Vec::new();
-    if f.req.trip_times {
-        notes.push("(trip-times)".to_string());
+    for (on, note) in [
+        (f.req.mode == Mode::Reverse, "(reverse)"),
+        (f.req.mode == Mode::FullDuplex, "(full-duplex)"),
+        (f.req.trip_times, "(trip-times)"),
+    ] {
+        if on {
+            notes.push(note.to_string());
+        }
     }
     report.event(Event2::Connected(Connection2 {
-        tag,
+        tag: Tag2::Id(f.id),
         local: f.local,
         device: None,
         peer: f.peer,
@@ -106,23 +130,60 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     let _ = f.sock.set_read_timeout(Some(RECV_POLL));
     let len = f.req.buf_len.map_or(0, |l| l as usize).max(f.first.len());
     let sock = Arc::new(f.sock);
-    let rx = {
+    let rx = if receives {
         let (s, c, k, st) = (
             sock.clone(),
             h.ctl.clone(),
             h.counters.clone(),
             h.stats.clone(),
         );
-        std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name(format!("udp2-rx-{}", f.id))
-            .spawn(move || recv_loop2(&s, len, &c, &k, &st))
+            .spawn(move || recv_loop2(&s, len, &c, &k, &st));
+        let Ok(j) = spawned else {
+            report.event(Event2::Message(format!(
+                "[{:>3}] ERROR: cannot start a receiver",
+                f.id
+            )));
+            return;
+        };
+        Some(j)
+    } else {
+        None
     };
-    let Ok(rx) = rx else {
-        report.event(Event2::Message(format!(
-            "[{:>3}] ERROR: cannot start a receiver",
-            f.id
-        )));
-        return;
+    let mut tx = if sends {
+        let plan = TxPlan {
+            payload: Arc::new(pattern(len)),
+            spec: UdpSendSpec {
+                len,
+                pacer: Some(Pacer::new(if f.req.rate == 0 {
+                    DEFAULT_UDP_RATE
+                } else {
+                    f.req.rate
+                })),
+                burst: 1,
+                counters_64bit: true,
+            },
+            bytes: match f.req.end {
+                TestEnd::Bytes(n) => Some(n),
+                TestEnd::Time(_) => None,
+            },
+            handshake: false,
+            delay: Duration::ZERO,
+        };
+        match Tx::start(tx_tag, sock.clone(), plan) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                report.event(Event2::Message(format!(
+                    "[{:>3}] ERROR: cannot send: {e}",
+                    f.id
+                )));
+                h.ctl.stop();
+                None
+            }
+        }
+    } else {
+        None
     };
     let with_latency = f.enhanced || f.req.trip_times;
     // Absolute limits: the server's -t, and for a flow that sends no FIN the
@@ -132,38 +193,49 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         let l = f.at + d + NO_FIN_GRACE;
         limit = Some(limit.map_or(l, |x| x.min(l)));
     }
+    let tx_end = match f.req.end {
+        TestEnd::Time(d) => Some(f.at + d),
+        TestEnd::Bytes(_) => None,
+    };
     let mut ticks = Ticks::new(f.at, f.interval);
     let mut mark = RecvMark::default();
     let mut last_seen = (0u64, Instant::now());
     let mut silent = false;
-    while !rx.is_finished() {
+    loop {
         let now = Instant::now();
+        if let Some(t) = &tx {
+            if tx_end.is_some_and(|e| now >= e) || limit.is_some_and(|l| now >= l) {
+                t.ctl.stop();
+            }
+        }
+        let tx_done = tx.as_mut().is_none_or(Tx::poll);
+        let rx_done = rx.as_ref().is_none_or(|j| j.is_finished());
+        if tx_done && rx_done {
+            break;
+        }
         let blocks = h.counters.snapshot().blocks;
         if blocks != last_seen.0 {
             last_seen = (blocks, now);
         }
-        silent = now.duration_since(last_seen.1) >= IDLE_END;
+        silent = receives && now.duration_since(last_seen.1) >= IDLE_END;
         if silent || limit.is_some_and(|l| now >= l) {
             h.ctl.stop();
-            break;
         }
         if ticks.next().is_some_and(|t| now >= t) {
             let span = ticks.take();
-            let (m, jitter, lat) = {
-                let mut s = h.stats.lock().unwrap_or_else(|p| p.into_inner());
-                let lat = s.take_interval();
-                (RecvMark::of(&s), s.jitter, lat)
-            };
-            let row = recv_row(
-                tag,
-                span,
-                mark,
-                m,
-                jitter,
-                with_latency.then(|| latency(&lat)),
-            );
-            mark = m;
-            report.event(Event2::Interval(row));
+            if let Some(t) = &mut tx {
+                report.event(Event2::Interval(t.interval(span)));
+            }
+            if receives {
+                let (m, jitter, lat) = {
+                    let mut s = h.stats.lock().unwrap_or_else(|p| p.into_inner());
+                    let lat = s.take_interval();
+                    (RecvMark::of(&s), s.jitter, lat)
+                };
+                let lat = with_latency.then(|| latency(&lat));
+                report.event(Event2::Interval(recv_row(tag, span, mark, m, jitter, lat)));
+                mark = m;
+            }
             continue;
         }
         let mut wake = now + Duration::from_millis(20);
@@ -172,7 +244,23 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         }
         std::thread::sleep(wake.saturating_duration_since(now));
     }
-    let _ = rx.join();
+    if let Some(j) = rx {
+        let _ = j.join();
+    }
+    if let Some((row, sent)) = tx.as_ref().and_then(|t| t.total(len as u64)) {
+        report.event(Event2::Final(Row2 {
+            addrs: Some((f.local, f.peer)),
+            ..row
+        }));
+        // iperf 2 tags "Sent" with the transfer id whichever way it went.
+        report.event(Event2::Sent {
+            tag: Tag2::Id(f.id),
+            datagrams: sent,
+        });
+    }
+    if !receives {
+        return;
+    }
     let s = h.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let dur = s.span();
     // The interval the flow ended in, when it is most of one (the sender's
@@ -180,15 +268,9 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     if let (Some(every), Some(_)) = (ticks.every, ticks.next()) {
         let (from, _) = ticks.take();
         if dur.as_secs_f64() - from >= every.as_secs_f64() / 2.0 {
-            let lat = s.interval;
-            let row = recv_row(
-                tag,
-                (from, dur.as_secs_f64()),
-                mark,
-                RecvMark::of(&s),
-                s.jitter,
-                with_latency.then(|| latency(&lat)),
-            );
+            let lat = with_latency.then(|| latency(&s.interval));
+            let span = (from, dur.as_secs_f64());
+            let row = recv_row(tag, span, mark, RecvMark::of(&s), s.jitter, lat);
             report.event(Event2::Interval(row));
         }
     }

@@ -291,3 +291,64 @@ fn udp_speed() {
         );
     }
 }
+
+fn with_mode(mut c: Config2, m: Mode2) -> Config2 {
+    if let Role2::Client(cl) = &mut c.role {
+        cl.mode = m;
+    }
+    c
+}
+
+fn recv_finals(ev: &[Event2], tag: Tag2) -> Vec<UdpRecv2> {
+    finals(ev)
+        .iter()
+        .filter(|r| r.tag == tag && matches!(r.kind, RowKind2::UdpRecv(_)))
+        .map(recv_of)
+        .collect()
+}
+
+#[test]
+fn reverse_the_server_sends_at_the_clients_rate_and_ends_with_its_fin() {
+    let port = free_port();
+    let (srep, sh, _w) = spawn(server(port, Some(1)));
+    wait_listening(&srep);
+    let c = with_mode(
+        client("127.0.0.1", port, Rate2::Packets(1000), 1.0, 1),
+        Mode2::Reverse,
+    );
+    let (crep, ch, _cw) = spawn(c);
+    assert_eq!(ch.join().unwrap().status, 0);
+    assert_eq!(sh.join().unwrap().status, 0);
+    let (cev, sev) = (crep.events(), srep.events());
+    // The server is the sender: its "Sent" against what the client counted.
+    let n = sent(&sev, Tag2::Id(1));
+    assert!((995..=1010).contains(&n), "{n}");
+    let got = recv_finals(&cev, Tag2::ReverseId(1));
+    assert_eq!(got.len(), 1, "{cev:?}");
+    assert_eq!((got[0].total, got[0].lost), (n - 1, 0));
+    // No report either way, and no sender on the client.
+    assert!(reports(&cev).is_empty());
+    assert!(!cev.iter().any(|e| matches!(e, Event2::Sent { .. })));
+}
+
+#[test]
+fn full_duplex_both_directions_count_every_datagram() {
+    let port = free_port();
+    let (srep, sh, _w) = spawn(server(port, Some(1)));
+    wait_listening(&srep);
+    let c = with_mode(
+        client("127.0.0.1", port, Rate2::Packets(800), 1.0, 1),
+        Mode2::FullDuplex,
+    );
+    let (crep, ch, _cw) = spawn(c);
+    assert_eq!(ch.join().unwrap().status, 0);
+    assert_eq!(sh.join().unwrap().status, 0);
+    let (cev, sev) = (crep.events(), srep.events());
+    let up = sent(&cev, Tag2::Id(1));
+    let down = sent(&sev, Tag2::Id(1));
+    let s = recv_finals(&sev, Tag2::Id(1));
+    let c = recv_finals(&cev, Tag2::ReverseId(1));
+    assert_eq!((s[0].total, s[0].lost), (up - 1, 0), "{sev:?}");
+    assert_eq!((c[0].total, c[0].lost), (down - 1, 0), "{cev:?}");
+    assert!(reports(&cev).is_empty());
+}
