@@ -239,7 +239,11 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
             continue;
         }
         let mut wake = now + Duration::from_millis(20);
-        if let Some(t) = ticks.next() {
+        let sending = tx.as_ref().is_some_and(|t| !t.ctl.stopped());
+        for t in [ticks.next(), tx_end.filter(|&e| sending && e > now)]
+            .into_iter()
+            .flatten()
+        {
             wake = wake.min(t);
         }
         std::thread::sleep(wake.saturating_duration_since(now));

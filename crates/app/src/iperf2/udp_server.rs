@@ -256,6 +256,15 @@ pub(crate) fn run(
             let Ok(sock) = l.sock.try_clone() else {
                 continue;
             };
+            // A unicast listener for the next client is bound at once, so
+            // that its datagrams wait in the queue instead of being refused;
+            // a group's is joined only after the flow (it would also queue
+            // this flow's datagrams).
+            let next = if l.group.is_none() {
+                Some(listen(cfg, s))
+            } else {
+                None
+            };
             let f = start(sock, local);
             let h = handle_for(&f);
             let r2 = report.clone();
@@ -277,7 +286,7 @@ pub(crate) fn run(
             }
             let _ = j.join();
             // A fresh socket (and join) for the next flow, as iperf 2 does.
-            match listen(cfg, s) {
+            match next.unwrap_or_else(|| listen(cfg, s)) {
                 Ok(n) => l = n,
                 Err(e) => {
                     report.event(Event2::Message(format!("ERROR: listener bind failed: {e}")));

@@ -352,3 +352,110 @@ fn full_duplex_both_directions_count_every_datagram() {
     assert_eq!((c[0].total, c[0].lost), (down - 1, 0), "{cev:?}");
     assert!(reports(&cev).is_empty());
 }
+
+#[test]
+fn a_header_asking_for_absurd_counts_is_refused_and_the_next_client_served() {
+    let port = free_port();
+    let (srep, sh, _w) = spawn(server(port, Some(1)));
+    wait_listening(&srep);
+    let cfg = client("127.0.0.1", port, Rate2::Packets(500), 0.3, 1);
+    let Role2::Client(cl) = &cfg.role else {
+        unreachable!()
+    };
+    let mut req = super::udp_client::request(&cfg, cl, 1470);
+    req.streams = 1_000_000;
+    let mut d =
+        super::udp_common::payload(200, &req.udp_header(rperf3_proto2::VERSION_2_2_1, port));
+    rperf3_proto2::DatagramHeader {
+        seq: 1,
+        sent: rperf3_engine::udp2::wall_now(),
+    }
+    .encode(&mut d, true);
+    let liar = UdpSocket::bind("127.0.0.1:0").unwrap();
+    liar.send_to(&d, ("127.0.0.1", port)).unwrap();
+    let (crep, ch, _cw) = spawn(cfg);
+    assert_eq!(ch.join().unwrap().status, 0);
+    assert_eq!(sh.join().unwrap().status, 0);
+    let msgs: Vec<String> = srep
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Event2::Message(m) => Some(m.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    let want = format!(
+        "WARNING: bad test header from {}: {}; flow dropped",
+        liar.local_addr().unwrap(),
+        rperf3_proto2::HeaderError::TooManyStreams {
+            streams: 1_000_000,
+            max: 256
+        }
+    );
+    assert_eq!(msgs[0], want);
+    assert_eq!(reports(&crep.events()).len(), 1);
+}
+
+#[test]
+fn dash_c_on_the_server_serves_only_that_host() {
+    let port = free_port();
+    let mut sc = server(port, Some(1));
+    if let Role2::Server(s) = &mut sc.role {
+        s.only_from = Some("127.0.0.2".into());
+    }
+    let (srep, sh, _w) = spawn(sc);
+    wait_listening(&srep);
+    // From 127.0.0.1: ignored (no FIN handshake, so it ends at once).
+    let mut other = client("127.0.0.1", port, Rate2::Packets(500), 0.2, 1);
+    if let Role2::Client(cl) = &mut other.role {
+        cl.no_udp_fin = true;
+    }
+    let (_orep, oh, _ow) = spawn(other);
+    assert_eq!(oh.join().unwrap().status, 0);
+    let mut allowed = client("127.0.0.1", port, Rate2::Packets(500), 0.2, 1);
+    allowed.common.bind = Some(Bind2 {
+        host: "127.0.0.2".into(),
+        port: None,
+        device: None,
+    });
+    let (arep, ah, _aw) = spawn(allowed);
+    assert_eq!(ah.join().unwrap().status, 0);
+    assert_eq!(sh.join().unwrap().status, 0);
+    let peers: Vec<_> = srep
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Event2::Connected(c) => Some(c.peer.ip()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        peers,
+        vec!["127.0.0.2".parse::<std::net::IpAddr>().unwrap()]
+    );
+    let r = recv_of(&reports(&arep.events())[0]);
+    assert_eq!(r.total, sent(&arep.events(), Tag2::Id(1)) - 1);
+}
+
+#[test]
+fn single_threaded_server_serves_flows_one_after_another() {
+    let port = free_port();
+    let mut sc = server(port, Some(2));
+    if let Role2::Server(s) = &mut sc.role {
+        s.single_udp = true;
+    }
+    let (srep, sh, _w) = spawn(sc);
+    wait_listening(&srep);
+    for _ in 0..2 {
+        let (crep, ch, _cw) = spawn(client("127.0.0.1", port, Rate2::Packets(500), 0.3, 1));
+        assert_eq!(ch.join().unwrap().status, 0);
+        let r = recv_of(&reports(&crep.events())[0]);
+        assert_eq!(
+            (r.total, r.lost),
+            (sent(&crep.events(), Tag2::Id(1)) - 1, 0)
+        );
+    }
+    assert_eq!(sh.join().unwrap().status, 0);
+    assert_eq!(finals(&srep.events()).len(), 2);
+}
