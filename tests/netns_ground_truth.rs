@@ -11,6 +11,7 @@
 mod netns;
 mod netns_jitter;
 mod netns_mcast2;
+mod netns_mcast2_peers;
 mod netns_tcp;
 
 use std::time::Duration;

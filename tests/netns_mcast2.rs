@@ -22,16 +22,16 @@ use rperf3_report::iperf2::Report2;
 use crate::netns::cmd::run as sh;
 use crate::netns::kernel::iptables_rule_packets;
 
-const GROUP: &str = "239.77.1.1";
-const PORT: &str = "5001";
-const TTL: u8 = 3;
+pub(crate) const GROUP: &str = "239.77.1.1";
+pub(crate) const PORT: &str = "5001";
+pub(crate) const TTL: u8 = 3;
 /// The first word of the UDP payload (sequence number, low half) is
 /// non-negative: data, not the FIN.
 const DATA_ONLY: &str = "28&0x80000000=0";
-const TOOL: Duration = Duration::from_secs(10);
+pub(crate) const TOOL: Duration = Duration::from_secs(10);
 
 #[derive(Default)]
-struct Collect(Mutex<Vec<Event2>>);
+pub(crate) struct Collect(pub(crate) Mutex<Vec<Event2>>);
 
 impl Report2 for Collect {
     fn event(&self, e: Event2) {
@@ -40,28 +40,28 @@ impl Report2 for Collect {
 }
 
 /// Namespaces `r3mc<pid>-*`, deleted on drop.
-struct Bridge {
+pub(crate) struct Bridge {
     id: String,
 }
 
 impl Bridge {
-    fn ns(&self, part: &str) -> String {
+    pub(crate) fn ns(&self, part: &str) -> String {
         format!("{}-{part}", self.id)
     }
 
-    fn ip(&self, args: &[&str]) {
+    pub(crate) fn ip(&self, args: &[&str]) {
         let d = sh(args, TOOL).unwrap_or_else(|e| panic!("cannot run {args:?}: {e}"));
         assert!(d.success(), "{d}");
     }
 
-    fn exec(&self, part: &str, args: &[&str]) -> String {
+    pub(crate) fn exec(&self, part: &str, args: &[&str]) -> String {
         let ns = self.ns(part);
         let mut all = vec!["ip", "netns", "exec", &ns];
         all.extend_from_slice(args);
         sh(&all, TOOL).unwrap().ok()
     }
 
-    fn new() -> Option<Self> {
+    pub(crate) fn new() -> Option<Self> {
         let b = Self {
             id: format!("r3mc{}", std::process::id()),
         };
@@ -120,7 +120,7 @@ impl Bridge {
 
     /// Counts arriving and delivered data datagrams; drops every `nth` whose
     /// TTL is [`TTL`].
-    fn rules(&self, part: &str, nth: u32) {
+    pub(crate) fn rules(&self, part: &str, nth: u32) {
         let every = nth.to_string();
         let m = [
             "-p", "udp", "--dport", PORT, "-m", "u32", "--u32", DATA_ONLY,
@@ -143,7 +143,7 @@ impl Bridge {
     }
 
     /// (arrived, dropped by the TTL rule, delivered) data datagrams.
-    fn counters(&self, part: &str) -> (u64, u64, u64) {
+    pub(crate) fn counters(&self, part: &str) -> (u64, u64, u64) {
         let pre = self.exec(
             part,
             &[
@@ -164,7 +164,11 @@ impl Bridge {
     }
 
     /// Runs `cfg` on a thread inside namespace `part`.
-    fn spawn(&self, part: &str, cfg: Config2) -> (Arc<Collect>, std::thread::JoinHandle<i32>) {
+    pub(crate) fn spawn(
+        &self,
+        part: &str,
+        cfg: Config2,
+    ) -> (Arc<Collect>, std::thread::JoinHandle<i32>) {
         let path = format!("/run/netns/{}", self.ns(part));
         let rep = Arc::new(Collect::default());
         let r2: Arc<dyn Report2> = rep.clone();
@@ -187,7 +191,7 @@ impl Drop for Bridge {
     }
 }
 
-fn receiver() -> Config2 {
+pub(crate) fn receiver() -> Config2 {
     Config2 {
         role: Role2::Server(Server2 {
             single_client: false,
@@ -212,7 +216,7 @@ fn receiver() -> Config2 {
     }
 }
 
-fn sender() -> Config2 {
+pub(crate) fn sender() -> Config2 {
     Config2 {
         role: Role2::Client(Client2 {
             host: GROUP.into(),
@@ -238,7 +242,7 @@ fn sender() -> Config2 {
     }
 }
 
-fn listening(rep: &Collect) {
+pub(crate) fn listening(rep: &Collect) {
     for _ in 0..500 {
         if rep
             .0
