@@ -6,6 +6,7 @@ pub mod config;
 mod udp_client;
 mod udp_common;
 mod udp_flow;
+mod udp_group;
 mod udp_send;
 mod udp_server;
 #[cfg(test)]

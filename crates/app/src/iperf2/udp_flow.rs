@@ -20,6 +20,7 @@ use rperf3_report::iperf2::Report2;
 
 use super::config::DEFAULT_UDP_RATE;
 use super::udp_common::{latency, pattern, recv_row, server_report, RecvMark, Ticks};
+use super::udp_group::Group;
 use super::udp_send::{Tx, TxPlan};
 
 /// A client silent this long has gone: its flow ends with what it has.
@@ -55,6 +56,8 @@ pub(crate) struct FlowStart {
     pub(crate) enhanced: bool,
     /// A multicast flow: no report.
     pub(crate) multicast: bool,
+    /// The client's `-P` group and this flow's place in it.
+    pub(crate) group: Option<(Arc<Group>, usize)>,
 }
 
 /// A running flow as the listener sees it: datagrams that reached the
@@ -233,7 +236,11 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
                     (RecvMark::of(&s), s.jitter, lat)
                 };
                 let lat = with_latency.then(|| latency(&lat));
-                report.event(Event2::Interval(recv_row(tag, span, mark, m, jitter, lat)));
+                let row = recv_row(tag, span, mark, m, jitter, lat);
+                report.event(Event2::Interval(row.clone()));
+                if let Some((g, i)) = &f.group {
+                    g.interval(*i, ticks.done - 1, &row, &*report);
+                }
                 mark = m;
             }
             continue;
@@ -275,7 +282,10 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
             let lat = with_latency.then(|| latency(&s.interval));
             let span = (from, dur.as_secs_f64());
             let row = recv_row(tag, span, mark, RecvMark::of(&s), s.jitter, lat);
-            report.event(Event2::Interval(row));
+            report.event(Event2::Interval(row.clone()));
+            if let Some((g, i)) = &f.group {
+                g.interval(*i, ticks.done - 1, &row, &*report);
+            }
         }
     }
     let mut row = recv_row(
@@ -287,7 +297,10 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         with_latency.then(|| latency(&s.transit)),
     );
     row.addrs = Some((f.local, f.peer));
-    report.event(Event2::Final(row));
+    report.event(Event2::Final(row.clone()));
+    if let Some((g, i)) = &f.group {
+        g.total(*i, &row, &*report);
+    }
     if silent && !f.multicast && !f.req.no_udp_fin {
         report.event(Event2::Message(format!(
             "[{:>3}] WARNING: no datagram for {} s, the flow ends without its FIN",

@@ -17,13 +17,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rperf3_engine::udp2::wall_now;
-use rperf3_proto2::{classify_udp, HeaderError, RequestLimits, UdpStart};
+use rperf3_proto2::{classify_udp, HeaderError, Mode, RequestLimits, UdpStart};
 use rperf3_report::iperf2::model::{Event2, Multicast2, Proto2, Settings2, Side2};
 use rperf3_report::iperf2::Report2;
 use rperf3_sys::net::{resolve, udp_bind, Family};
 
 use super::config::{Config2, Server2};
 use super::udp_flow::{handle_for, serve, FlowHandle, FlowStart};
+use super::udp_group::Group;
 use super::Outcome2;
 use crate::Interrupt;
 
@@ -172,6 +173,7 @@ pub(crate) fn run(
     let mut next_id = 1u32;
     let mut flows: HashMap<SocketAddr, (FlowHandle, JoinHandle<()>)> = HashMap::new();
     let mut refused: HashSet<SocketAddr> = HashSet::new();
+    let mut groups: HashMap<IpAddr, Arc<Group>> = HashMap::new();
     let mut buf = vec![0u8; 65_536];
     let _ = l.sock.set_nonblocking(true);
     loop {
@@ -230,6 +232,21 @@ pub(crate) fn run(
         let id = next_id;
         next_id += 1;
         served += 1;
+        // Flows of one -P client add up in [SUM] rows.
+        let group = (req.streams > 1 && req.mode != Mode::Reverse).then(|| {
+            let g = groups
+                .get(&peer.ip())
+                .filter(|g| g.open() && g.expected == req.streams)
+                .cloned()
+                .unwrap_or_else(|| Group::new(req.streams));
+            let member = g.join().unwrap_or(0);
+            if g.open() {
+                groups.insert(peer.ip(), g.clone());
+            } else {
+                groups.remove(&peer.ip());
+            }
+            (g, member)
+        });
         let start = |sock, local| FlowStart {
             id,
             sock,
@@ -242,6 +259,7 @@ pub(crate) fn run(
             interval: cfg.common.interval,
             enhanced: cfg.common.enhanced,
             multicast: l.group.is_some(),
+            group: group.clone(),
         };
         if inline {
             if let Err(e) = l

@@ -190,7 +190,9 @@ fn client_and_server_agree_on_every_datagram() {
 #[test]
 fn parallel_pps_flows_are_separate_tests() {
     let port = free_port();
-    let (srep, sh, _w) = spawn(server(port, Some(3)));
+    let mut sc = server(port, Some(3));
+    sc.common.interval = Some(Duration::from_millis(500));
+    let (srep, sh, _w) = spawn(sc);
     wait_listening(&srep);
     let (crep, ch, _cw) = spawn(client("127.0.0.1", port, Rate2::Packets(2000), 1.0, 3));
     assert_eq!(ch.join().unwrap().status, 0);
@@ -198,7 +200,23 @@ fn parallel_pps_flows_are_separate_tests() {
     let cev = crep.events();
     let sev = srep.events();
     let mut totals: Vec<u64> = reports(&cev).iter().map(|r| recv_of(r).total).collect();
-    let mut stotals: Vec<u64> = finals(&sev).iter().map(|r| recv_of(r).total).collect();
+    let mut stotals: Vec<u64> = finals(&sev)
+        .iter()
+        .filter(|r| matches!(r.tag, Tag2::Id(_)))
+        .map(|r| recv_of(r).total)
+        .collect();
+    // The server adds the client's flows up: [SUM] per interval and in all.
+    let sum = finals(&sev)
+        .into_iter()
+        .find(|r| r.tag == Tag2::Sum(3))
+        .expect("a [SUM] total");
+    assert_eq!(recv_of(&sum).total, stotals.iter().sum::<u64>());
+    let sum_rows = |k: f64| {
+        sev.iter()
+            .filter(|e| matches!(e, Event2::Interval(r) if r.tag == Tag2::Sum(3) && r.start == k))
+            .count()
+    };
+    assert_eq!((sum_rows(0.0), sum_rows(0.5)), (1, 1), "{sev:?}");
     totals.sort();
     stotals.sort();
     assert_eq!(totals.len(), 3);
