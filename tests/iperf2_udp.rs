@@ -253,7 +253,7 @@ fn peer_to_ours(peer: &Path, case: Case) {
     let mut ours: Vec<(u64, u64)> = ev
         .iter()
         .filter_map(|e| match e {
-            Event2::Final(r) => Some(recv(r)),
+            Event2::Final(r) if matches!(r.tag, Tag2::Id(_)) => Some(recv(r)),
             _ => None,
         })
         .collect();
@@ -272,6 +272,16 @@ fn peer_to_ours(peer: &Path, case: Case) {
     sent.sort();
     totals.sort();
     assert_eq!(sent, totals, "{client}\n{ev:?}");
+    if case.parallel > 1 {
+        let sum = ev
+            .iter()
+            .find_map(|e| match e {
+                Event2::Final(r) if r.tag == Tag2::Sum(case.parallel) => Some(recv(r)),
+                _ => None,
+            })
+            .expect("a [SUM] total");
+        assert_eq!(sum.1, totals.iter().sum::<u64>());
+    }
 }
 
 fn both(peer: &Path, pairing: crate::common::iperf2::Pairing2, case: Case) {
