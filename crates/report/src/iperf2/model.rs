@@ -2,6 +2,20 @@
 //! iperf 2 formatters (text, `-e`, CSV) print. Drivers hand over raw figures;
 //! every derived figure (rates, loss percentages, NetPwr, units) is computed by
 //! the formatters, in one place.
+//!
+//! How the printer reads the events (what a driver must send):
+//! - `Connected` comes before a stream's rows, and each stream ends with its
+//!   `Final`. Column titles print once while any stream is live and again for
+//!   the first stream after all have ended (a server's later clients), as in
+//!   iperf 2.
+//! - Sums are `Tag2::Sum(n)`: printed `[SUM]`, or `[SUM-n]` under `[SUM-cnt]`
+//!   titles with `-e`, and with `--sum-only` except on a TCP client (2.2.1's
+//!   choice). `Sent` for a sum prints `[SUM-n] Sent ...`.
+//! - `UdpRecv2::total` is received + lost; PPS and `Rx` are `total - lost`
+//!   over the row's span. A UDP client's `ServerReport` rows are `UdpRecv`.
+//! - CSV records name the client first on both sides: a client's `addrs` are
+//!   (local, peer) as given, a server's are swapped for printing. A UDP
+//!   client's `Final` prints 2.2.1's "no receiver figures" record.
 
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
@@ -48,6 +62,11 @@ pub struct Layout2 {
     pub no_settings: bool,
     /// `-x V`: no server report.
     pub no_server_report: bool,
+    /// The local zone's offset east of UTC, seconds, for the dates of the
+    /// connection lines and the CSV stamps (0 = UTC, as with `--utc`).
+    pub utc_offset_secs: i32,
+    /// The local zone's abbreviation printed after dates (`None` = `UTC`).
+    pub tz_name: Option<String>,
 }
 
 /// The settings block between dashes ("Server listening on TCP port 5001" or
@@ -75,8 +94,13 @@ pub struct Settings2 {
     pub window: u64,
     /// `-w` was given (otherwise "(default)").
     pub window_requested: bool,
+    /// The `-w` value asked for, bytes: when the kernel's size differs, iperf 2
+    /// adds "(WARNING: requested ...)".
+    pub requested_window: Option<u64>,
     /// The congestion control in force (TCP, shown with `-e`).
     pub congestion: Option<String>,
+    /// The `-Z` algorithm asked for (client: "set to X using Y").
+    pub congestion_asked: Option<String>,
     /// The TOS byte (shown with `-e`).
     pub tos: u8,
     /// TCP_NODELAY (shown with `-e`: "Nagle on/off").
@@ -89,6 +113,8 @@ pub struct Settings2 {
     pub ttl: Option<u8>,
     /// Direction suffixes of a client block (`-R`, `--full-duplex`, trip-times).
     pub mode_note: Option<String>,
+    /// `--trip-times` (a TCP client's `-e` block warns about send-side bloat).
+    pub trip_times: bool,
 }
 
 /// A multicast join.
@@ -110,6 +136,9 @@ pub enum Tag2 {
     ReverseId(u32),
     /// The sum of `n` streams.
     Sum(u32),
+    /// With `-e`, both directions of full-duplex stream `n` together
+    /// (`[FD1]`, plain columns).
+    FullDuplex(u32),
 }
 
 /// Facts of a TCP connection shown on its connection line.
@@ -176,6 +205,24 @@ pub struct TcpRecv2 {
     pub reads: u64,
     /// Read-size histogram: eight bins of `len / 8` bytes.
     pub bins: [u64; 8],
+    /// With `--trip-times`: the one-way latency of the sender's writes (the
+    /// `-e` row then shows latency, `(cnt/size)`, `inP` and NetPwr).
+    pub latency: Option<TcpLatency2>,
+}
+
+/// One-way latency of a TCP receiver's writes (`--trip-times`), nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpLatency2 {
+    /// Writes whose latency was measured.
+    pub count: u64,
+    /// Mean.
+    pub mean_ns: u64,
+    /// Minimum.
+    pub min_ns: u64,
+    /// Maximum.
+    pub max_ns: u64,
+    /// Standard deviation.
+    pub stdev_ns: u64,
 }
 
 /// Extra figures of a UDP sender row.
@@ -221,6 +268,9 @@ pub struct UdpRecv2 {
     pub truncated: u64,
     /// Latency, when known.
     pub latency: Option<Latency2>,
+    /// The test runs with `--trip-times` (a server learns it from the client's
+    /// header): the server's `-e` row adds `Rx/inP` and names `Read/Timeo/Trunc`.
+    pub trip_times: bool,
 }
 
 /// What kind of row, with its extra figures.

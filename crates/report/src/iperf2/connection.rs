@@ -1,0 +1,85 @@
+//! Connection lines: "[  1] local A port P connected with B port Q" and what
+//! `-e` adds (`%dev`, `(peer x)`, `(icwnd/mss/irtt=...)`, `(ct=... ms)`, the
+//! date), with `--hide-ips` masking.
+
+use std::net::{IpAddr, SocketAddr};
+
+use super::model::{Connection2, Layout2};
+use super::rows::tag;
+use super::units::{civil, date_ms};
+
+/// The connection line of `c`.
+pub(crate) fn line(c: &Connection2, layout: &Layout2) -> String {
+    let mut s = tag(c.tag);
+    s.push_str("local ");
+    s.push_str(&ip(c.local.ip(), layout.hide_ips));
+    if let (true, Some(dev)) = (layout.enhanced, &c.device) {
+        s.push('%');
+        s.push_str(dev);
+    }
+    s.push_str(&format!(
+        " port {} connected with {} port {}",
+        c.local.port(),
+        ip(c.peer.ip(), layout.hide_ips),
+        c.peer.port()
+    ));
+    for n in &c.notes {
+        if n.starts_with('(') {
+            s.push_str(&format!(" {n}"));
+        } else {
+            s.push_str(&format!(" ({n})"));
+        }
+    }
+    if layout.enhanced {
+        if let Some(v) = &c.peer_version {
+            s.push_str(&format!(" (peer {v})"));
+        }
+        if let Some(t) = c.tcp {
+            s.push_str(&format!(
+                " (icwnd/mss/irtt={}/{}/{})",
+                t.icwnd, t.mss, t.irtt_us
+            ));
+        }
+        if let Some(ct) = c.connect_time {
+            s.push_str(&format!(" (ct={:.2} ms)", ct.as_secs_f64() * 1e3));
+        }
+        let zone = layout.tz_name.as_deref().unwrap_or("UTC");
+        s.push_str(&format!(
+            " on {} ({zone})",
+            date_ms(civil(c.at, layout.utc_offset_secs))
+        ));
+    }
+    s
+}
+
+/// An address as printed; `--hide-ips` keeps only an IPv4 address's last
+/// octet (`*.*.*.1`). 2.2.1 prints IPv6 addresses as they are.
+pub(crate) fn ip(a: IpAddr, hide: bool) -> String {
+    match a {
+        IpAddr::V4(v4) if hide => format!("*.*.*.{}", v4.octets()[3]),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) if hide => format!("*.*.*.{}", v4.octets()[3]),
+            _ => v6.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// The address and port of a CSV row, `addr,port`.
+pub(crate) fn csv_peer(a: SocketAddr, port: u16, hide: bool) -> String {
+    format!("{},{port}", ip(a.ip(), hide))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hide_ips_masks_ipv4_only() {
+        let v4: IpAddr = "10.77.0.1".parse().unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        assert_eq!(ip(v4, true), "*.*.*.1");
+        assert_eq!(ip(v4, false), "10.77.0.1");
+        let v6: IpAddr = "::1".parse().unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        assert_eq!(ip(v6, true), "::1");
+    }
+}

@@ -1,0 +1,174 @@
+//! The settings blocks between dashes: "Server listening on ..." (a server,
+//! and a `-d`/`-r` client's listener) and "Client connecting to ..." (a client,
+//! and a `-d`/`-r` server's connection back), with the `-e`, `-m`, multicast
+//! and socket-buffer lines in iperf 2.2.1's order.
+
+use super::model::{Layout2, Proto2, Settings2, Side2};
+use super::units::size;
+
+/// The dashes above and below a block.
+pub(crate) const SEPARATOR: &str = "------------------------------------------------------------";
+
+/// The lines of one settings block, separators included.
+pub(crate) fn block(s: &Settings2, layout: &Layout2) -> Vec<String> {
+    let mut v = vec![SEPARATOR.to_string()];
+    match s.side {
+        Side2::Server => listener(s, layout, &mut v),
+        Side2::Client => connector(s, layout, &mut v),
+    }
+    v.push(window_line(s));
+    if s.side == Side2::Client && s.proto == Proto2::Tcp && s.trip_times && layout.enhanced {
+        v.push("Warn: Send side bloat possible per --tcp-write-prefetch not being set".into());
+    }
+    v.push(SEPARATOR.to_string());
+    v
+}
+
+fn proto_name(p: Proto2) -> &'static str {
+    match p {
+        Proto2::Tcp => "TCP",
+        Proto2::Udp => "UDP",
+    }
+}
+
+fn listener(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
+    let proto = proto_name(s.proto);
+    if layout.enhanced {
+        v.push(format!(
+            "Server listening on {proto} port {} with pid {}",
+            s.port, s.pid
+        ));
+    } else {
+        v.push(format!("Server listening on {proto} port {}", s.port));
+    }
+    let multicast = s.multicast.as_ref().filter(|_| !layout.no_multicast);
+    if let Some(m) = multicast {
+        match &m.source {
+            Some(src) => v.push(format!("Joining multicast (S,G)={src},{}", m.group)),
+            // Two spaces, as iperf 2 prints it.
+            None => v.push(format!("Joining multicast group  {}", m.group)),
+        }
+    }
+    if layout.enhanced {
+        match s.proto {
+            Proto2::Tcp => {
+                // Eight bins of len/8 bytes each.
+                v.push(format!(
+                    "Read buffer size: {} (Dist bin width={})",
+                    size(f64::from(s.len), 'A'),
+                    size(f64::from(s.len / 8), 'A')
+                ));
+                if let Some(cc) = &s.congestion {
+                    v.push(format!("TCP congestion control default {cc}"));
+                }
+            }
+            // 2.2.1 prints the UDP read size in bytes, with a trailing space.
+            Proto2::Udp => v.push(format!(
+                "Read buffer size: {} ",
+                size(f64::from(s.len), 'B')
+            )),
+        }
+    }
+    // 2.2.1 puts this after the -e lines (a multicast server with -e).
+    if multicast.is_some() {
+        v.push("Server set to single client traffic mode (per multicast receive)".into());
+    }
+    if let (Some(mss), Proto2::Tcp) = (s.mss, s.proto) {
+        v.push(format!("MSS size {mss} bytes"));
+    }
+}
+
+fn connector(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
+    let proto = proto_name(s.proto);
+    let host = if layout.hide_ips {
+        "(**hidden**)".to_string()
+    } else {
+        s.host.clone().unwrap_or_default()
+    };
+    if layout.enhanced {
+        v.push(format!(
+            "Client connecting to {host}, {proto} port {} with pid {} ({}/0 flows/load)",
+            s.port, s.pid, s.flows
+        ));
+    } else {
+        v.push(format!(
+            "Client connecting to {host}, {proto} port {}",
+            s.port
+        ));
+    }
+    if layout.enhanced {
+        if s.proto == Proto2::Tcp {
+            v.push(format!(
+                "Write buffer size: {}",
+                size(f64::from(s.len), 'B')
+            ));
+            match (&s.congestion_asked, &s.congestion) {
+                (Some(asked), Some(cc)) => {
+                    v.push(format!("TCP congestion control set to {asked} using {cc}"))
+                }
+                (None, Some(cc)) => v.push(format!("TCP congestion control using {cc}")),
+                _ => {}
+            }
+        }
+        v.push(tos_line(s.tos, s.nodelay));
+    }
+    if s.proto == Proto2::Udp {
+        v.push(format!(
+            "Sending {} byte datagrams, IPG target: {:.2} us (kalman adjust)",
+            s.len,
+            s.ipg_us.unwrap_or(0.0)
+        ));
+    }
+}
+
+/// "TOS defaults to 0x0 (dscp=0,ecn=0) (Nagle on)" or, with `-S`/`-N`,
+/// "TOS set to 0x20 (dscp=8,ecn=0) and nodelay (Nagle off)".
+fn tos_line(tos: u8, nodelay: bool) -> String {
+    let verb = if tos != 0 { "set to" } else { "defaults to" };
+    let (dscp, ecn) = (tos >> 2, tos & 3);
+    let warn = if ecn != 0 { " (warn ecn bits set)" } else { "" };
+    let nagle = if nodelay {
+        " and nodelay (Nagle off)"
+    } else {
+        " (Nagle on)"
+    };
+    format!("TOS {verb} 0x{tos:x} (dscp={dscp},ecn={ecn}){warn}{nagle}")
+}
+
+/// "TCP window size:  128 KByte (default)" / "UDP buffer size: ...".
+fn window_line(s: &Settings2) -> String {
+    let what = match s.proto {
+        Proto2::Tcp => "TCP window size",
+        Proto2::Udp => "UDP buffer size",
+    };
+    let size_now = size(s.window as f64, 'A');
+    let note = match (s.window_requested, s.requested_window) {
+        (false, _) => " (default)".to_string(),
+        (true, Some(asked)) if asked != s.window => {
+            format!(" (WARNING: requested {})", size(asked as f64, 'A'))
+        }
+        (true, _) => String::new(),
+    };
+    format!("{what}: {size_now}{note}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tos_lines_match_2_2_1() {
+        assert_eq!(
+            tos_line(0, false),
+            "TOS defaults to 0x0 (dscp=0,ecn=0) (Nagle on)"
+        );
+        assert_eq!(
+            tos_line(0x20, true),
+            "TOS set to 0x20 (dscp=8,ecn=0) and nodelay (Nagle off)"
+        );
+        assert_eq!(
+            tos_line(0x22, false),
+            "TOS set to 0x22 (dscp=8,ecn=2) (warn ecn bits set) (Nagle on)"
+        );
+    }
+}
