@@ -155,7 +155,7 @@ fn recv(r: &Row2) -> (u64, u64) {
 
 fn id(t: Tag2) -> u32 {
     match t {
-        Tag2::Id(i) | Tag2::ReverseId(i) | Tag2::Sum(i) => i,
+        Tag2::Id(i) | Tag2::ReverseId(i) | Tag2::Sum(i) | Tag2::FullDuplex(i) => i,
     }
 }
 

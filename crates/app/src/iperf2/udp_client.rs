@@ -24,7 +24,7 @@ use rperf3_report::iperf2::Report2;
 use rperf3_sys::net::resolve;
 
 use super::config::{Client2, Config2, End2, Mode2, Rate2, DEFAULT_UDP_RATE};
-use super::udp_common::{payload, report_row, Ticks};
+use super::udp_common::{payload, report_row, trip, Ticks};
 use super::udp_send::{send_row, Rx, Tx, TxPlan};
 use super::Outcome2;
 use crate::Interrupt;
@@ -194,6 +194,9 @@ pub(crate) fn run(
         ipg_us: rate.map(|b| len as f64 * 8.0 / b as f64 * 1e6),
         window,
         window_requested: cfg.common.window.is_some(),
+        requested_window: cfg.common.window.map(u64::from),
+        congestion_asked: None,
+        trip_times: cfg.common.trip_times,
         congestion: None,
         tos: cfg.common.tos.unwrap_or(0),
         nodelay: false,
@@ -330,7 +333,7 @@ pub(crate) fn run(
         let span = ticks.take();
         interval_rows(&mut flows, span, &*report);
     }
-    finals(&flows, &*report, len as u64)
+    finals(&flows, &*report, len as u64, cfg.common.trip_times)
 }
 
 /// How long past `-t` a receiving direction waits for the server's FIN.
@@ -364,7 +367,7 @@ fn interval_rows(flows: &mut [Flow], span: (f64, f64), report: &dyn Report2) {
 
 /// The closing rows: each flow's totals and "Sent", the sums, then the
 /// server reports or the warning that none came.
-fn finals(flows: &[Flow], report: &dyn Report2, len: u64) -> Outcome2 {
+fn finals(flows: &[Flow], report: &dyn Report2, len: u64, trip_times: bool) -> Outcome2 {
     let n = flows.len() as u32;
     let (mut sum_b, mut sum_w, mut sum_sent, mut longest) = (0, 0, 0, 0.0f64);
     let mut status = 0;
@@ -418,7 +421,10 @@ fn finals(flows: &[Flow], report: &dyn Report2, len: u64) -> Outcome2 {
             continue;
         };
         match &e.report {
-            Some(r) => report.event(Event2::ServerReport(report_row(Tag2::Id(f.id), f.addrs, r))),
+            Some(r) => report.event(Event2::ServerReport(trip(
+                report_row(Tag2::Id(f.id), f.addrs, r),
+                trip_times,
+            ))),
             None if e.fins > 1 => report.event(Event2::Message(format!(
                 "[{:>3}] WARNING: did not receive ack of last datagram after {} tries.",
                 f.id, e.fins

@@ -109,9 +109,18 @@ pub(crate) fn report_row(tag: Tag2, addrs: (SocketAddr, SocketAddr), r: &ServerR
             timeouts: 0,
             truncated: 0,
             latency,
+            trip_times: false,
         }),
         at: SystemTime::now(),
     }
+}
+
+/// Marks a receiver row as one of a `--trip-times` test.
+pub(crate) fn trip(mut row: Row2, on: bool) -> Row2 {
+    if let RowKind2::UdpRecv(u) = &mut row.kind {
+        u.trip_times = on;
+    }
+    row
 }
 
 /// Whether a datagram a client reads after its FIN is the server report
@@ -171,6 +180,7 @@ pub(crate) fn recv_row(
             timeouts: 0,
             truncated: 0,
             latency,
+            trip_times: false,
         }),
         at: SystemTime::now(),
     }

@@ -19,7 +19,7 @@ use rperf3_report::iperf2::model::{Connection2, Event2, Row2, Tag2};
 use rperf3_report::iperf2::Report2;
 
 use super::config::DEFAULT_UDP_RATE;
-use super::udp_common::{latency, pattern, recv_row, server_report, RecvMark, Ticks};
+use super::udp_common::{latency, pattern, recv_row, server_report, trip, RecvMark, Ticks};
 use super::udp_group::Group;
 use super::udp_send::{Tx, TxPlan};
 
@@ -236,7 +236,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
                     (RecvMark::of(&s), s.jitter, lat)
                 };
                 let lat = with_latency.then(|| latency(&lat));
-                let row = recv_row(tag, span, mark, m, jitter, lat);
+                let row = trip(recv_row(tag, span, mark, m, jitter, lat), f.req.trip_times);
                 report.event(Event2::Interval(row.clone()));
                 if let Some((g, i)) = &f.group {
                     g.interval(*i, ticks.done - 1, &row, &*report);
@@ -282,6 +282,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
             let lat = with_latency.then(|| latency(&s.interval));
             let span = (from, dur.as_secs_f64());
             let row = recv_row(tag, span, mark, RecvMark::of(&s), s.jitter, lat);
+            let row = trip(row, f.req.trip_times);
             report.event(Event2::Interval(row.clone()));
             if let Some((g, i)) = &f.group {
                 g.interval(*i, ticks.done - 1, &row, &*report);
@@ -297,6 +298,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         with_latency.then(|| latency(&s.transit)),
     );
     row.addrs = Some((f.local, f.peer));
+    let row = trip(row, f.req.trip_times);
     report.event(Event2::Final(row.clone()));
     if let Some((g, i)) = &f.group {
         g.total(*i, &row, &*report);

@@ -20,7 +20,7 @@ use rperf3_proto2::{
 };
 use rperf3_report::iperf2::model::{Row2, RowKind2, Tag2, UdpSend2};
 
-use super::udp_common::{latency, parse_report, recv_row, RecvMark};
+use super::udp_common::{latency, parse_report, recv_row, trip, RecvMark};
 
 /// What a sender's thread hands back.
 #[derive(Debug)]
@@ -271,19 +271,20 @@ impl Rx {
             self.latency.then(|| latency(&lat)),
         );
         self.mark = m;
-        row
+        trip(row, self.latency)
     }
 
     /// The whole test's row, from the first datagram to the last.
     pub(crate) fn total(&self) -> Row2 {
         let s = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        recv_row(
+        let row = recv_row(
             self.tag,
             (0.0, s.span().as_secs_f64()),
             RecvMark::default(),
             RecvMark::of(&s),
             s.jitter,
             self.latency.then(|| latency(&s.transit)),
-        )
+        );
+        trip(row, self.latency)
     }
 }
