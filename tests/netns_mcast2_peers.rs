@@ -187,3 +187,64 @@ fn a_source_specific_receiver_ignores_a_second_sender() {
     assert_eq!((lost, total), (0, ours_sent(&tx) - 1));
     assert!(ours_sent(&other) > 100);
 }
+
+#[test]
+fn an_ipv6_group_carries_the_hop_limit_and_every_datagram() {
+    let _serial = crate::netns::serial();
+    let Some(b) = Bridge::new() else {
+        return;
+    };
+    const GROUP6: &str = "ff15::77";
+    for (i, part) in ["tx", "rx1"].iter().enumerate() {
+        let a = format!("fd99::{}/64", i + 1);
+        b.exec(
+            part,
+            &["ip", "-6", "addr", "add", &a, "dev", "veth0", "nodad"],
+        );
+    }
+    let hl = TTL.to_string();
+    b.exec(
+        "rx1",
+        &[
+            "ip6tables",
+            "-A",
+            "INPUT",
+            "-p",
+            "udp",
+            "--dport",
+            PORT,
+            "-m",
+            "hl",
+            "--hl-eq",
+            &hl,
+        ],
+    );
+    let mut rcfg = receiver();
+    rcfg.common.bind = Some(Bind2 {
+        host: GROUP6.into(),
+        port: None,
+        device: Some("veth0".into()),
+    });
+    let (rx, hr) = b.spawn("rx1", rcfg);
+    listening(&rx);
+    let mut scfg = sender();
+    if let Role2::Client(c) = &mut scfg.role {
+        c.host = GROUP6.into();
+        c.end = End2::Time(Duration::from_secs(1));
+    }
+    let (tx, ht) = b.spawn("tx", scfg);
+    assert_eq!(ht.join().unwrap(), 0);
+    assert_eq!(hr.join().unwrap(), 0);
+    let sent = ours_sent(&tx);
+    assert_eq!(ours_final(&rx), (0, sent - 1));
+    // Every datagram, the FIN too, arrived with the hop limit -T set.
+    let listing = b.exec("rx1", &["ip6tables", "-L", "INPUT", "-v", "-n", "-x"]);
+    let with_hl = crate::netns::kernel::iptables_rule_packets(&listing)[0];
+    assert_eq!(with_hl, sent - 1, "{listing}");
+    // IPv6's default datagram: 1450 bytes.
+    let settings = tx.0.lock().unwrap().iter().find_map(|e| match e {
+        Event2::Settings(s) => Some(s.len),
+        _ => None,
+    });
+    assert_eq!(settings, Some(1450));
+}

@@ -76,10 +76,15 @@ fn listen(cfg: &Config2, s: &Server2) -> io::Result<Listener> {
         };
         rperf3_sys::mcast::join(&sock, g, source, ifindex)?;
     }
-    size_buffers(cfg, &sock);
+    if let Some(w) = cfg.common.window {
+        let _ = rperf3_sys::net::set_buffer_sizes(&sock, w as usize);
+    }
     Ok(Listener { sock, addr, group })
 }
 
+/// Sizes a socket that receives a flow: `-w`, or large enough for the rates
+/// the offloaded sender reaches. (The settings block shows the listener's
+/// size before this, as iperf 2 shows the default.)
 fn size_buffers(cfg: &Config2, sock: &UdpSocket) {
     match cfg.common.window {
         Some(w) => {
@@ -274,6 +279,7 @@ pub(crate) fn run(
                 continue;
             }
             let local = l.addr;
+            size_buffers(cfg, &l.sock);
             let Ok(sock) = l.sock.try_clone() else {
                 continue;
             };
