@@ -31,6 +31,9 @@ use crate::Interrupt;
 /// Sources whose first datagram was refused, remembered so that the rest of
 /// their flow is dropped quietly (bounded: cleared when full).
 const REFUSED_MEMORY: usize = 4096;
+/// Flows served at once at most: a flood of valid headers from many ports
+/// must not cost a thread each without bound.
+const MAX_FLOWS: usize = 256;
 /// Receive buffer asked for on every flow socket: rates the offloaded
 /// sender reaches need more than the default to avoid drops.
 const RECV_BUFFER: usize = 8 << 20;
@@ -211,6 +214,13 @@ pub(crate) fn run(
         if done || refused.contains(&peer) {
             continue;
         }
+        if flows.len() >= MAX_FLOWS {
+            report.event(Event2::Message(format!(
+                "WARNING: {MAX_FLOWS} flows at once already; flow from {peer} refused"
+            )));
+            remember(&mut refused, peer);
+            continue;
+        }
         if only_from
             .as_ref()
             .is_some_and(|ok| !ok.contains(&peer.ip()))
@@ -288,7 +298,8 @@ pub(crate) fn run(
             // a group's is joined only after the flow (it would also queue
             // this flow's datagrams).
             let next = if l.group.is_none() {
-                Some(listen(cfg, s))
+                // Sized now: the next client's datagrams queue in it.
+                Some(listen(cfg, s).inspect(|n| size_buffers(cfg, &n.sock)))
             } else {
                 None
             };

@@ -477,3 +477,24 @@ fn single_threaded_server_serves_flows_one_after_another() {
     assert_eq!(sh.join().unwrap().status, 0);
     assert_eq!(finals(&srep.events()).len(), 2);
 }
+
+#[test]
+fn dash_n_sends_exactly_the_bytes_asked_for() {
+    let port = free_port();
+    let (srep, sh, _w) = spawn(server(port, Some(1)));
+    wait_listening(&srep);
+    let mut c = client("127.0.0.1", port, Rate2::Packets(5000), 1.0, 1);
+    if let Role2::Client(cl) = &mut c.role {
+        cl.end = End2::Bytes(100 * 1470);
+    }
+    let (crep, ch, _cw) = spawn(c);
+    assert_eq!(ch.join().unwrap().status, 0);
+    assert_eq!(sh.join().unwrap().status, 0);
+    let cev = crep.events();
+    // 100 data datagrams, the FIN numbered 101, "Sent" one more.
+    assert_eq!(sent(&cev, Tag2::Id(1)), 102);
+    let r = recv_of(&reports(&cev)[0]);
+    assert_eq!((r.total, r.lost), (101, 0));
+    let s = finals(&srep.events());
+    assert_eq!(s[0].bytes, 101 * 1470);
+}
