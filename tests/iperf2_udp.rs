@@ -42,6 +42,7 @@ struct Case {
     rate: &'static str,
     len: Option<u32>,
     parallel: u32,
+    trip: bool,
 }
 
 impl Case {
@@ -69,6 +70,9 @@ impl Case {
         if self.parallel > 1 {
             v.extend(["-P".to_string(), self.parallel.to_string()]);
         }
+        if self.trip {
+            v.push("--trip-times".to_string());
+        }
         v
     }
 
@@ -92,6 +96,7 @@ impl Case {
                 port,
                 transport: Transport2::Udp,
                 len: self.len,
+                trip_times: self.trip,
                 ..Common2::default()
             },
             output: Output2::default(),
@@ -272,6 +277,22 @@ fn peer_to_ours(peer: &Path, case: Case) {
     sent.sort();
     totals.sort();
     assert_eq!(sent, totals, "{client}\n{ev:?}");
+    if case.trip {
+        // Both ends read one clock: one-way latency is small and positive.
+        for e in &ev {
+            if let Event2::Final(r) = e {
+                let RowKind2::UdpRecv(u) = r.kind else {
+                    continue;
+                };
+                let l = u.latency.expect("trip-times latency");
+                assert!(u.trip_times);
+                assert!(
+                    0.0 < l.min && l.min <= l.mean && l.mean <= l.max && l.max < 0.5,
+                    "{l:?}"
+                );
+            }
+        }
+    }
     if case.parallel > 1 {
         let sum = ev
             .iter()
@@ -298,7 +319,8 @@ both_ways2!(udp_10m, |p: &Path, w| both(
     Case {
         rate: "10m",
         len: None,
-        parallel: 1
+        parallel: 1,
+        trip: false
     }
 ));
 
@@ -308,7 +330,8 @@ both_ways2!(udp_2000pps, |p: &Path, w| both(
     Case {
         rate: "2000pps",
         len: None,
-        parallel: 1
+        parallel: 1,
+        trip: false
     }
 ));
 
@@ -318,7 +341,8 @@ both_ways2!(udp_p4, |p: &Path, w| both(
     Case {
         rate: "2m",
         len: None,
-        parallel: 4
+        parallel: 4,
+        trip: false
     }
 ));
 
@@ -328,7 +352,8 @@ both_ways2!(udp_64_bytes, |p: &Path, w| both(
     Case {
         rate: "2m",
         len: Some(64),
-        parallel: 1
+        parallel: 1,
+        trip: false
     }
 ));
 
@@ -385,6 +410,7 @@ fn directions(peer: &Path, pairing: crate::common::iperf2::Pairing2, dir: Dir) {
         rate: "200pps",
         len: None,
         parallel: 1,
+        trip: false,
     };
     let mode = match dir {
         Dir::Reverse => Mode2::Reverse,
@@ -459,4 +485,27 @@ both_ways2!(udp_full_duplex, |p: &Path, w| directions(
     p,
     w,
     Dir::FullDuplex
+));
+
+both_ways2!(udp_trip_times, |p: &Path, w| both(
+    p,
+    w,
+    Case {
+        rate: "2m",
+        len: None,
+        parallel: 1,
+        trip: true
+    }
+));
+
+// Short datagrams carry the small trip-times header (2.2.1 takes -l 92 and up).
+both_ways2!(udp_trip_times_100_bytes, |p: &Path, w| both(
+    p,
+    w,
+    Case {
+        rate: "1m",
+        len: Some(100),
+        parallel: 1,
+        trip: true
+    }
 ));

@@ -15,7 +15,8 @@ use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
 use rperf3_engine::udp2::wall_now;
 use rperf3_proto2::{
-    udp_rate_on_wire, Mode, TestEnd, TestRequest, Transport, UdpRate, VERSION_2_2_1,
+    udp_rate_on_wire, Layout, Mode, SmallTripTimes, TestEnd, TestRequest, Transport, UdpRate,
+    VERSION_2_2_1,
 };
 use rperf3_report::iperf2::model::{
     Connection2, Event2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2,
@@ -24,7 +25,7 @@ use rperf3_report::iperf2::Report2;
 use rperf3_sys::net::resolve;
 
 use super::config::{Client2, Config2, End2, Mode2, Rate2, DEFAULT_UDP_RATE};
-use super::udp_common::{payload, report_row, trip, Ticks};
+use super::udp_common::{pattern, payload, report_row, trip, Ticks};
 use super::udp_send::{send_row, Rx, Tx, TxPlan};
 use super::Outcome2;
 use crate::Interrupt;
@@ -34,6 +35,9 @@ use crate::Interrupt;
 /// arrive in between are read by the wrong flow or refused, and that flow is
 /// never served (iperf 2.2.1's own `-P 4` loses flows so on loopback).
 const FLOW_STAGGER: Duration = Duration::from_millis(10);
+
+/// Datagram lengths below this carry the small trip-times header.
+const SMALL_TT_BELOW: usize = 128;
 
 /// The request every datagram of a client's flows carries.
 pub(crate) fn request(cfg: &Config2, c: &Client2, len: u32) -> TestRequest {
@@ -166,8 +170,19 @@ pub(crate) fn run(
     }
     let len = cfg.common.len_or_default(dest.is_ipv6());
     let req = request(cfg, c, len);
-    let header = req.udp_header(VERSION_2_2_1, cfg.common.port);
-    let body = Arc::new(payload(len as usize, &header));
+    // Datagrams too short for the full header carry trip-times in the small
+    // one (no 64-bit sequence numbers then), as iperf 2 sends them.
+    let small = cfg.common.trip_times && (len as usize) < SMALL_TT_BELOW && mode == Mode::Normal;
+    let body = Arc::new(if small {
+        let mut p = pattern(len as usize);
+        SmallTripTimes::default().encode(Layout::V2_2_1, &mut p);
+        p
+    } else {
+        payload(
+            len as usize,
+            &req.udp_header(VERSION_2_2_1, cfg.common.port),
+        )
+    });
     let rate = bits_per_sec(c.rate, len);
     let n = c.parallel.max(1);
     let mut socks = Vec::new();
@@ -241,6 +256,7 @@ pub(crate) fn run(
                 bytes,
                 handshake: mode == Mode::Normal && !multicast && !c.no_udp_fin,
                 delay,
+                seq64: !small,
             };
             match Tx::start(Tag2::Id(id), s.clone(), plan) {
                 Ok(t) => Some(t),

@@ -173,6 +173,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
             },
             handshake: false,
             delay: Duration::ZERO,
+            seq64: true,
         };
         match Tx::start(tx_tag, sock.clone(), plan) {
             Ok(t) => Some(t),

@@ -59,6 +59,8 @@ pub(crate) struct TxPlan {
     pub(crate) handshake: bool,
     /// Wait this long before the first datagram.
     pub(crate) delay: Duration,
+    /// 64-bit sequence numbers (all but the small trip-times header).
+    pub(crate) seq64: bool,
 }
 
 impl Tx {
@@ -119,12 +121,12 @@ fn send_flow(
 ) -> SendEnd {
     ctl.nap(plan.delay);
     let t0 = Instant::now();
-    let mut stamp = Stamp2::new(true);
+    let mut stamp = Stamp2::new(plan.seq64);
     let error = send_stamped(sock, &plan.payload, plan.spec, ctl, counters, &mut stamp).err();
     let data = counters.snapshot().blocks;
     let elapsed = t0.elapsed();
     let d = &plan.payload[..plan.spec.len.min(plan.payload.len())];
-    let (report, fins) = finish(sock, d, data, plan.handshake);
+    let (report, fins) = finish(sock, d, data, plan.handshake, plan.seq64);
     SendEnd {
         elapsed,
         data,
@@ -143,6 +145,7 @@ fn finish(
     datagram: &[u8],
     data: u64,
     handshake: bool,
+    seq64: bool,
 ) -> (Option<ServerReport>, u32) {
     let mut d = datagram.to_vec();
     let mut seq = fin_seq(data as i64);
@@ -152,7 +155,7 @@ fn finish(
         let _ = sock.set_read_timeout(Some(FIN_RETRY_WAIT));
     }
     for n in 1..=FIN_MAX_SENDS {
-        DatagramHeader { seq, sent }.encode(&mut d, true);
+        DatagramHeader { seq, sent }.encode(&mut d, seq64);
         let _ = sock.send(&d);
         if !handshake {
             return (None, n);
