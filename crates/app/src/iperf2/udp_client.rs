@@ -82,6 +82,22 @@ pub(crate) fn request(cfg: &Config2, c: &Client2, len: u32) -> TestRequest {
     }
 }
 
+/// The bytes after each datagram's header, and whether they are the small
+/// trip-times header: datagrams too short for the full header carry
+/// trip-times in the small one (no 64-bit sequence numbers then), as iperf 2
+/// sends them.
+pub(crate) fn body(cfg: &Config2, req: &TestRequest, len: u32) -> (Vec<u8>, bool) {
+    let small = req.trip_times && (len as usize) < SMALL_TT_BELOW && req.mode == Mode::Normal;
+    if small {
+        let mut p = pattern(len as usize);
+        SmallTripTimes::default().encode(Layout::V2_2_1, &mut p);
+        (p, true)
+    } else {
+        let h = req.udp_header(VERSION_2_2_1, cfg.common.port);
+        (payload(len as usize, &h), false)
+    }
+}
+
 /// The sending rate in bits per second (`None`: unpaced, `-b 0`).
 pub(crate) fn bits_per_sec(rate: Option<Rate2>, len: u32) -> Option<u64> {
     let b = match rate.unwrap_or(Rate2::Bits(DEFAULT_UDP_RATE)) {
@@ -170,19 +186,8 @@ pub(crate) fn run(
     }
     let len = cfg.common.len_or_default(dest.is_ipv6());
     let req = request(cfg, c, len);
-    // Datagrams too short for the full header carry trip-times in the small
-    // one (no 64-bit sequence numbers then), as iperf 2 sends them.
-    let small = cfg.common.trip_times && (len as usize) < SMALL_TT_BELOW && mode == Mode::Normal;
-    let body = Arc::new(if small {
-        let mut p = pattern(len as usize);
-        SmallTripTimes::default().encode(Layout::V2_2_1, &mut p);
-        p
-    } else {
-        payload(
-            len as usize,
-            &req.udp_header(VERSION_2_2_1, cfg.common.port),
-        )
-    });
+    let (body, small) = body(cfg, &req, len);
+    let body = Arc::new(body);
     let rate = bits_per_sec(c.rate, len);
     let n = c.parallel.max(1);
     let mut socks = Vec::new();

@@ -498,3 +498,28 @@ fn dash_n_sends_exactly_the_bytes_asked_for() {
     let s = finals(&srep.events());
     assert_eq!(s[0].bytes, 101 * 1470);
 }
+
+#[test]
+fn short_trip_times_datagrams_carry_the_small_header() {
+    use rperf3_proto2::{classify_udp, RequestLimits, SmallTripTimes, UdpStart};
+    let mut cfg = client("127.0.0.1", 5001, Rate2::Packets(10), 1.0, 1);
+    cfg.common.trip_times = true;
+    let Role2::Client(cl) = &cfg.role else {
+        unreachable!()
+    };
+    let req = super::udp_client::request(&cfg, cl, 100);
+    let (short, small) = super::udp_client::body(&cfg, &req, 100);
+    assert!(small && SmallTripTimes::is_small(&short));
+    let (long, small) = super::udp_client::body(&cfg, &req, 1470);
+    assert!(!small && !SmallTripTimes::is_small(&long));
+    // What a server reads from each: trip-times, 32- or 64-bit numbers.
+    let now = rperf3_engine::udp2::wall_now();
+    for (mut d, seq64) in [(short, false), (long, true)] {
+        rperf3_proto2::DatagramHeader { seq: 1, sent: now }.encode(&mut d, seq64);
+        let Ok(UdpStart::Test(r)) = classify_udp(&d, now, &RequestLimits::default()) else {
+            panic!("not a test")
+        };
+        assert!(r.trip_times);
+        assert_eq!(r.seq64, seq64);
+    }
+}
