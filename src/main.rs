@@ -8,6 +8,8 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod cli;
+mod cli2;
+mod iperf2;
 mod logger;
 mod output;
 mod plot;
@@ -27,6 +29,9 @@ use rperf3_report::input::Side;
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
+    if let Some((prog, rest)) = iperf2::select(&args) {
+        return iperf2::main(&prog, rest);
+    }
     let prog = args
         .first()
         .and_then(|a| std::path::Path::new(a).file_name())
@@ -81,7 +86,7 @@ fn main() -> ExitCode {
 }
 
 /// Writes to stdout, ignoring a closed pipe (`rperf3 -h | head` is not a crash).
-fn print_and_exit(text: &str, status: u8) -> ExitCode {
+pub(crate) fn print_and_exit(text: &str, status: u8) -> ExitCode {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
@@ -131,7 +136,7 @@ fn run_tests(
 /// The tests are over: what is queued is written before the process ends, as
 /// a plain write would have been, however slow the reader. A signal during
 /// this wait ends it (a supervisor's stop must not hang on a pipe nobody reads).
-fn drain_at_exit(sink: &output::Sink) {
+pub(crate) fn drain_at_exit(sink: &output::Sink) {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [
         signal_hook::consts::SIGINT,
@@ -170,7 +175,7 @@ fn process_setup(cfg: &Config) -> anyhow::Result<Config> {
 }
 
 /// SIGINT, SIGTERM and SIGHUP write a byte to a pipe the control loops poll.
-fn install_signals() -> std::io::Result<Interrupt> {
+pub(crate) fn install_signals() -> std::io::Result<Interrupt> {
     let (rx, tx) = UnixStream::pair()?;
     for sig in [
         signal_hook::consts::SIGINT,

@@ -60,6 +60,27 @@ impl Sink {
         }
     }
 
+    /// The iperf 2 personality's destinations: stdout, or `-o file` (opened
+    /// for appending, as iperf 2 reopens its stdout); stderr stays stderr.
+    pub(crate) fn open2(file: Option<&std::path::Path>) -> io::Result<Self> {
+        let dest: Box<dyn Write + Send> = match file {
+            Some(p) => Box::new(OpenOptions::new().create(true).append(true).open(p)?),
+            None => Box::new(io::stdout()),
+        };
+        let out = OutputQueue::spawn("stdout", dest, QUEUE_BYTES)?;
+        let err = if file.is_none() && same_file(io::stdout().as_fd(), io::stderr().as_fd()) {
+            out.clone()
+        } else {
+            OutputQueue::spawn("stderr", Box::new(io::stderr()), QUEUE_BYTES)?
+        };
+        Ok(Self { out, err })
+    }
+
+    /// Where whole lines for stdout (or the `-o` file) go.
+    pub(crate) fn out(&self) -> &OutputQueue {
+        &self.out
+    }
+
     fn writers(&self) -> (Box<dyn Write + Send>, Box<dyn Write + Send>) {
         (Box::new(self.out.writer()), Box::new(self.err.writer()))
     }

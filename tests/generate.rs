@@ -88,6 +88,7 @@ fn bash_completion_completes_options() {
         ["af41", "af42", "af43"]
     );
     assert_eq!(bash_complete(&script, &["rperf3", "pl"]), ["plot"]);
+    assert_eq!(bash_complete(&script, &["rperf3", "ip"]), ["iperf2"]);
     assert_eq!(
         bash_complete(&script, &["rperf3", "--generate", "complete-z"]),
         ["complete-zsh"]

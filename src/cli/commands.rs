@@ -26,6 +26,11 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         usage: "--generate man|complete-bash|complete-zsh|complete-fish",
         help: "print the man page or a shell completion script",
     },
+    CommandSpec {
+        usage: "iperf2 [iperf 2 options]",
+        help:
+            "speak iperf 2 as version 2.2.1 does: options, outputs, protocol; a link named iperf does too",
+    },
 ];
 
 /// What `--generate` prints.

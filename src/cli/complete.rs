@@ -125,7 +125,7 @@ _rperf3() {{
         (( COMP_CWORD == 1 )) && extra="--generate"
         COMPREPLY=($(compgen -W "{words} $extra" -- "$cur"))
     elif (( COMP_CWORD == 1 )); then
-        COMPREPLY=($(compgen -W "plot" -- "$cur"))
+        COMPREPLY=($(compgen -W "plot iperf2" -- "$cur"))
     fi
     return 0
 }}
@@ -195,6 +195,7 @@ pub(crate) fn zsh() -> String {
     }
     let kinds: Vec<&str> = GENERATE_KINDS.iter().map(|(k, _)| *k).collect();
     let plot_help = zsh_text(COMMANDS[0].help);
+    let iperf2_help = zsh_text(COMMANDS[2].help);
     format!(
         r#"#compdef rperf3
 # zsh completion for rperf3 (rperf3 --generate complete-zsh)
@@ -209,7 +210,7 @@ _rperf3() {{
   fi
   _arguments -s \
 {specs}    '(-)--generate=[print the man page or a completion script]:kind:({kinds})' \
-    '1::command:((plot\:"{plot_help}"))'
+    '1::command:((plot\:"{plot_help}" iperf2\:"{iperf2_help}"))'
 }}
 _rperf3 "$@"
 "#,
@@ -235,6 +236,11 @@ pub(crate) fn fish() -> String {
         out,
         "complete -c rperf3 -n '__fish_use_subcommand' -a plot -d '{}'",
         fish_text(COMMANDS[0].help)
+    );
+    let _ = writeln!(
+        out,
+        "complete -c rperf3 -n '__fish_use_subcommand' -a iperf2 -d '{}'",
+        fish_text(COMMANDS[2].help)
     );
     let kinds: Vec<&str> = GENERATE_KINDS.iter().map(|(k, _)| *k).collect();
     let _ = writeln!(

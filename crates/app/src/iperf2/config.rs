@@ -20,6 +20,9 @@ pub const DEFAULT_UDP_LEN_V6: u32 = 1450;
 pub const DEFAULT_UDP_RATE: u64 = 1_048_576;
 /// Default test length (`-t`).
 pub const DEFAULT_TIME: Duration = Duration::from_secs(10);
+/// A client's `-t 0` (or negative): send until interrupted. A finite span
+/// (about 136 years) so that `Instant + time` never overflows.
+pub const TIME_FOREVER: Duration = Duration::from_secs(u32::MAX as u64);
 
 /// What the process does.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,7 +73,9 @@ pub struct Common2 {
     /// `-B host[:port][%dev]`: the address (a multicast group on a server means
     /// join it), already split.
     pub bind: Option<Bind2>,
-    /// `-V` / an IPv6 literal: the address family.
+    /// `-V` (V6) or `-4` (V4): the address family. As in iperf 2, an IPv6
+    /// literal without `-V` leaves `Any` (it still resolves to IPv6, but the
+    /// UDP default length stays the IPv4 one).
     pub family: Family,
     /// `-i` seconds; `None` = no interval reports. iperf 2 takes down to 5 ms.
     pub interval: Option<Duration>,
@@ -98,7 +103,8 @@ pub struct Common2 {
     pub realtime: bool,
     /// `--trip-times`.
     pub trip_times: bool,
-    /// `--permit-key`.
+    /// `--permit-key`. `Some("")`: `--permit-key` without a value (a server
+    /// then makes a key up, as iperf 2; a client refuses it at parse time).
     pub permit_key: Option<String>,
     /// `--skip-rx-copy` (server reads with MSG_TRUNC).
     pub skip_rx_copy: bool,
@@ -146,7 +152,7 @@ pub enum Input2 {
 /// When the client stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End2 {
-    /// `-t` (default 10 s).
+    /// `-t` (default 10 s; [`TIME_FOREVER`] for `-t 0`).
     Time(Duration),
     /// `-n` bytes.
     Bytes(u64),
@@ -161,7 +167,8 @@ pub struct Client2 {
     pub end: End2,
     /// `-P` (at least 1).
     pub parallel: u32,
-    /// `-b`; `None` = TCP unlimited, UDP 1 Mbit/s.
+    /// `-b`; `None` = TCP unlimited, UDP 1 Mbit/s. `Bits(0)` (`-b 0`, or
+    /// `-b abc`, which iperf 2 reads as 0) = unlimited, UDP included.
     pub rate: Option<Rate2>,
     /// `-d`, `-r`, `-R`, `--full-duplex`.
     pub mode: Mode2,
