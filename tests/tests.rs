@@ -27,6 +27,7 @@ mod interop_udp;
 mod interop_v6;
 mod iperf2_cli;
 mod iperf2_udp;
+mod iperf2_udp_text;
 mod json_shape;
 mod logging;
 mod metrics;
