@@ -49,23 +49,30 @@ fn through_text(
         None => {
             // Sender: "Sent" per stream; the server's totals and the report
             // it sent back, per stream.
-            let mut sent: Vec<u64> = (1..=streams)
-                .map(|t| sent_datagrams(c, &t.to_string()).expect("Sent") - 1)
-                .collect();
-            let mut reported: Vec<u64> = peer_reports(c).iter().map(|r| r.total.unwrap()).collect();
+            let reports = peer_reports(c);
+            // A 2.2.1 server now and then leaves a flow of -P unserved (its
+            // own client's too, see `iperf2_udp`); every other server serves
+            // all, and every flow served must agree to the datagram.
+            let lossy = server_prog.ends_with("iperf-2.2.1") && streams > 1;
+            if lossy {
+                assert!(!reports.is_empty(), "{ctx}");
+            } else {
+                assert_eq!(reports.len(), streams as usize, "{ctx}");
+            }
+            for r in &reports {
+                let sent = sent_datagrams(c, &r.tag).expect("Sent");
+                assert_eq!(r.total, Some(sent - 1), "[{}] {ctx}", r.tag);
+            }
             let mut counted: Vec<(u64, u64)> = (1..=streams)
                 .filter_map(|t| total(s, &t.to_string()))
                 .map(|r| (r.lost.unwrap(), r.total.unwrap()))
                 .collect();
-            sent.sort();
-            reported.sort();
-            counted.sort();
-            let mut report_rows: Vec<(u64, u64)> = peer_reports(c)
+            let mut report_rows: Vec<(u64, u64)> = reports
                 .iter()
                 .map(|r| (r.lost.unwrap(), r.total.unwrap()))
                 .collect();
+            counted.sort();
             report_rows.sort();
-            assert_eq!(reported, sent, "{ctx}");
             assert_eq!(report_rows, counted, "{ctx}");
             // Our server's [SUM] (a stock 2.1.8 server prints none when its
             // flows end inside the first interval).
