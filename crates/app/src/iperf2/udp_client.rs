@@ -26,6 +26,7 @@ use rperf3_sys::net::resolve;
 
 use super::config::{Client2, Config2, End2, Mode2, Rate2, DEFAULT_UDP_RATE};
 use super::udp_common::{pattern, payload, report_row, trip, Ticks};
+use super::udp_flow::IDLE_END;
 use super::udp_send::{send_row, Rx, Tx, TxPlan};
 use super::Outcome2;
 use crate::Interrupt;
@@ -312,11 +313,13 @@ pub(crate) fn run(
         if !stopped && (deadline.is_some_and(|d| now >= d) || interrupted) {
             stopped = true;
         }
-        if interrupted || rx_deadline.is_some_and(|d| now >= d) {
-            flows
-                .iter()
-                .filter_map(|f| f.rx.as_ref())
-                .for_each(|r| r.ctl.stop());
+        let rx_over = interrupted || rx_deadline.is_some_and(|d| now >= d);
+        for r in flows.iter_mut().filter_map(|f| f.rx.as_mut()) {
+            // A server that falls silent (its FIN lost, `-n` with no clock)
+            // ends the direction too.
+            if rx_over || r.idle(now) >= IDLE_END {
+                r.ctl.stop();
+            }
         }
         // Every flow is polled (each collects its finished threads).
         let mut all_done = true;

@@ -203,6 +203,8 @@ pub(crate) struct Rx {
     pub(crate) handle: Option<JoinHandle<io::Result<()>>>,
     pub(crate) mark: RecvMark,
     pub(crate) latency: bool,
+    /// Datagrams at the last look, and when that count last changed.
+    seen: (u64, Instant),
 }
 
 impl Rx {
@@ -245,6 +247,7 @@ impl Rx {
             handle: Some(handle),
             mark: RecvMark::default(),
             latency,
+            seen: (0, Instant::now()),
         })
     }
 
@@ -256,6 +259,19 @@ impl Rx {
             }
         }
         self.handle.is_none()
+    }
+
+    /// How long no datagram has arrived, at `now`.
+    pub(crate) fn idle(&mut self, now: Instant) -> Duration {
+        let n = self
+            .stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .datagrams;
+        if n != self.seen.0 {
+            self.seen = (n, now);
+        }
+        now.duration_since(self.seen.1)
     }
 
     /// The row of the span since the last interval row.

@@ -523,3 +523,33 @@ fn short_trip_times_datagrams_carry_the_small_header() {
         assert_eq!(r.seq64, seq64);
     }
 }
+
+#[test]
+fn a_reverse_client_facing_a_silent_server_ends_on_its_own() {
+    // A bound socket that never answers: the request goes unanswered.
+    let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let c = with_mode(
+        client("127.0.0.1", port, Rate2::Packets(100), 0.5, 1),
+        Mode2::Reverse,
+    );
+    let t0 = std::time::Instant::now();
+    let (crep, ch, _cw) = spawn(c);
+    assert_eq!(ch.join().unwrap().status, 0);
+    // -t, then the grace for the server's FIN; never longer.
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_millis(2400) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+    let got = recv_finals(&crep.events(), Tag2::ReverseId(1));
+    assert_eq!((got[0].total, got[0].reads), (0, 0));
+    // The request went out (repeated while nothing came back), and no more.
+    silent.set_nonblocking(true).unwrap();
+    let mut n = 0;
+    let mut b = [0u8; 2048];
+    while silent.recv(&mut b).is_ok() {
+        n += 1;
+    }
+    assert!((2..=100).contains(&n), "{n}");
+}
