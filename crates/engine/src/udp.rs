@@ -138,16 +138,17 @@ impl Stamp for Iperf3Stamp {
     }
 }
 
-/// [`send_loop`] with any personality's header: `payload` holds every byte
+/// [`send_loop`] with any personality's header (statically dispatched: the
+/// header is written per datagram): `payload` holds every byte
 /// after the header (iperf 2 repeats its test header there), and `stamp`
 /// writes the first [`Stamp::header_len`] bytes of each datagram.
-pub fn send_stamped(
+pub fn send_stamped<S: Stamp>(
     sock: &UdpSocket,
     payload: &[u8],
     spec: UdpSendSpec,
     ctl: &RunControl,
     counters: &StreamCounters,
-    stamp: &mut dyn Stamp,
+    stamp: &mut S,
 ) -> io::Result<()> {
     let len = spec.len.max(1).min(payload.len());
     let hlen = stamp.header_len();
