@@ -27,6 +27,8 @@ use super::udp_send::{Tx, TxPlan};
 pub(crate) const IDLE_END: Duration = Duration::from_secs(10);
 /// How long a `--no-udp-fin` flow may run past the time its header announced.
 const NO_FIN_GRACE: Duration = Duration::from_secs(2);
+/// How long a flow may run past its announced time waiting for its FIN.
+const LATE_FIN_GRACE: Duration = Duration::from_secs(5);
 /// After sending the report, how long the server listens for late FINs
 /// (each answered with the report again), and how many reports at most.
 const REPORT_SILENCE: Duration = Duration::from_millis(250);
@@ -190,11 +192,17 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         None
     };
     let with_latency = f.enhanced || f.req.trip_times;
-    // Absolute limits: the server's -t, and for a flow that sends no FIN the
-    // time its header announced plus a grace period.
+    // Absolute limits: the server's -t, and the time the header announced
+    // plus a grace period (short for a flow that sends no FIN; longer for one
+    // whose FIN is late, so a trickler cannot hold its flow open for good).
     let mut limit = f.server_time.map(|t| f.at + t);
-    if let (true, TestEnd::Time(d)) = (f.req.no_udp_fin || f.multicast, f.req.end) {
-        let l = f.at + d + NO_FIN_GRACE;
+    if let TestEnd::Time(d) = f.req.end {
+        let grace = if f.req.no_udp_fin || f.multicast {
+            NO_FIN_GRACE
+        } else {
+            LATE_FIN_GRACE
+        };
+        let l = f.at + d + grace;
         limit = Some(limit.map_or(l, |x| x.min(l)));
     }
     let tx_end = match f.req.end {

@@ -553,3 +553,42 @@ fn a_reverse_client_facing_a_silent_server_ends_on_its_own() {
     }
     assert!((2..=100).contains(&n), "{n}");
 }
+
+#[test]
+fn a_trickler_is_cut_off_after_its_announced_time() {
+    let port = free_port();
+    let (srep, sh, _w) = spawn(server(port, Some(1)));
+    wait_listening(&srep);
+    // A header announcing -t 0.5, then one datagram a second (never silent
+    // long enough to end the flow that way) and no FIN.
+    let cfg = client("127.0.0.1", port, Rate2::Packets(1), 0.5, 1);
+    let Role2::Client(cl) = &cfg.role else {
+        unreachable!()
+    };
+    let req = super::udp_client::request(&cfg, cl, 200);
+    let mut d =
+        super::udp_common::payload(200, &req.udp_header(rperf3_proto2::VERSION_2_2_1, port));
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let t0 = std::time::Instant::now();
+    let mut seq = 1;
+    while !sh.is_finished() && t0.elapsed() < Duration::from_secs(12) {
+        rperf3_proto2::DatagramHeader {
+            seq,
+            sent: rperf3_engine::udp2::wall_now(),
+        }
+        .encode(&mut d, true);
+        s.send_to(&d, ("127.0.0.1", port)).unwrap();
+        seq += 1;
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    assert_eq!(sh.join().unwrap().status, 0);
+    // 0.5 s announced + 5 s grace.
+    let took = t0.elapsed();
+    assert!(
+        took > Duration::from_millis(5400) && took < Duration::from_secs(8),
+        "{took:?}"
+    );
+    let f = finals(&srep.events());
+    assert_eq!(f.len(), 1);
+    assert_eq!(recv_of(&f[0]).lost, 0);
+}
