@@ -67,6 +67,25 @@ fn options_section(out: &mut String, title: &str, side: Side) {
     }
 }
 
+/// The iperf 2 personality: how it is chosen, and its options by section.
+fn iperf2_section(out: &mut String) {
+    out.push_str(
+        ".SH \"IPERF 2\"\n\
+         Run as \\fBiperf\\fR or \\fBiperf2\\fR (a link to rperf3, as Debian installs\n\
+         iperf 2), or as \\fBrperf3 iperf2\\fR, rperf3 takes iperf 2.2.1's command line,\n\
+         speaks iperf 2's wire protocol with iperf 2.1.8 and 2.2.1 clients and servers,\n\
+         and prints iperf 2.2.1's text and CSV layouts.\n\
+         Its default port is 5001; sizes take k, m, g (powers of 1000) or K, M, G\n\
+         (powers of 1024), and \\fB\\-b\\fR also takes \\fBpps\\fR (packets per second).\n",
+    );
+    for (title, rows) in crate::cli2::man_sections() {
+        let _ = writeln!(out, ".SS \"{title}\"");
+        for (usage, text) in rows {
+            let _ = writeln!(out, ".TP\n\\fB{}\\fR\n{}", esc(&usage), esc(text));
+        }
+    }
+}
+
 /// The whole man page.
 pub(crate) fn man_page() -> String {
     let version = env!("CARGO_PKG_VERSION");
@@ -136,6 +155,7 @@ pub(crate) fn man_page() -> String {
         ".PP\n\\fB\\-\\-generate\\fR \\fIKIND\\fR prints, on standard output, one of: {}.",
         kinds.join(", ")
     );
+    iperf2_section(&mut out);
     out.push_str(
         ".SH \"EXIT STATUS\"\n\
          0 when the test (or the command) succeeded, and when a test was\n\
@@ -190,6 +210,19 @@ mod tests {
     }
 
     #[test]
+    fn documents_the_iperf2_personality_and_its_options() {
+        let page = man_page();
+        assert!(page.contains(".SH \"IPERF 2\""));
+        for usage in [
+            "\\fB\\-d, \\-\\-dualtest\\fR",
+            "\\fB\\-T, \\-\\-ttl",
+            "\\fB\\-U, \\-\\-single_udp",
+        ] {
+            assert!(page.contains(usage), "{usage} missing");
+        }
+    }
+
+    #[test]
     fn escaping() {
         assert_eq!(esc("a-b\\c"), "a\\-b\\ec");
         assert_eq!(esc(".x"), "\\&.x");
@@ -197,7 +230,10 @@ mod tests {
         for line in man_page().lines() {
             if let Some(rest) = line.strip_prefix('.') {
                 let mac = rest.split(' ').next().unwrap_or_default();
-                assert!(["TH", "SH", "TP", "PP", "br", "B"].contains(&mac), "{line}");
+                assert!(
+                    ["TH", "SH", "SS", "TP", "PP", "br", "B"].contains(&mac),
+                    "{line}"
+                );
             }
         }
     }

@@ -30,7 +30,8 @@ pub(crate) fn usage_lines(prog: &str) -> [String; 2] {
     ]
 }
 
-fn option_line(spec: &Spec, row: &HelpRow) -> String {
+/// The option column of a help line: `  -p, --port      #`.
+fn option_usage(spec: &Spec, row: &HelpRow) -> String {
     let long = spec.long.map(|l| format!("--{l}")).unwrap_or_default();
     let mut left = match spec.short {
         Some(c) => format!("  -{c}, "),
@@ -44,6 +45,11 @@ fn option_line(spec: &Spec, row: &HelpRow) -> String {
     } else {
         let _ = write!(left, "{long:<w$} {}", row.value, w = LONG_FIELD - 1);
     }
+    left
+}
+
+fn option_line(spec: &Spec, row: &HelpRow) -> String {
+    let left = option_usage(spec, row);
     if left.len() < COLUMN {
         format!("{left:<COLUMN$}{}", row.text)
     } else {
@@ -61,18 +67,48 @@ fn sort_key(spec: &Spec) -> (bool, String) {
     }
 }
 
-fn section(out: &mut String, title: &str, which: Section) {
+/// A section's rows, in the help's order.
+fn rows(which: Section) -> Vec<(&'static Spec, &'static HelpRow)> {
     let mut rows: Vec<(&Spec, &HelpRow)> = OPTIONS
         .iter()
         .flat_map(|s| s.help.iter().map(move |r| (s, r)))
         .filter(|(_, r)| r.section == which)
         .collect();
     rows.sort_by_key(|(s, _)| sort_key(s));
+    rows
+}
+
+fn section(out: &mut String, title: &str, which: Section) {
     let _ = writeln!(out, "{title}");
-    for (s, r) in rows {
+    for (s, r) in rows(which) {
         let _ = writeln!(out, "{}", option_line(s, r));
     }
     out.push('\n');
+}
+
+/// The help's sections for the man page: (title, [(option usage, text)]).
+pub(crate) fn man_sections() -> Vec<(&'static str, Vec<(String, &'static str)>)> {
+    [
+        ("Client or server", Section::Both),
+        ("Server", Section::Server),
+        ("Client", Section::Client),
+        ("Output and program", Section::Misc),
+    ]
+    .into_iter()
+    .map(|(title, which)| {
+        let rows = rows(which)
+            .into_iter()
+            .map(|(s, r)| {
+                let usage = option_usage(s, r);
+                (
+                    usage.split_whitespace().collect::<Vec<_>>().join(" "),
+                    r.text,
+                )
+            })
+            .collect();
+        (title, rows)
+    })
+    .collect()
 }
 
 /// The `--help` text (stdout).

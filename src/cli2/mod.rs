@@ -25,7 +25,7 @@ use std::ffi::OsString;
 
 use rperf3_app::iperf2::config::Config2;
 
-pub(crate) use self::help::version_text;
+pub(crate) use self::help::{man_sections, version_text};
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq)]
