@@ -133,6 +133,11 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         at: SystemTime::now(),
     }));
     let _ = f.sock.set_read_timeout(Some(RECV_POLL));
+    // The client's -S applies to what the server sends back (-R, full duplex,
+    // the report), as iperf 2 applies it.
+    if f.req.tos != 0 {
+        let _ = rperf3_sys::sockopt::set_tos(&f.sock, f.peer.is_ipv6(), f.req.tos);
+    }
     let len = f.req.buf_len.map_or(0, |l| l as usize).max(f.first.len());
     let sock = Arc::new(f.sock);
     let rx = if receives {
