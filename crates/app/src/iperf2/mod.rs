@@ -3,6 +3,16 @@
 //! (`rperf3_report::iperf2`).
 
 pub mod config;
+
+use std::sync::Arc;
+
+use rperf3_report::iperf2::Report2;
+
+use crate::Interrupt;
+use config::{Config2, Role2, Transport2};
+
+// The UDP client and server (apart from the TCP ones, so that each side's
+// modules are listed on their own).
 mod udp_client;
 mod udp_common;
 mod udp_flow;
@@ -11,13 +21,6 @@ mod udp_send;
 mod udp_server;
 #[cfg(test)]
 mod udp_tests;
-
-use std::sync::Arc;
-
-use rperf3_report::iperf2::Report2;
-
-use crate::Interrupt;
-use config::{Config2, Role2, Transport2};
 
 /// How an iperf 2 run ends: iperf 2's exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
