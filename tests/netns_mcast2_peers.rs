@@ -232,6 +232,12 @@ fn an_ipv6_group_carries_the_hop_limit_and_every_datagram() {
         c.host = GROUP6.into();
         c.end = End2::Time(Duration::from_secs(1));
     }
+    // Out by the device named (IPV6_MULTICAST_IF), as `-B %veth0` asks.
+    scfg.common.bind = Some(Bind2 {
+        host: String::new(),
+        port: None,
+        device: Some("veth0".into()),
+    });
     let (tx, ht) = b.spawn("tx", scfg);
     assert_eq!(ht.join().unwrap(), 0);
     assert_eq!(hr.join().unwrap(), 0);

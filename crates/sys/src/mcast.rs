@@ -32,6 +32,18 @@ pub fn set_multicast_ttl(sock: &impl AsFd, v6: bool, ttl: u8) -> io::Result<()> 
     }
 }
 
+/// Chooses the interface a socket's multicast datagrams leave by: the one
+/// with address `local` (IPv4) or index `ifindex` (IPv6). An IPv4 socket
+/// without an address is steered by its bound device, if any.
+pub fn set_multicast_interface(sock: &impl AsFd, local: IpAddr, ifindex: u32) -> io::Result<()> {
+    let s = SockRef::from(sock);
+    match local {
+        IpAddr::V4(a) if !a.is_unspecified() => s.set_multicast_if_v4(&a),
+        IpAddr::V4(_) => Ok(()),
+        IpAddr::V6(_) => s.set_multicast_if_v6(ifindex),
+    }
+}
+
 /// Joins `group` on a socket bound to it: any source, or only `source` (a
 /// source-specific join), on the interface `ifindex` (0: the kernel's choice).
 /// An IPv4 socket then stops receiving groups it did not join itself
@@ -121,6 +133,16 @@ fn join_source_group(
 mod tests {
     use super::*;
     use std::net::{Ipv4Addr, UdpSocket};
+
+    #[test]
+    fn the_outgoing_interface_is_what_the_socket_reports() {
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        set_multicast_interface(&u, Ipv4Addr::LOCALHOST.into(), 0).unwrap();
+        assert_eq!(
+            SockRef::from(&u).multicast_if_v4().unwrap(),
+            Ipv4Addr::LOCALHOST
+        );
+    }
 
     #[test]
     fn ttl_is_what_the_socket_reports() {

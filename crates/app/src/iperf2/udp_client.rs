@@ -134,6 +134,15 @@ fn open(cfg: &Config2, dest: SocketAddr, multicast: bool) -> io::Result<UdpSocke
     }
     if multicast {
         rperf3_sys::mcast::set_multicast_ttl(&s, dest.is_ipv6(), cfg.common.ttl)?;
+        // -B picks the interface the group's datagrams leave by.
+        let ifindex = match dev {
+            Some(d) => rperf3_sys::mcast::interface_index(d)?,
+            None => 0,
+        };
+        let bound = cfg.common.bind.as_ref().is_some_and(|b| !b.host.is_empty());
+        if bound || ifindex != 0 {
+            rperf3_sys::mcast::set_multicast_interface(&s, local.ip(), ifindex)?;
+        }
     }
     s.connect(dest)?;
     Ok(s)
