@@ -10,6 +10,8 @@
 
 mod netns;
 mod netns_jitter;
+mod netns_mcast2;
+mod netns_mcast2_peers;
 mod netns_tcp;
 
 use std::time::Duration;

@@ -27,6 +27,8 @@ mod interop_udp;
 mod interop_v6;
 mod iperf2_cli;
 mod iperf2_tcp;
+mod iperf2_udp;
+mod iperf2_udp_text;
 mod json_shape;
 mod logging;
 mod metrics;

@@ -16,4 +16,5 @@ pub mod pacing;
 pub mod payload;
 pub mod tcp;
 pub mod udp;
+pub mod udp2;
 pub mod worker;

@@ -30,6 +30,9 @@ pub struct UdpSendSpec {
     pub counters_64bit: bool,
 }
 
+/// Longest header a [`Stamp`] writes.
+pub const MAX_STAMP: usize = 16;
+
 /// Bytes one offloaded send call covers at most: a few 64 KiB trains, enough to
 /// make system calls rare without leaving the cache.
 const OFFLOAD_CALL_BYTES: usize = 256 * 1024;
@@ -98,8 +101,57 @@ pub fn send_loop(
     ctl: &RunControl,
     counters: &StreamCounters,
 ) -> io::Result<()> {
+    let mut stamp = Iperf3Stamp {
+        now: Duration::ZERO,
+        wide: spec.counters_64bit,
+    };
+    send_stamped(sock, payload, spec, ctl, counters, &mut stamp)
+}
+
+/// Writes a personality's header at the start of each datagram: iperf3's
+/// (monotonic stamp, sequence) or iperf 2's (sequence, wall-clock stamp).
+pub trait Stamp {
+    /// Header bytes per datagram: what [`Stamp::write`] fills; the rest of
+    /// each datagram is the payload's bytes at the same offsets.
+    fn header_len(&self) -> usize;
+    /// Called once per send call, before its headers are written: reads the clock.
+    fn batch(&mut self);
+    /// Writes the header of datagram `seq` (1 for the first) at the start of `d`.
+    fn write(&self, d: &mut [u8], seq: u64);
+}
+
+/// iperf3's header: monotonic send time, then the sequence number.
+struct Iperf3Stamp {
+    now: Duration,
+    wide: bool,
+}
+
+impl Stamp for Iperf3Stamp {
+    fn header_len(&self) -> usize {
+        UdpHeader::len(self.wide)
+    }
+    fn batch(&mut self) {
+        self.now = rperf3_sys::clock::monotonic();
+    }
+    fn write(&self, d: &mut [u8], seq: u64) {
+        UdpHeader::new(self.now, seq).encode(d, self.wide);
+    }
+}
+
+/// [`send_loop`] with any personality's header (statically dispatched: the
+/// header is written per datagram): `payload` holds every byte
+/// after the header (iperf 2 repeats its test header there), and `stamp`
+/// writes the first [`Stamp::header_len`] bytes of each datagram.
+pub fn send_stamped<S: Stamp>(
+    sock: &UdpSocket,
+    payload: &[u8],
+    spec: UdpSendSpec,
+    ctl: &RunControl,
+    counters: &StreamCounters,
+    stamp: &mut S,
+) -> io::Result<()> {
     let len = spec.len.max(1).min(payload.len());
-    let hlen = UdpHeader::len(spec.counters_64bit);
+    let hlen = stamp.header_len();
     let mut gso = udp_io::offload().gso;
     let cap = capacity(&spec, gso);
     // With -P 128 at the default rate this is what keeps each stream small:
@@ -110,7 +162,7 @@ pub fn send_loop(
     } else {
         payload[..len].repeat(cap)
     };
-    let mut head = [0u8; 16];
+    let mut head = [0u8; MAX_STAMP];
     let start = Instant::now();
     let mut seq: u64 = 0;
     let mut sent: u64 = 0;
@@ -135,13 +187,13 @@ pub fn send_loop(
                     return Ok(());
                 }
             }
-            let now = rperf3_sys::clock::monotonic();
+            stamp.batch();
             let sent_now = if parts {
-                UdpHeader::new(now, seq + 1).encode(&mut head, spec.counters_64bit);
+                stamp.write(&mut head, seq + 1);
                 udp_io::send_parts(sock, &head[..hlen], &payload[hlen..len])
             } else {
                 for (i, d) in buf.chunks_mut(len).take(n).enumerate() {
-                    UdpHeader::new(now, seq + 1 + i as u64).encode(d, spec.counters_64bit);
+                    stamp.write(d, seq + 1 + i as u64);
                 }
                 let d = udp_io::Datagrams {
                     buf: &buf[..n * len],
@@ -188,11 +240,61 @@ pub fn recv_loop(
     counters: &StreamCounters,
     stats: &Mutex<UdpRecvStats>,
 ) -> io::Result<()> {
+    recv_batches(
+        sock,
+        len.max(UdpHeader::len(counters_64bit)),
+        ctl,
+        counters,
+        |msgs| {
+            let now = rperf3_sys::clock::monotonic();
+            let (mut blocks, mut bytes) = (0u64, 0u64);
+            // Counters and statistics change under one lock, so a sample sees a
+            // batch entirely or not at all.
+            let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
+            for &(msg, seg) in msgs {
+                // Trains are split per datagram inside; pieces too short for a
+                // header (a stray handshake datagram) are not test data.
+                let (b, n) = s.on_message(msg, seg, counters_64bit, now);
+                blocks += b;
+                bytes += n;
+            }
+            Batch {
+                blocks,
+                bytes,
+                done: false,
+            }
+        },
+    )
+}
+
+/// What a receiver made of one batch of messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Batch {
+    /// Datagrams counted.
+    pub blocks: u64,
+    /// Bytes counted.
+    pub bytes: u64,
+    /// The stream has ended (iperf 2's FIN): return.
+    pub done: bool,
+}
+
+/// Receives batches of messages until the run stops or `each` reports the end,
+/// handing each batch to `each` as (message, GRO segment size or 0) pairs and
+/// adding what it counted to `counters`. `len` is the largest datagram expected
+/// (slot size without UDP_GRO). A read timeout on the socket only makes the
+/// loop look at the stop flag again.
+pub fn recv_batches(
+    sock: &UdpSocket,
+    len: usize,
+    ctl: &RunControl,
+    counters: &StreamCounters,
+    mut each: impl FnMut(&[(&[u8], usize)]) -> Batch,
+) -> io::Result<()> {
     let gro = udp_io::enable_gro(sock);
     let (stride, slots) = if gro {
         (udp_io::GRO_SLOT, GRO_SLOTS)
     } else {
-        (len.max(UdpHeader::len(counters_64bit)), udp_io::MAX_MSGS)
+        (len.max(1), udp_io::MAX_MSGS)
     };
     let mut buf = vec![0u8; stride * slots];
     let mut msgs = [udp_io::Received::default(); udp_io::MAX_MSGS];
@@ -206,19 +308,19 @@ pub fn recv_loop(
         if ctl.stopped() {
             return Ok(());
         }
-        let now = rperf3_sys::clock::monotonic();
-        let (mut blocks, mut bytes) = (0u64, 0u64);
-        // Counters and statistics change under one lock, so a sample sees a
-        // batch entirely or not at all.
-        let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
-        for (slot, m) in buf.chunks_exact(stride).zip(&msgs[..got]) {
-            // Trains are split per datagram inside; pieces too short for a
-            // header (a stray handshake datagram) are not test data.
-            let (b, n) = s.on_message(&slot[..m.len], m.seg, counters_64bit, now);
-            blocks += b;
-            bytes += n;
+        let mut views: [(&[u8], usize); udp_io::MAX_MSGS] = [(&[], 0); udp_io::MAX_MSGS];
+        for ((v, slot), m) in views
+            .iter_mut()
+            .zip(buf.chunks_exact(stride))
+            .zip(&msgs[..got])
+        {
+            *v = (&slot[..m.len], m.seg);
         }
-        counters.add_many(blocks, bytes);
+        let b = each(&views[..got]);
+        counters.add_many(b.blocks, b.bytes);
+        if b.done {
+            return Ok(());
+        }
     }
     Ok(())
 }

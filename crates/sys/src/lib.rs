@@ -8,6 +8,8 @@
 //!   IPV6_FLOWLABEL_MGR with its request struct; the FIONREAD ioctl.
 //! - `sctp.rs`: `setsockopt` at the SCTP level (SCTP_INITMSG, SCTP_MAXSEG and
 //!   sctp_bindx's packed address array), which libc does not wrap.
+//! - `mcast.rs`: `setsockopt(MCAST_JOIN_SOURCE_GROUP)` with its request struct and
+//!   the socket addresses copied into it.
 //! - `udp_io.rs`: `sendmmsg` / `recvmmsg` over stack arrays of headers pointing at live
 //!   buffers, UDP_SEGMENT / UDP_GRO control messages and socket options.
 //!
@@ -18,6 +20,7 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 pub mod clock;
+pub mod mcast;
 pub mod net;
 pub mod poll;
 pub mod process;

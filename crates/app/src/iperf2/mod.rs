@@ -26,6 +26,17 @@ use rperf3_report::iperf2::Report2;
 use crate::Interrupt;
 use config::{Config2, Role2, Transport2};
 
+// The UDP client and server (apart from the TCP ones, so that each side's
+// modules are listed on their own).
+mod udp_client;
+mod udp_common;
+mod udp_flow;
+mod udp_group;
+mod udp_send;
+mod udp_server;
+#[cfg(test)]
+mod udp_tests;
+
 /// How an iperf 2 run ends: iperf 2's exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome2 {
@@ -55,14 +66,20 @@ fn tcp_client(cfg: &Config2, report: Arc<dyn Report2>, intr: Interrupt) -> Outco
     tcp_client::run(cfg, report, intr)
 }
 
-fn udp_client(_cfg: &Config2, report: Arc<dyn Report2>, _intr: Interrupt) -> Outcome2 {
-    unbuilt(&*report)
+fn udp_client(cfg: &Config2, report: Arc<dyn Report2>, intr: Interrupt) -> Outcome2 {
+    match &cfg.role {
+        Role2::Client(c) => udp_client::run(cfg, c, report, intr),
+        Role2::Server(_) => unbuilt(&*report),
+    }
 }
 
 fn tcp_server(cfg: &Config2, report: Arc<dyn Report2>, intr: Interrupt) -> Outcome2 {
     tcp_server::run(cfg, report, intr)
 }
 
-fn udp_server(_cfg: &Config2, report: Arc<dyn Report2>, _intr: Interrupt) -> Outcome2 {
-    unbuilt(&*report)
+fn udp_server(cfg: &Config2, report: Arc<dyn Report2>, intr: Interrupt) -> Outcome2 {
+    match &cfg.role {
+        Role2::Server(s) => udp_server::run(cfg, s, report, intr),
+        Role2::Client(_) => unbuilt(&*report),
+    }
 }

@@ -1,0 +1,469 @@
+//! iperf 2's UDP client: `-P` flows, each a connected socket sending paced
+//! datagrams with iperf 2's header and the test header repeated in every
+//! datagram, then the FIN handshake that fetches the server report (none for
+//! multicast or `--no-udp-fin`).
+//!
+//! The datagrams move through the shared engine loops (trains or batches);
+//! only the header is iperf 2's.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use rperf3_engine::pacing::Pacer;
+use rperf3_engine::udp::UdpSendSpec;
+use rperf3_engine::udp2::wall_now;
+use rperf3_proto2::{
+    udp_rate_on_wire, Layout, Mode, SmallTripTimes, TestEnd, TestRequest, Transport, UdpRate,
+    VERSION_2_2_1,
+};
+use rperf3_report::iperf2::model::{
+    Connection2, Event2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2,
+};
+use rperf3_report::iperf2::Report2;
+use rperf3_sys::net::resolve;
+
+use super::config::{Client2, Config2, End2, Mode2, Rate2, DEFAULT_UDP_RATE};
+use super::udp_common::{pattern, payload, report_row, trip, Ticks};
+use super::udp_flow::IDLE_END;
+use super::udp_send::{send_row, Rx, Tx, TxPlan};
+use super::Outcome2;
+use crate::Interrupt;
+
+/// Flows start this far apart. A stock server hands its listening socket to
+/// each new flow and binds a new one; first datagrams of other flows that
+/// arrive in between are read by the wrong flow or refused, and that flow is
+/// never served (iperf 2.2.1's own `-P 4` loses flows so on loopback).
+const FLOW_STAGGER: Duration = Duration::from_millis(10);
+
+/// Datagram lengths below this carry the small trip-times header.
+const SMALL_TT_BELOW: usize = 128;
+
+/// The request every datagram of a client's flows carries.
+pub(crate) fn request(cfg: &Config2, c: &Client2, len: u32) -> TestRequest {
+    let rate = match c.rate.unwrap_or(Rate2::Bits(DEFAULT_UDP_RATE)) {
+        Rate2::Bits(b) => UdpRate::BitsPerSec(b),
+        Rate2::Packets(n) => UdpRate::PacketsPerSec(n),
+    };
+    TestRequest {
+        transport: Transport::Udp,
+        end: match c.end {
+            End2::Time(d) => TestEnd::Time(d),
+            End2::Bytes(n) => TestEnd::Bytes(n),
+        },
+        mode: wire_mode(c.mode),
+        streams: c.parallel.max(1),
+        transfer_id: None,
+        rate: udp_rate_on_wire(rate, wire_mode(c.mode), len),
+        rate_is_pps: false,
+        buf_len: cfg.common.len,
+        win_band: 0,
+        tos: cfg.common.tos.unwrap_or(0),
+        peer_version: Some(VERSION_2_2_1),
+        wants_ack: false,
+        peer_detect: c.peer_detect,
+        trip_times: cfg.common.trip_times,
+        trip_start: cfg.common.trip_times.then(wall_now),
+        txstart: None,
+        skewed_start: false,
+        isochronous: false,
+        isoch_settings: None,
+        no_udp_fin: c.no_udp_fin,
+        seq64: true,
+        small_trip_times: false,
+        fq_rate: None,
+        write_prefetch: None,
+        barrier_us: None,
+        quickack: false,
+        periodic_burst: false,
+        l4s: false,
+        cca: None,
+        permit_key: None,
+    }
+}
+
+/// The bytes after each datagram's header, and whether they are the small
+/// trip-times header: datagrams too short for the full header carry
+/// trip-times in the small one (no 64-bit sequence numbers then), as iperf 2
+/// sends them.
+pub(crate) fn body(cfg: &Config2, req: &TestRequest, len: u32) -> (Vec<u8>, bool) {
+    let small = req.trip_times && (len as usize) < SMALL_TT_BELOW && req.mode == Mode::Normal;
+    if small {
+        let mut p = pattern(len as usize);
+        SmallTripTimes::default().encode(Layout::V2_2_1, &mut p);
+        (p, true)
+    } else {
+        let h = req.udp_header(VERSION_2_2_1, cfg.common.port);
+        (payload(len as usize, &h), false)
+    }
+}
+
+/// The sending rate in bits per second (`None`: unpaced, `-b 0`).
+pub(crate) fn bits_per_sec(rate: Option<Rate2>, len: u32) -> Option<u64> {
+    let b = match rate.unwrap_or(Rate2::Bits(DEFAULT_UDP_RATE)) {
+        Rate2::Bits(b) => b,
+        Rate2::Packets(n) => n.saturating_mul(8 * u64::from(len)),
+    };
+    (b > 0).then_some(b)
+}
+
+/// One flow's socket, connected to the server (or group).
+fn open(cfg: &Config2, dest: SocketAddr, multicast: bool) -> io::Result<UdpSocket> {
+    let local: SocketAddr = match (&cfg.common.bind, dest) {
+        (Some(b), _) if !b.host.is_empty() => {
+            let ip = resolve(&b.host, 0, cfg.common.family)?[0].ip();
+            SocketAddr::new(ip, b.port.unwrap_or(0))
+        }
+        (b, SocketAddr::V4(_)) => SocketAddr::new(
+            [0, 0, 0, 0].into(),
+            b.as_ref().and_then(|b| b.port).unwrap_or(0),
+        ),
+        (b, SocketAddr::V6(_)) => SocketAddr::new(
+            std::net::Ipv6Addr::UNSPECIFIED.into(),
+            b.as_ref().and_then(|b| b.port).unwrap_or(0),
+        ),
+    };
+    let dev = cfg.common.bind.as_ref().and_then(|b| b.device.as_deref());
+    let s = rperf3_sys::net::udp_bind(local, false, dev)?;
+    if let Some(w) = cfg.common.window {
+        rperf3_sys::net::set_buffer_sizes(&s, w as usize)?;
+    }
+    if let Some(t) = cfg.common.tos {
+        rperf3_sys::sockopt::set_tos(&s, dest.is_ipv6(), t)?;
+    }
+    if multicast {
+        rperf3_sys::mcast::set_multicast_ttl(&s, dest.is_ipv6(), cfg.common.ttl)?;
+        // -B picks the interface the group's datagrams leave by.
+        let ifindex = match dev {
+            Some(d) => rperf3_sys::mcast::interface_index(d)?,
+            None => 0,
+        };
+        let bound = cfg.common.bind.as_ref().is_some_and(|b| !b.host.is_empty());
+        if bound || ifindex != 0 {
+            rperf3_sys::mcast::set_multicast_interface(&s, local.ip(), ifindex)?;
+        }
+    }
+    s.connect(dest)?;
+    Ok(s)
+}
+
+/// One flow of the client: its sending and/or receiving direction.
+struct Flow {
+    id: u32,
+    /// When this flow's sending ends (`-t` from its own start).
+    until: Option<Instant>,
+    addrs: (SocketAddr, SocketAddr),
+    tx: Option<Tx>,
+    rx: Option<Rx>,
+}
+
+impl Flow {
+    fn done(&mut self) -> bool {
+        let t = self.tx.as_mut().is_none_or(Tx::poll);
+        let r = self.rx.as_mut().is_none_or(Rx::poll);
+        t && r
+    }
+}
+
+fn wire_mode(m: Mode2) -> Mode {
+    match m {
+        Mode2::Reverse => Mode::Reverse,
+        Mode2::FullDuplex => Mode::FullDuplex,
+        _ => Mode::Normal,
+    }
+}
+
+/// Runs the UDP client of `cfg` (whose role is a client).
+pub(crate) fn run(
+    cfg: &Config2,
+    c: &Client2,
+    report: Arc<dyn Report2>,
+    mut intr: Interrupt,
+) -> Outcome2 {
+    let fail = |msg: String| {
+        report.event(Event2::Message(msg));
+        Outcome2 { status: 1 }
+    };
+    let dest = match resolve(&c.host, cfg.common.port, cfg.common.family) {
+        Ok(a) => a[0],
+        Err(e) => return fail(format!("ERROR: failed name resolution for {}: {e}", c.host)),
+    };
+    let multicast = dest.ip().is_multicast();
+    let mode = wire_mode(c.mode);
+    if multicast && mode != Mode::Normal {
+        return fail("ERROR: a multicast test only sends from the client".into());
+    }
+    let len = cfg.common.len_or_default(dest.is_ipv6());
+    let req = request(cfg, c, len);
+    let (body, small) = body(cfg, &req, len);
+    let body = Arc::new(body);
+    let rate = bits_per_sec(c.rate, len);
+    let n = c.parallel.max(1);
+    let mut socks = Vec::new();
+    for _ in 0..n {
+        match open(cfg, dest, multicast) {
+            Ok(s) => socks.push(Arc::new(s)),
+            Err(e) => return fail(format!("ERROR: connect failed: {e}")),
+        }
+    }
+    let window = rperf3_sys::net::buffer_sizes(&*socks[0]).0;
+    let note = match mode {
+        Mode::Reverse => Some("(reverse)"),
+        Mode::FullDuplex => Some("(full-duplex)"),
+        _ => None,
+    };
+    report.event(Event2::Settings(Settings2 {
+        side: Side2::Client,
+        proto: Proto2::Udp,
+        host: Some(c.host.clone()),
+        port: cfg.common.port,
+        pid: std::process::id(),
+        flows: n,
+        len,
+        ipg_us: rate.map(|b| len as f64 * 8.0 / b as f64 * 1e6),
+        window,
+        window_requested: cfg.common.window.is_some(),
+        requested_window: cfg.common.window.map(u64::from),
+        congestion_asked: None,
+        trip_times: cfg.common.trip_times,
+        congestion: None,
+        tos: cfg.common.tos.unwrap_or(0),
+        nodelay: false,
+        mss: None,
+        multicast: None,
+        ttl: multicast.then_some(cfg.common.ttl),
+        mode_note: note.map(str::to_string),
+    }));
+    let spec = UdpSendSpec {
+        len: len as usize,
+        pacer: rate.map(Pacer::new),
+        burst: 1,
+        counters_64bit: true,
+    };
+    let bytes = match c.end {
+        End2::Bytes(b) => Some(b),
+        End2::Time(_) => None,
+    };
+    let start = Instant::now();
+    let mut flows = Vec::new();
+    for (i, s) in socks.into_iter().enumerate() {
+        let id = i as u32 + 1;
+        let local = s.local_addr().unwrap_or(dest);
+        report.event(Event2::Connected(Connection2 {
+            tag: Tag2::Id(id),
+            local,
+            device: None,
+            peer: dest,
+            notes: note.iter().map(|n| n.to_string()).collect(),
+            peer_version: None,
+            tcp: None,
+            connect_time: None,
+            at: SystemTime::now(),
+        }));
+        let delay = FLOW_STAGGER * i as u32;
+        let tx = if mode == Mode::Reverse {
+            None
+        } else {
+            let plan = TxPlan {
+                payload: body.clone(),
+                spec,
+                bytes,
+                handshake: mode == Mode::Normal && !multicast && !c.no_udp_fin,
+                delay,
+                seq64: !small,
+            };
+            match Tx::start(Tag2::Id(id), s.clone(), plan) {
+                Ok(t) => Some(t),
+                Err(e) => return fail(format!("ERROR: thread: {e}")),
+            }
+        };
+        let rx = if mode == Mode::Normal {
+            None
+        } else {
+            let hello = (mode == Mode::Reverse).then(|| body[..len as usize].to_vec());
+            match Rx::start(
+                Tag2::ReverseId(id),
+                s,
+                len as usize,
+                hello,
+                cfg.common.trip_times,
+            ) {
+                Ok(r) => Some(r),
+                Err(e) => return fail(format!("ERROR: thread: {e}")),
+            }
+        };
+        flows.push(Flow {
+            id,
+            until: match c.end {
+                End2::Time(d) => Some(start + delay + d),
+                End2::Bytes(_) => None,
+            },
+            addrs: (local, dest),
+            tx,
+            rx,
+        });
+    }
+    let deadline = flows.iter().filter_map(|f| f.until).max();
+    // A receiving direction whose FIN never comes ends this long after the test.
+    let rx_deadline = deadline.map(|d| d + RX_GRACE);
+    let mut ticks = Ticks::new(start, cfg.common.interval);
+    let mut stopped = false;
+    loop {
+        let now = Instant::now();
+        let interrupted = intr.triggered();
+        for f in &flows {
+            if let Some(t) = &f.tx {
+                if interrupted || f.until.is_some_and(|u| now >= u) {
+                    t.ctl.stop();
+                }
+            }
+        }
+        if !stopped && (deadline.is_some_and(|d| now >= d) || interrupted) {
+            stopped = true;
+        }
+        let rx_over = interrupted || rx_deadline.is_some_and(|d| now >= d);
+        for r in flows.iter_mut().filter_map(|f| f.rx.as_mut()) {
+            // A server that falls silent (its FIN lost, `-n` with no clock)
+            // ends the direction too.
+            if rx_over || r.idle(now) >= IDLE_END {
+                r.ctl.stop();
+            }
+        }
+        // Every flow is polled (each collects its finished threads).
+        let mut all_done = true;
+        for f in &mut flows {
+            all_done &= f.done();
+        }
+        if all_done {
+            break;
+        }
+        if let Some(t) = ticks.next().filter(|&t| now >= t) {
+            let span = ticks.take();
+            // A flow whose sending ended before the tick has no interval row.
+            if deadline.is_none_or(|d| t <= d) {
+                interval_rows(&mut flows, span, &*report);
+            }
+            continue;
+        }
+        let mut wake = now + Duration::from_millis(if stopped { 5 } else { 50 });
+        let next_end = flows
+            .iter()
+            .filter_map(|f| f.until)
+            .filter(|&u| u > now)
+            .min();
+        for t in [ticks.next(), next_end].into_iter().flatten() {
+            wake = wake.min(t);
+        }
+        let _ = rperf3_sys::poll::readable(&intr.fd(), wake.saturating_duration_since(now));
+    }
+    // A tick that fell due as the flows ended (the last one of `-t`).
+    let end = deadline.unwrap_or_else(Instant::now);
+    while ticks
+        .next()
+        .is_some_and(|t| t <= end + Duration::from_millis(1))
+    {
+        let span = ticks.take();
+        interval_rows(&mut flows, span, &*report);
+    }
+    finals(&flows, &*report, len as u64, cfg.common.trip_times)
+}
+
+/// How long past `-t` a receiving direction waits for the server's FIN.
+const RX_GRACE: Duration = Duration::from_secs(2);
+
+fn interval_rows(flows: &mut [Flow], span: (f64, f64), report: &dyn Report2) {
+    let n = flows.len() as u32;
+    let mut tx_sum = (0, 0);
+    for f in flows.iter_mut() {
+        if let Some(t) = &mut f.tx {
+            let row = t.interval(span);
+            tx_sum.0 += row.bytes;
+            if let RowKind2::UdpSend(u) = row.kind {
+                tx_sum.1 += u.writes;
+            }
+            report.event(Event2::Interval(row));
+        }
+        if let Some(r) = &mut f.rx {
+            report.event(Event2::Interval(r.interval(span)));
+        }
+    }
+    if n > 1 && flows.iter().any(|f| f.tx.is_some()) {
+        report.event(Event2::Interval(send_row(
+            Tag2::Sum(n),
+            span,
+            tx_sum.0,
+            tx_sum.1,
+        )));
+    }
+}
+
+/// The closing rows: each flow's totals and "Sent", the sums, then the
+/// server reports or the warning that none came.
+fn finals(flows: &[Flow], report: &dyn Report2, len: u64, trip_times: bool) -> Outcome2 {
+    let n = flows.len() as u32;
+    let (mut sum_b, mut sum_w, mut sum_sent, mut longest) = (0, 0, 0, 0.0f64);
+    let mut status = 0;
+    for f in flows {
+        if let Some(r) = &f.rx {
+            let mut row = r.total();
+            row.addrs = Some(f.addrs);
+            report.event(Event2::Final(row));
+        }
+        let Some(t) = &f.tx else { continue };
+        let Some((row, sent)) = t.total(len) else {
+            status = 1;
+            continue;
+        };
+        if let Some(err) = t.end.as_ref().and_then(|e| e.error.as_ref()) {
+            report.event(Event2::Message(format!(
+                "[{:>3}] ERROR: write failed: {err}",
+                f.id
+            )));
+            status = 1;
+        }
+        longest = longest.max(row.end);
+        sum_b += row.bytes;
+        if let RowKind2::UdpSend(u) = row.kind {
+            sum_w += u.writes;
+        }
+        sum_sent += sent;
+        report.event(Event2::Final(Row2 {
+            addrs: Some(f.addrs),
+            ..row
+        }));
+        report.event(Event2::Sent {
+            tag: t.tag,
+            datagrams: sent,
+        });
+    }
+    if n > 1 && flows.iter().any(|f| f.tx.is_some()) {
+        report.event(Event2::Final(send_row(
+            Tag2::Sum(n),
+            (0.0, longest),
+            sum_b,
+            sum_w,
+        )));
+        report.event(Event2::Sent {
+            tag: Tag2::Sum(n),
+            datagrams: sum_sent,
+        });
+    }
+    for f in flows {
+        let Some(e) = f.tx.as_ref().and_then(|t| t.end.as_ref()) else {
+            continue;
+        };
+        match &e.report {
+            Some(r) => report.event(Event2::ServerReport(trip(
+                report_row(Tag2::Id(f.id), f.addrs, r),
+                trip_times,
+            ))),
+            None if e.fins > 1 => report.event(Event2::Message(format!(
+                "[{:>3}] WARNING: did not receive ack of last datagram after {} tries.",
+                f.id, e.fins
+            ))),
+            None => {}
+        }
+    }
+    Outcome2 { status }
+}

@@ -1,0 +1,347 @@
+//! One UDP flow on iperf 2's server: its receiver (the shared engine loop with
+//! iperf 2's statistics), its interval and final rows, and the server report
+//! sent back after the client's FIN.
+//!
+//! A flow ends at its FIN, at the server's `-t`, at the listener's stop, or
+//! when its client falls silent (absolute deadlines: nothing waits forever).
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use rperf3_engine::control::RunControl;
+use rperf3_engine::counters::StreamCounters;
+use rperf3_engine::pacing::Pacer;
+use rperf3_engine::udp::UdpSendSpec;
+use rperf3_engine::udp2::{recv_loop2, wall_now, Udp2Stats, RECV_POLL};
+use rperf3_proto2::{Mode, TestEnd, TestRequest};
+use rperf3_report::iperf2::model::{Connection2, Event2, Row2, Tag2};
+use rperf3_report::iperf2::Report2;
+
+use super::config::DEFAULT_UDP_RATE;
+use super::udp_common::{latency, pattern, recv_row, server_report, trip, RecvMark, Ticks};
+use super::udp_group::Group;
+use super::udp_send::{Tx, TxPlan};
+
+/// A client silent this long has gone: its flow ends with what it has.
+pub(crate) const IDLE_END: Duration = Duration::from_secs(10);
+/// How long a `--no-udp-fin` flow may run past the time its header announced.
+const NO_FIN_GRACE: Duration = Duration::from_secs(2);
+/// How long a flow may run past its announced time waiting for its FIN.
+const LATE_FIN_GRACE: Duration = Duration::from_secs(5);
+/// After sending the report, how long the server listens for late FINs
+/// (each answered with the report again), and how many reports at most.
+const REPORT_SILENCE: Duration = Duration::from_millis(250);
+const REPORT_SENDS: u32 = 9;
+
+/// What the listener knows of a new flow.
+pub(crate) struct FlowStart {
+    /// The transfer id.
+    pub(crate) id: u32,
+    /// The flow's socket, connected to the client.
+    pub(crate) sock: UdpSocket,
+    /// Our address as the client sees it (the group for multicast).
+    pub(crate) local: SocketAddr,
+    /// The client.
+    pub(crate) peer: SocketAddr,
+    /// What the first datagram asked for.
+    pub(crate) req: TestRequest,
+    /// The first datagram (accounted by the flow).
+    pub(crate) first: Vec<u8>,
+    /// When the first datagram arrived.
+    pub(crate) at: Instant,
+    /// The server's `-t`, if any.
+    pub(crate) server_time: Option<Duration>,
+    /// Interval reports.
+    pub(crate) interval: Option<Duration>,
+    /// `-e`: enhanced rows and report.
+    pub(crate) enhanced: bool,
+    /// A multicast flow: no report.
+    pub(crate) multicast: bool,
+    /// The client's `-P` group and this flow's place in it.
+    pub(crate) group: Option<(Arc<Group>, usize)>,
+}
+
+/// A running flow as the listener sees it: datagrams that reached the
+/// listener before the flow's socket took over are fed in here.
+#[derive(Clone)]
+pub(crate) struct FlowHandle {
+    pub(crate) stats: Arc<Mutex<Udp2Stats>>,
+    pub(crate) counters: Arc<StreamCounters>,
+    pub(crate) ctl: Arc<RunControl>,
+    /// The client sends data (not a `-R` test, whose datagrams are requests).
+    pub(crate) receives: bool,
+}
+
+impl FlowHandle {
+    /// Accounts a datagram the listener read for this flow.
+    pub(crate) fn feed(&self, d: &[u8]) {
+        if !self.receives {
+            return;
+        }
+        let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        if s.fin {
+            return;
+        }
+        let b = s.on_message(d, 0, wall_now().as_micros());
+        self.counters.add_many(b.blocks, b.bytes);
+    }
+}
+
+/// Prepares a flow's shared state; the first datagram is already counted.
+pub(crate) fn handle_for(f: &FlowStart) -> FlowHandle {
+    let h = FlowHandle {
+        stats: Arc::new(Mutex::new(Udp2Stats::new(f.req.seq64))),
+        counters: Arc::new(StreamCounters::default()),
+        ctl: Arc::new(RunControl::new(None)),
+        receives: f.req.mode != Mode::Reverse,
+    };
+    h.feed(&f.first);
+    h
+}
+
+/// Serves a flow to its end: receives (and reports) what the client sends,
+/// sends what a `-R` or full-duplex client asks for, answers the FIN.
+pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
+    let receives = f.req.mode != Mode::Reverse;
+    let sends = matches!(f.req.mode, Mode::Reverse | Mode::FullDuplex);
+    // The direction the server sends is tagged `[ *N]` beside a received one.
+    let (tag, tx_tag) = if receives {
+        (Tag2::Id(f.id), Tag2::ReverseId(f.id))
+    } else {
+        (Tag2::ReverseId(f.id), Tag2::Id(f.id))
+    };
+    let mut notes = Vec::new();
+    for (on, note) in [
+        (f.req.mode == Mode::Reverse, "(reverse)"),
+        (f.req.mode == Mode::FullDuplex, "(full-duplex)"),
+        (f.req.trip_times, "(trip-times)"),
+    ] {
+        if on {
+            notes.push(note.to_string());
+        }
+    }
+    report.event(Event2::Connected(Connection2 {
+        tag: Tag2::Id(f.id),
+        local: f.local,
+        device: None,
+        peer: f.peer,
+        notes,
+        peer_version: f.req.peer_version.map(|v| v.to_string()),
+        tcp: None,
+        connect_time: None,
+        at: SystemTime::now(),
+    }));
+    let _ = f.sock.set_read_timeout(Some(RECV_POLL));
+    // The client's -S applies to what the server sends back (-R, full duplex,
+    // the report), as iperf 2 applies it.
+    if f.req.tos != 0 {
+        let _ = rperf3_sys::sockopt::set_tos(&f.sock, f.peer.is_ipv6(), f.req.tos);
+    }
+    let len = f.req.buf_len.map_or(0, |l| l as usize).max(f.first.len());
+    let sock = Arc::new(f.sock);
+    let rx = if receives {
+        let (s, c, k, st) = (
+            sock.clone(),
+            h.ctl.clone(),
+            h.counters.clone(),
+            h.stats.clone(),
+        );
+        let spawned = std::thread::Builder::new()
+            .name(format!("udp2-rx-{}", f.id))
+            .spawn(move || recv_loop2(&s, len, &c, &k, &st));
+        let Ok(j) = spawned else {
+            report.event(Event2::Message(format!(
+                "[{:>3}] ERROR: cannot start a receiver",
+                f.id
+            )));
+            return;
+        };
+        Some(j)
+    } else {
+        None
+    };
+    let mut tx = if sends {
+        let plan = TxPlan {
+            payload: Arc::new(pattern(len)),
+            spec: UdpSendSpec {
+                len,
+                pacer: Some(Pacer::new(if f.req.rate == 0 {
+                    DEFAULT_UDP_RATE
+                } else {
+                    f.req.rate
+                })),
+                burst: 1,
+                counters_64bit: true,
+            },
+            bytes: match f.req.end {
+                TestEnd::Bytes(n) => Some(n),
+                TestEnd::Time(_) => None,
+            },
+            handshake: false,
+            delay: Duration::ZERO,
+            seq64: true,
+        };
+        match Tx::start(tx_tag, sock.clone(), plan) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                report.event(Event2::Message(format!(
+                    "[{:>3}] ERROR: cannot send: {e}",
+                    f.id
+                )));
+                h.ctl.stop();
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let with_latency = f.enhanced || f.req.trip_times;
+    // Absolute limits: the server's -t, and the time the header announced
+    // plus a grace period (short for a flow that sends no FIN; longer for one
+    // whose FIN is late, so a trickler cannot hold its flow open for good).
+    let mut limit = f.server_time.map(|t| f.at + t);
+    if let TestEnd::Time(d) = f.req.end {
+        let grace = if f.req.no_udp_fin || f.multicast {
+            NO_FIN_GRACE
+        } else {
+            LATE_FIN_GRACE
+        };
+        let l = f.at + d + grace;
+        limit = Some(limit.map_or(l, |x| x.min(l)));
+    }
+    let tx_end = match f.req.end {
+        TestEnd::Time(d) => Some(f.at + d),
+        TestEnd::Bytes(_) => None,
+    };
+    let mut ticks = Ticks::new(f.at, f.interval);
+    let mut mark = RecvMark::default();
+    let mut last_seen = (0u64, Instant::now());
+    let mut silent = false;
+    loop {
+        let now = Instant::now();
+        if let Some(t) = &tx {
+            if tx_end.is_some_and(|e| now >= e) || limit.is_some_and(|l| now >= l) {
+                t.ctl.stop();
+            }
+        }
+        let tx_done = tx.as_mut().is_none_or(Tx::poll);
+        let rx_done = rx.as_ref().is_none_or(|j| j.is_finished());
+        if tx_done && rx_done {
+            break;
+        }
+        let blocks = h.counters.snapshot().blocks;
+        if blocks != last_seen.0 {
+            last_seen = (blocks, now);
+        }
+        silent = receives && now.duration_since(last_seen.1) >= IDLE_END;
+        if silent || limit.is_some_and(|l| now >= l) {
+            h.ctl.stop();
+        }
+        if ticks.next().is_some_and(|t| now >= t) {
+            let span = ticks.take();
+            if let Some(t) = &mut tx {
+                report.event(Event2::Interval(t.interval(span)));
+            }
+            if receives {
+                let (m, jitter, lat) = {
+                    let mut s = h.stats.lock().unwrap_or_else(|p| p.into_inner());
+                    let lat = s.take_interval();
+                    (RecvMark::of(&s), s.jitter, lat)
+                };
+                let lat = with_latency.then(|| latency(&lat));
+                let row = trip(recv_row(tag, span, mark, m, jitter, lat), f.req.trip_times);
+                report.event(Event2::Interval(row.clone()));
+                if let Some((g, i)) = &f.group {
+                    g.interval(*i, ticks.done - 1, &row, &*report);
+                }
+                mark = m;
+            }
+            continue;
+        }
+        let mut wake = now + Duration::from_millis(20);
+        let sending = tx.as_ref().is_some_and(|t| !t.ctl.stopped());
+        for t in [ticks.next(), tx_end.filter(|&e| sending && e > now)]
+            .into_iter()
+            .flatten()
+        {
+            wake = wake.min(t);
+        }
+        std::thread::sleep(wake.saturating_duration_since(now));
+    }
+    if let Some(j) = rx {
+        let _ = j.join();
+    }
+    if let Some((row, sent)) = tx.as_ref().and_then(|t| t.total(len as u64)) {
+        report.event(Event2::Final(Row2 {
+            addrs: Some((f.local, f.peer)),
+            ..row
+        }));
+        // iperf 2 tags "Sent" with the transfer id whichever way it went.
+        report.event(Event2::Sent {
+            tag: Tag2::Id(f.id),
+            datagrams: sent,
+        });
+    }
+    if !receives {
+        return;
+    }
+    let s = h.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let dur = s.span();
+    // The interval the flow ended in, when it is most of one (the sender's
+    // clock and ours start a little apart).
+    if let (Some(every), Some(_)) = (ticks.every, ticks.next()) {
+        let (from, _) = ticks.take();
+        if dur.as_secs_f64() - from >= every.as_secs_f64() / 2.0 {
+            let lat = with_latency.then(|| latency(&s.interval));
+            let span = (from, dur.as_secs_f64());
+            let row = recv_row(tag, span, mark, RecvMark::of(&s), s.jitter, lat);
+            let row = trip(row, f.req.trip_times);
+            report.event(Event2::Interval(row.clone()));
+            if let Some((g, i)) = &f.group {
+                g.interval(*i, ticks.done - 1, &row, &*report);
+            }
+        }
+    }
+    let mut row = recv_row(
+        tag,
+        (0.0, dur.as_secs_f64()),
+        RecvMark::default(),
+        RecvMark::of(&s),
+        s.jitter,
+        with_latency.then(|| latency(&s.transit)),
+    );
+    row.addrs = Some((f.local, f.peer));
+    let row = trip(row, f.req.trip_times);
+    report.event(Event2::Final(row.clone()));
+    if let Some((g, i)) = &f.group {
+        g.total(*i, &row, &*report);
+    }
+    if silent && !f.multicast && !f.req.no_udp_fin {
+        report.event(Event2::Message(format!(
+            "[{:>3}] WARNING: no datagram for {} s, the flow ends without its FIN",
+            f.id,
+            IDLE_END.as_secs()
+        )));
+    }
+    if s.fin && !f.multicast && !f.req.no_udp_fin {
+        send_report(&sock, &s, dur, f.enhanced || f.req.trip_times);
+    }
+}
+
+/// Sends the report, and again for each late FIN that arrives within
+/// [`REPORT_SILENCE`], at most [`REPORT_SENDS`] times.
+fn send_report(sock: &UdpSocket, s: &Udp2Stats, dur: Duration, enhanced: bool) {
+    let wire = server_report(s, dur, enhanced).encode();
+    let _ = sock.set_read_timeout(Some(REPORT_SILENCE));
+    let mut buf = [0u8; 2048];
+    for _ in 0..REPORT_SENDS {
+        if sock.send(&wire).is_err() {
+            return;
+        }
+        // Silence (or a refused port: the client has its report and left).
+        if sock.recv(&mut buf).is_err() {
+            return;
+        }
+    }
+}

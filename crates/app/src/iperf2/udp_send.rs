@@ -1,0 +1,309 @@
+//! The two halves of an iperf 2 UDP direction, for whichever end runs them:
+//! the sender (paced datagrams through the shared engine loop, then the FIN
+//! and, for a client's forward test, the wait for the server report) and the
+//! receiver (the engine's receive loop with iperf 2's statistics), each on
+//! its own thread with counters a reporting loop samples.
+
+use std::io;
+use std::net::UdpSocket;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use rperf3_engine::budget::{Budget, BudgetUnit};
+use rperf3_engine::control::RunControl;
+use rperf3_engine::counters::StreamCounters;
+use rperf3_engine::udp::{send_stamped, UdpSendSpec};
+use rperf3_engine::udp2::{recv_loop2, wall_now, Stamp2, Udp2Stats, RECV_POLL};
+use rperf3_proto2::{
+    fin_seq, next_fin_seq, DatagramHeader, ServerReport, FIN_MAX_SENDS, FIN_RETRY_WAIT,
+};
+use rperf3_report::iperf2::model::{Row2, RowKind2, Tag2, UdpSend2};
+
+use super::udp_common::{latency, parse_report, recv_row, trip, RecvMark};
+
+/// What a sender's thread hands back.
+#[derive(Debug)]
+pub(crate) struct SendEnd {
+    /// Sending time (first datagram to the FIN).
+    pub(crate) elapsed: Duration,
+    /// Data datagrams sent.
+    pub(crate) data: u64,
+    /// The report, if one came.
+    pub(crate) report: Option<ServerReport>,
+    /// FINs sent.
+    pub(crate) fins: u32,
+    /// Why sending stopped early, if it did.
+    pub(crate) error: Option<io::Error>,
+}
+
+/// A sending direction: its thread, what it counts, how to stop it.
+pub(crate) struct Tx {
+    pub(crate) tag: Tag2,
+    pub(crate) counters: Arc<StreamCounters>,
+    pub(crate) ctl: Arc<RunControl>,
+    pub(crate) handle: Option<JoinHandle<SendEnd>>,
+    pub(crate) end: Option<SendEnd>,
+    /// (bytes, datagrams) at the last interval row.
+    pub(crate) last: (u64, u64),
+}
+
+/// How a sender runs.
+pub(crate) struct TxPlan {
+    /// The bytes of every datagram after its header.
+    pub(crate) payload: Arc<Vec<u8>>,
+    pub(crate) spec: UdpSendSpec,
+    /// `-n`: bytes to send.
+    pub(crate) bytes: Option<u64>,
+    /// Wait for the server report after the FIN (a client's forward test).
+    pub(crate) handshake: bool,
+    /// Wait this long before the first datagram.
+    pub(crate) delay: Duration,
+    /// 64-bit sequence numbers (all but the small trip-times header).
+    pub(crate) seq64: bool,
+}
+
+impl Tx {
+    /// Starts sending on `sock` on a thread of its own.
+    pub(crate) fn start(tag: Tag2, sock: Arc<UdpSocket>, plan: TxPlan) -> io::Result<Self> {
+        let budget = plan.bytes.map(|b| Budget::new(BudgetUnit::Bytes, b));
+        let ctl = Arc::new(RunControl::new(budget));
+        let counters = Arc::new(StreamCounters::default());
+        let (c2, k2) = (ctl.clone(), counters.clone());
+        let handle = std::thread::Builder::new()
+            .name("udp2-tx".into())
+            .spawn(move || send_flow(&sock, plan, &c2, &k2))?;
+        Ok(Self {
+            tag,
+            counters,
+            ctl,
+            handle: Some(handle),
+            end: None,
+            last: (0, 0),
+        })
+    }
+
+    /// Collects the thread's result once it is done; whether it is.
+    pub(crate) fn poll(&mut self) -> bool {
+        if self.handle.as_ref().is_some_and(|h| h.is_finished()) {
+            self.end = self.handle.take().and_then(|h| h.join().ok());
+        }
+        self.handle.is_none()
+    }
+
+    /// The row of the span since the last interval row.
+    pub(crate) fn interval(&mut self, span: (f64, f64)) -> Row2 {
+        let s = self.counters.snapshot();
+        let (b, w) = (s.bytes - self.last.0, s.blocks - self.last.1);
+        self.last = (s.bytes, s.blocks);
+        send_row(self.tag, span, b, w)
+    }
+
+    /// The whole test's row (the first FIN counts as a write, as iperf 2
+    /// counts it) and the "Sent" count (iperf 2 prints the FIN's number plus
+    /// one), once the sender is done.
+    pub(crate) fn total(&self, len: u64) -> Option<(Row2, u64)> {
+        let e = self.end.as_ref()?;
+        let writes = e.data + 1;
+        let bytes = self.counters.snapshot().bytes + len;
+        let row = send_row(self.tag, (0.0, e.elapsed.as_secs_f64()), bytes, writes);
+        Some((row, writes + 1))
+    }
+}
+
+/// Sends one direction's data and its FIN, then (with `handshake`) waits
+/// for the report.
+fn send_flow(
+    sock: &UdpSocket,
+    plan: TxPlan,
+    ctl: &RunControl,
+    counters: &StreamCounters,
+) -> SendEnd {
+    ctl.nap(plan.delay);
+    let t0 = Instant::now();
+    let mut stamp = Stamp2::new(plan.seq64);
+    let error = send_stamped(sock, &plan.payload, plan.spec, ctl, counters, &mut stamp).err();
+    let data = counters.snapshot().blocks;
+    let elapsed = t0.elapsed();
+    let d = &plan.payload[..plan.spec.len.min(plan.payload.len())];
+    let (report, fins) = finish(sock, d, data, plan.handshake, plan.seq64);
+    SendEnd {
+        elapsed,
+        data,
+        report,
+        fins,
+        error,
+    }
+}
+
+/// The end of a direction: a FIN (negative sequence number), repeated with
+/// the number counting down every [`FIN_RETRY_WAIT`] until a report arrives,
+/// at most [`FIN_MAX_SENDS`] times; a single FIN without `handshake`.
+/// Returns the report and how many FINs went out.
+fn finish(
+    sock: &UdpSocket,
+    datagram: &[u8],
+    data: u64,
+    handshake: bool,
+    seq64: bool,
+) -> (Option<ServerReport>, u32) {
+    let mut d = datagram.to_vec();
+    let mut seq = fin_seq(data as i64);
+    let sent = wall_now();
+    let mut buf = [0u8; 2048];
+    if handshake {
+        let _ = sock.set_read_timeout(Some(FIN_RETRY_WAIT));
+    }
+    for n in 1..=FIN_MAX_SENDS {
+        DatagramHeader { seq, sent }.encode(&mut d, seq64);
+        let _ = sock.send(&d);
+        if !handshake {
+            return (None, n);
+        }
+        let until = Instant::now() + FIN_RETRY_WAIT;
+        while Instant::now() < until {
+            match sock.recv(&mut buf) {
+                Ok(k) => {
+                    if let Some(r) = parse_report(&buf[..k]) {
+                        return (Some(r), n);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // A refused port (no server) or the timeout: send the next FIN.
+                Err(_) => break,
+            }
+        }
+        seq = next_fin_seq(seq);
+    }
+    (None, FIN_MAX_SENDS)
+}
+
+/// A sender's row.
+pub(crate) fn send_row(tag: Tag2, span: (f64, f64), bytes: u64, writes: u64) -> Row2 {
+    Row2 {
+        tag,
+        addrs: None,
+        start: span.0,
+        end: span.1,
+        bytes,
+        kind: RowKind2::UdpSend(UdpSend2 {
+            writes,
+            write_errors: 0,
+            timeouts: 0,
+        }),
+        at: SystemTime::now(),
+    }
+}
+
+/// A receiving direction: its thread and statistics.
+pub(crate) struct Rx {
+    pub(crate) tag: Tag2,
+    pub(crate) stats: Arc<Mutex<Udp2Stats>>,
+    pub(crate) ctl: Arc<RunControl>,
+    pub(crate) handle: Option<JoinHandle<io::Result<()>>>,
+    pub(crate) mark: RecvMark,
+    pub(crate) latency: bool,
+    /// Datagrams at the last look, and when that count last changed.
+    seen: (u64, Instant),
+}
+
+impl Rx {
+    /// Starts receiving on `sock` (up to `len`-byte datagrams). With `hello`,
+    /// first sends it (a reverse test's request) until data arrives, at most
+    /// 100 times, 10 ms apart.
+    pub(crate) fn start(
+        tag: Tag2,
+        sock: Arc<UdpSocket>,
+        len: usize,
+        hello: Option<Vec<u8>>,
+        latency: bool,
+    ) -> io::Result<Self> {
+        let stats = Arc::new(Mutex::new(Udp2Stats::new(true)));
+        let counters = Arc::new(StreamCounters::default());
+        let ctl = Arc::new(RunControl::new(None));
+        let (s2, k2, c2) = (stats.clone(), counters.clone(), ctl.clone());
+        let handle = std::thread::Builder::new()
+            .name("udp2-rx".into())
+            .spawn(move || {
+                sock.set_read_timeout(Some(RECV_POLL))?;
+                if let Some(mut d) = hello {
+                    let sent = wall_now();
+                    DatagramHeader { seq: 1, sent }.encode(&mut d, true);
+                    for _ in 0..100 {
+                        sock.send(&d)?;
+                        if c2.stopped()
+                            || rperf3_sys::poll::readable(&*sock, Duration::from_millis(10))?
+                        {
+                            break;
+                        }
+                    }
+                }
+                recv_loop2(&sock, len, &c2, &k2, &s2)
+            })?;
+        Ok(Self {
+            tag,
+            stats,
+            ctl,
+            handle: Some(handle),
+            mark: RecvMark::default(),
+            latency,
+            seen: (0, Instant::now()),
+        })
+    }
+
+    /// Whether the receiver is done (its FIN came, or it was stopped).
+    pub(crate) fn poll(&mut self) -> bool {
+        if self.handle.as_ref().is_some_and(|h| h.is_finished()) {
+            if let Some(h) = self.handle.take() {
+                let _ = h.join();
+            }
+        }
+        self.handle.is_none()
+    }
+
+    /// How long no datagram has arrived, at `now`.
+    pub(crate) fn idle(&mut self, now: Instant) -> Duration {
+        let n = self
+            .stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .datagrams;
+        if n != self.seen.0 {
+            self.seen = (n, now);
+        }
+        now.duration_since(self.seen.1)
+    }
+
+    /// The row of the span since the last interval row.
+    pub(crate) fn interval(&mut self, span: (f64, f64)) -> Row2 {
+        let (m, jitter, lat) = {
+            let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            let lat = s.take_interval();
+            (RecvMark::of(&s), s.jitter, lat)
+        };
+        let row = recv_row(
+            self.tag,
+            span,
+            self.mark,
+            m,
+            jitter,
+            self.latency.then(|| latency(&lat)),
+        );
+        self.mark = m;
+        trip(row, self.latency)
+    }
+
+    /// The whole test's row, from the first datagram to the last.
+    pub(crate) fn total(&self) -> Row2 {
+        let s = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let row = recv_row(
+            self.tag,
+            (0.0, s.span().as_secs_f64()),
+            RecvMark::default(),
+            RecvMark::of(&s),
+            s.jitter,
+            self.latency.then(|| latency(&s.transit)),
+        );
+        trip(row, self.latency)
+    }
+}

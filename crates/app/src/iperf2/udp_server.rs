@@ -1,0 +1,369 @@
+//! iperf 2's UDP server: a listener on the port (or a joined multicast group)
+//! that turns each new flow (client address and port) into its own test, as
+//! iperf 2 does. The flow gets its own socket connected to the client, so the
+//! kernel hands it that flow's datagrams; the few that reached the listener
+//! first are passed on to it. `-U` and multicast serve one flow at a time on
+//! the listener itself.
+//!
+//! A first datagram whose test header is garbage, truncated or asks for
+//! absurd counts ends only that flow, with a message; the listener goes on.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rperf3_engine::udp2::wall_now;
+use rperf3_proto2::{classify_udp, HeaderError, Mode, RequestLimits, UdpStart};
+use rperf3_report::iperf2::model::{Event2, Multicast2, Proto2, Settings2, Side2};
+use rperf3_report::iperf2::Report2;
+use rperf3_sys::net::{resolve, udp_bind, Family};
+
+use super::config::{Config2, Server2};
+use super::udp_flow::{handle_for, serve, FlowHandle, FlowStart};
+use super::udp_group::Group;
+use super::Outcome2;
+use crate::Interrupt;
+
+/// Sources whose first datagram was refused, remembered so that the rest of
+/// their flow is dropped quietly (bounded: cleared when full).
+const REFUSED_MEMORY: usize = 4096;
+/// Flows served at once at most: a flood of valid headers from many ports
+/// must not cost a thread each without bound.
+const MAX_FLOWS: usize = 256;
+/// Receive buffer asked for on every flow socket: rates the offloaded
+/// sender reaches need more than the default to avoid drops.
+const RECV_BUFFER: usize = 8 << 20;
+
+/// The listener's socket and what it is bound to.
+struct Listener {
+    sock: UdpSocket,
+    addr: SocketAddr,
+    group: Option<IpAddr>,
+}
+
+fn listen(cfg: &Config2, s: &Server2) -> io::Result<Listener> {
+    let port = cfg
+        .common
+        .bind
+        .as_ref()
+        .and_then(|b| b.port)
+        .unwrap_or(cfg.common.port);
+    let host = cfg
+        .common
+        .bind
+        .as_ref()
+        .map(|b| b.host.as_str())
+        .filter(|h| !h.is_empty());
+    let ip = match host {
+        Some(h) => resolve(h, port, cfg.common.family)?[0].ip(),
+        None if cfg.common.family == Family::V6 => Ipv6Addr::UNSPECIFIED.into(),
+        None => Ipv4Addr::UNSPECIFIED.into(),
+    };
+    let addr = SocketAddr::new(ip, port);
+    let group = ip.is_multicast().then_some(ip);
+    let dev = cfg.common.bind.as_ref().and_then(|b| b.device.as_deref());
+    // A group's interface is chosen by the join, not by binding to the device.
+    let sock = udp_bind(addr, false, if group.is_some() { None } else { dev })?;
+    if let Some(g) = group {
+        let ifindex = match dev {
+            Some(d) => rperf3_sys::mcast::interface_index(d)?,
+            None => 0,
+        };
+        let source = match &s.ssm_source {
+            Some(h) => Some(resolve(h, 0, cfg.common.family)?[0].ip()),
+            None => None,
+        };
+        rperf3_sys::mcast::join(&sock, g, source, ifindex)?;
+    }
+    if let Some(w) = cfg.common.window {
+        let _ = rperf3_sys::net::set_buffer_sizes(&sock, w as usize);
+    }
+    Ok(Listener { sock, addr, group })
+}
+
+/// Sizes a socket that receives a flow: `-w`, or large enough for the rates
+/// the offloaded sender reaches. (The settings block shows the listener's
+/// size before this, as iperf 2 shows the default.)
+fn size_buffers(cfg: &Config2, sock: &UdpSocket) {
+    match cfg.common.window {
+        Some(w) => {
+            let _ = rperf3_sys::net::set_buffer_sizes(sock, w as usize);
+        }
+        None => {
+            let _ = rperf3_sys::net::raise_recv_buffer(sock, RECV_BUFFER);
+        }
+    }
+}
+
+/// Our address on the route to `peer` (what a wildcard listener was reached at).
+fn route_local(peer: SocketAddr, port: u16) -> Option<SocketAddr> {
+    let any: SocketAddr = match peer {
+        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let probe = UdpSocket::bind(any).ok()?;
+    probe.connect(peer).ok()?;
+    Some(SocketAddr::new(probe.local_addr().ok()?.ip(), port))
+}
+
+/// A socket of the flow's own, bound to our address and connected to `peer`.
+fn flow_socket(
+    cfg: &Config2,
+    l: &Listener,
+    peer: SocketAddr,
+) -> io::Result<(UdpSocket, SocketAddr)> {
+    let local = if l.addr.ip().is_unspecified() {
+        route_local(peer, l.addr.port()).unwrap_or(l.addr)
+    } else {
+        l.addr
+    };
+    let dev = cfg.common.bind.as_ref().and_then(|b| b.device.as_deref());
+    let s = udp_bind(local, false, dev)?;
+    s.connect(peer)?;
+    size_buffers(cfg, &s);
+    Ok((s, local))
+}
+
+/// Runs the UDP server of `cfg` (whose role is a server).
+pub(crate) fn run(
+    cfg: &Config2,
+    s: &Server2,
+    report: Arc<dyn Report2>,
+    mut intr: Interrupt,
+) -> Outcome2 {
+    let mut l = match listen(cfg, s) {
+        Ok(l) => l,
+        Err(e) => {
+            report.event(Event2::Message(format!("ERROR: listener bind failed: {e}")));
+            return Outcome2 { status: 1 };
+        }
+    };
+    let only_from: Option<HashSet<IpAddr>> = s.only_from.as_ref().map(|h| {
+        resolve(h, 0, Family::Any)
+            .map(|v| v.iter().map(|a| a.ip()).collect())
+            .unwrap_or_default()
+    });
+    report.event(Event2::Settings(Settings2 {
+        side: Side2::Server,
+        proto: Proto2::Udp,
+        host: None,
+        port: l.addr.port(),
+        pid: std::process::id(),
+        flows: 1,
+        len: cfg.common.len_or_default(l.addr.is_ipv6()),
+        ipg_us: None,
+        window: rperf3_sys::net::buffer_sizes(&l.sock).1,
+        window_requested: cfg.common.window.is_some(),
+        requested_window: cfg.common.window.map(u64::from),
+        congestion_asked: None,
+        trip_times: cfg.common.trip_times,
+        congestion: None,
+        tos: 0,
+        nodelay: false,
+        mss: None,
+        multicast: l.group.map(|g| Multicast2 {
+            group: g.to_string(),
+            source: s.ssm_source.clone(),
+        }),
+        ttl: None,
+        mode_note: None,
+    }));
+    // One flow at a time on the listener itself: multicast and -U.
+    let inline = l.group.is_some() || s.single_udp;
+    let limits = RequestLimits::default();
+    let stop_at = cfg.common.time.map(|t| Instant::now() + t);
+    let max_flows = match (s.single_client, s.max_clients) {
+        (true, _) => Some(1),
+        (false, m) => m,
+    };
+    let mut served = 0u32;
+    let mut next_id = 1u32;
+    let mut flows: HashMap<SocketAddr, (FlowHandle, JoinHandle<()>)> = HashMap::new();
+    let mut refused: HashSet<SocketAddr> = HashSet::new();
+    let mut groups: HashMap<IpAddr, Arc<Group>> = HashMap::new();
+    let mut buf = vec![0u8; 65_536];
+    let _ = l.sock.set_nonblocking(true);
+    loop {
+        flows.retain(|_, (_, j)| !j.is_finished());
+        let now = Instant::now();
+        let done = max_flows.is_some_and(|m| served >= m);
+        if intr.triggered() || stop_at.is_some_and(|t| now >= t) || (done && flows.is_empty()) {
+            break;
+        }
+        let wait = stop_at.map_or(Duration::from_millis(250), |t| {
+            t.saturating_duration_since(now)
+                .min(Duration::from_millis(250))
+        });
+        let ready = rperf3_sys::poll::wait_readable(&[l.sock.as_fd(), intr.fd()], wait);
+        if !ready.is_ok_and(|r| r[0]) {
+            continue;
+        }
+        let Ok((n, peer)) = l.sock.recv_from(&mut buf) else {
+            continue;
+        };
+        let peer = rperf3_sys::net::unmap(peer);
+        let d = &buf[..n];
+        if let Some((h, _)) = flows.get(&peer) {
+            h.feed(d);
+            continue;
+        }
+        if done || refused.contains(&peer) {
+            continue;
+        }
+        if flows.len() >= MAX_FLOWS {
+            report.event(Event2::Message(format!(
+                "WARNING: {MAX_FLOWS} flows at once already; flow from {peer} refused"
+            )));
+            remember(&mut refused, peer);
+            continue;
+        }
+        if only_from
+            .as_ref()
+            .is_some_and(|ok| !ok.contains(&peer.ip()))
+        {
+            remember(&mut refused, peer);
+            continue;
+        }
+        let req = match classify_udp(d, wall_now(), &limits) {
+            Ok(UdpStart::Test(r)) => *r,
+            // A late FIN of a finished flow: drained, never a new test.
+            Err(HeaderError::StaleFin(_)) => continue,
+            Ok(UdpStart::Compat) => {
+                report.event(Event2::Message(format!(
+                    "WARNING: datagram from {peer} has no test header (compat -C clients are not served)"
+                )));
+                remember(&mut refused, peer);
+                continue;
+            }
+            Err(e) => {
+                report.event(Event2::Message(format!(
+                    "WARNING: bad test header from {peer}: {e}; flow dropped"
+                )));
+                remember(&mut refused, peer);
+                continue;
+            }
+        };
+        let id = next_id;
+        next_id += 1;
+        served += 1;
+        // Flows of one -P client add up in [SUM] rows.
+        let group = (req.streams > 1 && req.mode != Mode::Reverse).then(|| {
+            let g = groups
+                .get(&peer.ip())
+                .filter(|g| g.open() && g.expected == req.streams)
+                .cloned()
+                .unwrap_or_else(|| Group::new(req.streams));
+            let member = g.join().unwrap_or(0);
+            if g.open() {
+                groups.insert(peer.ip(), g.clone());
+            } else {
+                groups.remove(&peer.ip());
+            }
+            (g, member)
+        });
+        let start = |sock, local| FlowStart {
+            id,
+            sock,
+            local,
+            peer,
+            req: req.clone(),
+            first: d.to_vec(),
+            at: Instant::now(),
+            server_time: cfg.common.time,
+            interval: cfg.common.interval,
+            enhanced: cfg.common.enhanced,
+            multicast: l.group.is_some(),
+            group: group.clone(),
+        };
+        if inline {
+            if let Err(e) = l
+                .sock
+                .set_nonblocking(false)
+                .and_then(|_| l.sock.connect(peer))
+            {
+                report.event(Event2::Message(format!("WARNING: flow from {peer}: {e}")));
+                continue;
+            }
+            let local = l.addr;
+            size_buffers(cfg, &l.sock);
+            let Ok(sock) = l.sock.try_clone() else {
+                continue;
+            };
+            // A unicast listener for the next client is bound at once, so
+            // that its datagrams wait in the queue instead of being refused;
+            // a group's is joined only after the flow (it would also queue
+            // this flow's datagrams).
+            let next = if l.group.is_none() {
+                // Sized now: the next client's datagrams queue in it.
+                Some(listen(cfg, s).inspect(|n| size_buffers(cfg, &n.sock)))
+            } else {
+                None
+            };
+            let f = start(sock, local);
+            let h = handle_for(&f);
+            let r2 = report.clone();
+            let h2 = h.clone();
+            let Ok(j) = std::thread::Builder::new()
+                .name(format!("udp2-flow-{id}"))
+                .spawn(move || serve(f, h2, r2))
+            else {
+                continue;
+            };
+            // The flow runs alone; a signal still ends it (and the server).
+            while !j.is_finished() {
+                if intr.triggered() {
+                    h.ctl.stop();
+                    let _ = j.join();
+                    return Outcome2 { status: 0 };
+                }
+                let _ = rperf3_sys::poll::readable(&intr.fd(), Duration::from_millis(50));
+            }
+            let _ = j.join();
+            // A fresh socket (and join) for the next flow, as iperf 2 does.
+            match next.unwrap_or_else(|| listen(cfg, s)) {
+                Ok(n) => l = n,
+                Err(e) => {
+                    report.event(Event2::Message(format!("ERROR: listener bind failed: {e}")));
+                    return Outcome2 { status: 1 };
+                }
+            }
+            let _ = l.sock.set_nonblocking(true);
+            continue;
+        }
+        let (sock, local) = match flow_socket(cfg, &l, peer) {
+            Ok(x) => x,
+            Err(e) => {
+                report.event(Event2::Message(format!("WARNING: flow from {peer}: {e}")));
+                continue;
+            }
+        };
+        let f = start(sock, local);
+        let h = handle_for(&f);
+        let (h2, r2) = (h.clone(), report.clone());
+        match std::thread::Builder::new()
+            .name(format!("udp2-flow-{id}"))
+            .spawn(move || serve(f, h2, r2))
+        {
+            Ok(j) => {
+                flows.insert(peer, (h, j));
+            }
+            Err(e) => report.event(Event2::Message(format!("WARNING: flow from {peer}: {e}"))),
+        }
+    }
+    for (_, (h, j)) in flows.drain() {
+        h.ctl.stop();
+        let _ = j.join();
+    }
+    Outcome2 { status: 0 }
+}
+
+fn remember(set: &mut HashSet<SocketAddr>, a: SocketAddr) {
+    if set.len() >= REFUSED_MEMORY {
+        set.clear();
+    }
+    set.insert(a);
+}

@@ -1,0 +1,389 @@
+//! iperf 2's UDP datagrams on the shared UDP loops: the header every datagram
+//! starts with (sequence number first, then the sender's wall clock) and the
+//! receiver's statistics as iperf 2 keeps them.
+//!
+//! The loops themselves (trains, batches, pacing) are [`crate::udp`]'s; this
+//! module only says what iperf 2 writes per datagram and what it counts.
+
+use std::io;
+use std::net::UdpSocket;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rperf3_proto2::{DatagramHeader, Timeval, DATAGRAM_HEADER_LEN};
+
+use crate::control::RunControl;
+use crate::counters::StreamCounters;
+use crate::udp::{recv_batches, Batch, Stamp};
+
+/// The wall clock as iperf 2 stamps it (microseconds since the epoch).
+pub fn wall_now() -> Timeval {
+    Timeval::from_since_epoch(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default(),
+    )
+}
+
+/// iperf 2's datagram header, written per datagram with one clock read per
+/// send call.
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp2 {
+    sent: Timeval,
+    seq64: bool,
+}
+
+impl Stamp2 {
+    /// A stamp writing 64-bit sequence numbers when `seq64` (SEQNO64B).
+    pub fn new(seq64: bool) -> Self {
+        Self {
+            sent: Timeval::default(),
+            seq64,
+        }
+    }
+}
+
+impl Stamp for Stamp2 {
+    fn header_len(&self) -> usize {
+        DATAGRAM_HEADER_LEN
+    }
+    fn batch(&mut self) {
+        self.sent = wall_now();
+    }
+    fn write(&self, d: &mut [u8], seq: u64) {
+        let h = DatagramHeader {
+            seq: seq as i64,
+            sent: self.sent,
+        };
+        h.encode(d, self.seq64);
+    }
+}
+
+/// Transit-time statistics (seconds): count, extremes, mean and the running
+/// sum of squared differences (Welford), as the server report carries them.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Transit {
+    /// Samples.
+    pub count: u64,
+    /// Smallest transit.
+    pub min: f64,
+    /// Largest transit.
+    pub max: f64,
+    /// Sum of transits.
+    pub sum: f64,
+    /// Mean transit.
+    pub mean: f64,
+    /// Sum of squared differences from the mean.
+    pub m2: f64,
+}
+
+impl Transit {
+    fn add(&mut self, t: f64) {
+        if self.count == 0 {
+            self.min = t;
+            self.max = t;
+        } else {
+            self.min = self.min.min(t);
+            self.max = self.max.max(t);
+        }
+        self.count += 1;
+        self.sum += t;
+        let d = t - self.mean;
+        self.mean += d / self.count as f64;
+        self.m2 += d * (t - self.mean);
+    }
+
+    /// Sample standard deviation (0 below two samples).
+    pub fn stdev(&self) -> f64 {
+        if self.count < 2 {
+            0.0
+        } else {
+            (self.m2 / (self.count - 1) as f64).sqrt()
+        }
+    }
+}
+
+/// A UDP receiver's counters, as iperf 2 computes them. Loss and reordering
+/// come from sequence numbers only: a forward gap counts as lost, a datagram
+/// at or below the highest number seen as out of order (a duplicate too), and
+/// every out-of-order datagram cancels one loss. The FIN counts as a received
+/// datagram and its number as the highest seen, as iperf 2's totals show.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Udp2Stats {
+    /// Datagrams carry 64-bit sequence numbers.
+    pub seq64: bool,
+    /// Bytes received, the FIN included.
+    pub bytes: u64,
+    /// Datagrams received, the FIN included.
+    pub datagrams: u64,
+    /// Highest sequence number seen (the FIN's absolute value included):
+    /// the datagrams the sender sent up to there.
+    pub highest: u64,
+    /// Sum of forward gaps in the sequence.
+    pub gaps: u64,
+    /// Datagrams at or below the highest number seen.
+    pub out_of_order: u64,
+    /// RFC 1889 jitter estimate (seconds): J += (|D| − J) / 16 over transit
+    /// differences of consecutive datagrams.
+    pub jitter: f64,
+    /// Sum of the jitter estimate after each datagram (2.2.1 reports its mean).
+    pub jitter_sum: f64,
+    /// Estimates summed in `jitter_sum`.
+    pub jitter_count: u64,
+    prev_transit: Option<f64>,
+    /// Transit times of the whole flow.
+    pub transit: Transit,
+    /// Transit times since [`Udp2Stats::take_interval`] last ran.
+    pub interval: Transit,
+    /// The FIN arrived.
+    pub fin: bool,
+    /// Wall clock (µs since the epoch) at the first datagram's arrival.
+    pub first_us: i64,
+    /// Wall clock (µs since the epoch) at the last datagram's arrival.
+    pub last_us: i64,
+}
+
+impl Udp2Stats {
+    /// Fresh counters for a flow whose datagrams have 64-bit numbers or not.
+    pub fn new(seq64: bool) -> Self {
+        Self {
+            seq64,
+            ..Self::default()
+        }
+    }
+
+    /// Lost datagrams: gaps less reordering, never below 0.
+    pub fn lost(&self) -> u64 {
+        self.gaps.saturating_sub(self.out_of_order)
+    }
+
+    /// Datagrams expected so far (iperf 2's "Total"): the highest number seen.
+    pub fn total(&self) -> u64 {
+        self.highest
+    }
+
+    /// Accounts one datagram: its sequence number and send stamp, the local
+    /// wall clock at arrival (µs since the epoch) and its size. Returns whether
+    /// it was the FIN.
+    pub fn on_datagram(&mut self, seq: i64, sent: Timeval, arrival_us: i64, size: usize) -> bool {
+        if self.datagrams == 0 {
+            self.first_us = arrival_us;
+        }
+        self.last_us = arrival_us;
+        self.bytes += size as u64;
+        self.datagrams += 1;
+        let fin = seq < 0;
+        let n = seq.unsigned_abs();
+        if n > self.highest {
+            self.gaps += n - self.highest - 1;
+            self.highest = n;
+        } else if !fin {
+            self.out_of_order += 1;
+        }
+        if fin {
+            self.fin = true;
+            return true;
+        }
+        let transit = (arrival_us - sent.as_micros()) as f64 / 1e6;
+        if let Some(prev) = self.prev_transit {
+            let d = (transit - prev).abs();
+            self.jitter += (d - self.jitter) / 16.0;
+            self.jitter_sum += self.jitter;
+            self.jitter_count += 1;
+        }
+        self.prev_transit = Some(transit);
+        self.transit.add(transit);
+        self.interval.add(transit);
+        false
+    }
+
+    /// Accounts one received message: a datagram (`seg` 0) or a UDP_GRO train
+    /// cut every `seg` bytes. Pieces shorter than a datagram header are not
+    /// test data; anything after the FIN is ignored. Returns the datagrams and
+    /// bytes counted and whether the FIN came.
+    pub fn on_message(&mut self, msg: &[u8], seg: usize, arrival_us: i64) -> Batch {
+        let mut b = Batch::default();
+        for d in msg.chunks(if seg == 0 { msg.len().max(1) } else { seg }) {
+            let Some(h) = DatagramHeader::decode(d, self.seq64) else {
+                continue;
+            };
+            b.blocks += 1;
+            b.bytes += d.len() as u64;
+            if self.on_datagram(h.seq, h.sent, arrival_us, d.len()) {
+                b.done = true;
+                break;
+            }
+        }
+        b
+    }
+
+    /// The transit statistics since the last call, restarting them.
+    pub fn take_interval(&mut self) -> Transit {
+        std::mem::take(&mut self.interval)
+    }
+
+    /// From the first datagram's arrival to the last's.
+    pub fn span(&self) -> Duration {
+        Duration::from_micros((self.last_us - self.first_us).max(0) as u64)
+    }
+
+    /// The mean of the jitter estimate over the flow (2.2.1's report value).
+    pub fn jitter_mean(&self) -> f64 {
+        if self.jitter_count == 0 {
+            self.jitter
+        } else {
+            self.jitter_sum / self.jitter_count as f64
+        }
+    }
+}
+
+/// Receives a flow's datagrams into `stats` until its FIN, the run's stop, or
+/// an error. `len` is the largest datagram expected.
+pub fn recv_loop2(
+    sock: &UdpSocket,
+    len: usize,
+    ctl: &RunControl,
+    counters: &StreamCounters,
+    stats: &Mutex<Udp2Stats>,
+) -> io::Result<()> {
+    recv_batches(sock, len.max(DATAGRAM_HEADER_LEN), ctl, counters, |msgs| {
+        let now = wall_now().as_micros();
+        let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all = Batch::default();
+        for &(m, seg) in msgs {
+            let b = s.on_message(m, seg, now);
+            all.blocks += b.blocks;
+            all.bytes += b.bytes;
+            if b.done {
+                all.done = true;
+                break;
+            }
+        }
+        all
+    })
+}
+
+/// How long a sampler may wait on a flow's socket between stop checks.
+pub const RECV_POLL: Duration = Duration::from_millis(100);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::{Budget, BudgetUnit};
+    use crate::udp::{send_stamped, UdpSendSpec};
+
+    fn tv(us: i64) -> Timeval {
+        Timeval::from_since_epoch(Duration::from_micros(us as u64))
+    }
+
+    #[test]
+    fn gaps_are_lost_until_late_datagrams_fill_them() {
+        let mut s = Udp2Stats::new(true);
+        for seq in [1, 2, 5, 3] {
+            s.on_datagram(seq, tv(0), 10, 100);
+        }
+        assert_eq!((s.highest, s.gaps, s.out_of_order, s.lost()), (5, 2, 1, 1));
+        // A duplicate is out of order too, and cancels a loss as iperf 2 does.
+        s.on_datagram(3, tv(0), 10, 100);
+        assert_eq!((s.out_of_order, s.lost()), (2, 0));
+        assert_eq!(s.datagrams, 5);
+    }
+
+    #[test]
+    fn the_fin_counts_as_a_datagram_and_the_highest_number() {
+        let mut s = Udp2Stats::new(true);
+        for seq in 1..=101 {
+            assert!(!s.on_datagram(seq, tv(0), 5, 1470));
+        }
+        assert!(s.on_datagram(-102, tv(0), 5, 1470));
+        // As the 2.2.1 server printed for data 1..101 and FIN -102: 0/102.
+        assert_eq!((s.lost(), s.total(), s.datagrams), (0, 102, 102));
+        assert_eq!(s.transit.count, 101);
+        assert!(s.fin);
+    }
+
+    #[test]
+    fn a_late_joiner_counts_what_it_missed_as_lost() {
+        let mut s = Udp2Stats::new(true);
+        for seq in 87..=171 {
+            s.on_datagram(seq, tv(0), 5, 1470);
+        }
+        assert_eq!((s.lost(), s.total()), (86, 171));
+    }
+
+    #[test]
+    fn jitter_is_rfc1889_smoothing_of_transit_differences() {
+        let mut s = Udp2Stats::new(true);
+        // Transits 100, 300, 200 µs: |D| = 200 then 100.
+        s.on_datagram(1, tv(1_000_000), 1_000_100, 10);
+        assert_eq!(s.jitter, 0.0);
+        s.on_datagram(2, tv(1_000_000), 1_000_300, 10);
+        let j1 = 200e-6 / 16.0;
+        assert!((s.jitter - j1).abs() < 1e-12);
+        s.on_datagram(3, tv(1_000_000), 1_000_200, 10);
+        let j2 = j1 + (100e-6 - j1) / 16.0;
+        assert!((s.jitter - j2).abs() < 1e-12);
+        assert!((s.jitter_mean() - (j1 + j2) / 2.0).abs() < 1e-12);
+        assert!((s.transit.mean - 200e-6).abs() < 1e-12);
+        assert!((s.transit.min - 100e-6).abs() < 1e-12);
+        assert!((s.transit.max - 300e-6).abs() < 1e-12);
+        assert!((s.transit.stdev() - 100e-6).abs() < 1e-9);
+        assert_eq!(s.take_interval().count, 3);
+        assert_eq!(s.interval.count, 0);
+    }
+
+    #[test]
+    fn trains_are_split_and_nothing_after_the_fin_counts() {
+        let mut s = Udp2Stats::new(true);
+        let mut msg = vec![0u8; 4 * 64];
+        for (i, seq) in [1i64, 2, -3, 4].iter().enumerate() {
+            DatagramHeader {
+                seq: *seq,
+                sent: tv(0),
+            }
+            .encode(&mut msg[i * 64..], true);
+        }
+        let b = s.on_message(&msg, 64, 0);
+        assert_eq!(
+            b,
+            Batch {
+                blocks: 3,
+                bytes: 192,
+                done: true
+            }
+        );
+        // A piece too short for a header is not a datagram.
+        let mut t = Udp2Stats::new(true);
+        assert_eq!(t.on_message(&msg[..70], 64, 0).blocks, 1);
+    }
+
+    #[test]
+    fn each_datagram_gets_its_own_iperf2_header() {
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        let ctl = RunControl::new(Some(Budget::new(BudgetUnit::Blocks, 100)));
+        let c = StreamCounters::default();
+        let spec = UdpSendSpec {
+            len: 64,
+            pacer: None,
+            burst: 1,
+            counters_64bit: true,
+        };
+        // What follows the 16-byte header is the caller's, in every datagram.
+        let payload: Vec<u8> = (0..64u8).collect();
+        let before = wall_now().as_micros();
+        send_stamped(&tx, &payload, spec, &ctl, &c, &mut Stamp2::new(true)).unwrap();
+        assert_eq!(c.snapshot().blocks, 100);
+        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut b = [0u8; 100];
+        for want in 1..=100i64 {
+            let n = rx.recv(&mut b).unwrap();
+            assert_eq!(n, 64);
+            let h = DatagramHeader::decode(&b, true).unwrap();
+            assert_eq!(h.seq, want);
+            assert!(h.sent.as_micros() >= before - 1);
+            assert_eq!(&b[16..64], &payload[16..]);
+        }
+    }
+}
