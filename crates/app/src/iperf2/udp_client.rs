@@ -25,6 +25,7 @@ use rperf3_report::iperf2::Report2;
 use rperf3_sys::net::resolve;
 
 use super::config::{Client2, Config2, End2, Mode2, Rate2, DEFAULT_UDP_RATE};
+use super::tcp_setup::device_of;
 use super::udp_common::{pattern, payload, report_row, trip, Ticks};
 use super::udp_flow::IDLE_END;
 use super::udp_send::{send_row, Rx, Tx, TxPlan};
@@ -253,7 +254,10 @@ pub(crate) fn run(
         report.event(Event2::Connected(Connection2 {
             tag: Tag2::Id(id),
             local,
-            device: None,
+            device: device_of(
+                &local,
+                cfg.common.bind.as_ref().and_then(|b| b.device.as_deref()),
+            ),
             peer: dest,
             notes: note.iter().map(|n| n.to_string()).collect(),
             peer_version: None,

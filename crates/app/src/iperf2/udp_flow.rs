@@ -19,6 +19,7 @@ use rperf3_report::iperf2::model::{Connection2, Event2, Row2, Tag2};
 use rperf3_report::iperf2::Report2;
 
 use super::config::DEFAULT_UDP_RATE;
+use super::tcp_setup::device_of;
 use super::udp_common::{latency, pattern, recv_row, server_report, trip, RecvMark, Ticks};
 use super::udp_group::Group;
 use super::udp_send::{Tx, TxPlan};
@@ -56,6 +57,8 @@ pub(crate) struct FlowStart {
     pub(crate) interval: Option<Duration>,
     /// `-e`: enhanced rows and report.
     pub(crate) enhanced: bool,
+    /// `-B ...%dev`: the device the listener is bound to.
+    pub(crate) device: Option<String>,
     /// A multicast flow: no report.
     pub(crate) multicast: bool,
     /// The client's `-P` group and this flow's place in it.
@@ -124,7 +127,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     report.event(Event2::Connected(Connection2 {
         tag: Tag2::Id(f.id),
         local: f.local,
-        device: None,
+        device: device_of(&f.local, f.device.as_deref()),
         peer: f.peer,
         notes,
         peer_version: f.req.peer_version.map(|v| v.to_string()),

@@ -276,6 +276,7 @@ pub(crate) fn run(
             server_time: cfg.common.time,
             interval: cfg.common.interval,
             enhanced: cfg.common.enhanced,
+            device: cfg.common.bind.as_ref().and_then(|b| b.device.clone()),
             multicast: l.group.is_some(),
             group: group.clone(),
         };
