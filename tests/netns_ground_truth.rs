@@ -7,8 +7,11 @@
 //! and tshark's `dumpcap`; see `netns/mod.rs` for what happens when they are
 //! missing. `netns_jitter.rs` checks jitter against a capture, `netns_tcp.rs`
 //! retransmits against the kernel's count and `-P 4` / `--bidir` through tbf.
+//! `netns_iperf2.rs` holds the same checks for the iperf 2 personality, and
+//! `netns_mcast2*.rs` its multicast (a bridge of namespaces, stock peers on it).
 
 mod netns;
+mod netns_iperf2;
 mod netns_jitter;
 mod netns_mcast2;
 mod netns_mcast2_peers;

@@ -4,24 +4,14 @@
 //! second sender. Each receiver's figures are checked against its sender's
 //! "Sent" and its own namespace's counters.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use rperf3_app::iperf2::config::*;
 use rperf3_report::iperf2::model::{Event2, RowKind2, Tag2};
 
 use crate::netns::cmd::Bg;
+use crate::netns::iperf2::stock_221;
 use crate::netns_mcast2::{listening, receiver, sender, Bridge, Collect, GROUP, PORT, TTL};
-
-/// iperf 2.2.1: `IPERF2_221`, else beside the checkout.
-fn iperf_221() -> String {
-    std::env::var("IPERF2_221").unwrap_or_else(|_| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/peers/iperf-2.2.1")
-            .display()
-            .to_string()
-    })
-}
 
 /// The "Sent N datagrams" count a stock client printed.
 fn stock_sent(text: &str) -> u64 {
@@ -88,12 +78,15 @@ fn stock(b: &Bridge, part: &str, args: &[&str]) -> Bg {
 #[test]
 fn stock_and_ours_share_a_group_both_ways() {
     let _serial = crate::netns::serial();
+    let Some(v221) = stock_221() else {
+        return;
+    };
+    let v221 = v221.display().to_string();
     let Some(b) = Bridge::new() else {
         return;
     };
     b.rules("rx1", 30);
     b.rules("rx2", 20);
-    let v221 = iperf_221();
     let ttl = TTL.to_string();
     let (ours_rx, h1) = b.spawn("rx1", receiver());
     listening(&ours_rx);

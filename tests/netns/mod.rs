@@ -8,6 +8,7 @@
 //! except under `CI=true`, where that is a failure: CI must really run them.
 
 pub(crate) mod cmd;
+pub(crate) mod iperf2;
 pub(crate) mod kernel;
 
 use std::sync::atomic::{AtomicU32, Ordering};

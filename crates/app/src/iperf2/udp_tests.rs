@@ -283,33 +283,6 @@ fn no_udp_fin_gets_no_report_and_the_server_still_ends_the_flow() {
     assert_eq!((s.total, s.lost), (n - 1, 0));
 }
 
-/// Received datagrams per second at an unreachable rate (`-b 100g`), for the
-/// benchmark notes: `cargo test --release -p rperf3-app udp_speed -- --ignored --nocapture`.
-#[test]
-#[ignore = "a measurement, not a check"]
-fn udp_speed() {
-    for len in [1470u32, 64] {
-        let port = free_port();
-        let (srep, sh, _w) = spawn(server(port, Some(1)));
-        wait_listening(&srep);
-        let mut c = client("127.0.0.1", port, Rate2::Bits(100_000_000_000), 5.0, 1);
-        c.common.len = Some(len);
-        let (_crep, ch, _cw) = spawn(c);
-        ch.join().unwrap();
-        sh.join().unwrap();
-        let f = finals(&srep.events())[0].clone();
-        let u = recv_of(&f);
-        let got = u.total - u.lost;
-        println!(
-            "-l {len}: {got} datagrams received in {:.2} s = {:.0}/s, lost {} of {}",
-            f.end,
-            got as f64 / f.end,
-            u.lost,
-            u.total
-        );
-    }
-}
-
 fn with_mode(mut c: Config2, m: Mode2) -> Config2 {
     if let Role2::Client(cl) = &mut c.role {
         cl.mode = m;
