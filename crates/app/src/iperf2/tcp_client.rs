@@ -224,6 +224,12 @@ impl<'a> Client<'a> {
             End2::Bytes(_) => None,
         };
         let p = streams.len() as u32;
+        // Read before any data moves: a -n test can be over, and the
+        // connection gone (no peer address), before the connections back come.
+        let server_ip = streams
+            .first()
+            .and_then(|s| s.1.peer_addr().ok())
+            .map(|a| net::unmap(a).ip());
         let sum = if p > 1 || self.cl.mode == Mode2::Dual {
             Some(SumKind::Sum)
         } else if self.cl.mode == Mode2::FullDuplex && self.c.enhanced {
@@ -284,10 +290,6 @@ impl<'a> Client<'a> {
                 .map_err(|e| e.to_string())?;
             }
         }
-        let server_ip = streams
-            .first()
-            .and_then(|s| s.1.peer_addr().ok())
-            .map(|a| net::unmap(a).ip());
         let mut back = Back {
             pending: if self.cl.mode == Mode2::Dual { p } else { 0 },
             next_id: p + 1,
