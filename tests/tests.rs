@@ -29,6 +29,7 @@ mod iperf2_cli;
 mod iperf2_layout;
 mod iperf2_tcp;
 mod iperf2_udp;
+mod iperf2_udp_dual;
 mod iperf2_udp_text;
 mod json_shape;
 mod logging;

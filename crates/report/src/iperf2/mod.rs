@@ -207,7 +207,13 @@ impl Report2 for Printer2 {
                 if l.csv || l.no_server_report {
                     return;
                 }
-                st.emit(&format!("{}Server Report:", rows::tag(r.tag)));
+                // The report on a `-d`/`-r` direction back (`[ *2]` rows) is
+                // headed `[  2] Server Report:`, as iperf 2 heads it.
+                let head = match r.tag {
+                    Tag2::ReverseId(n) => Tag2::Id(n),
+                    t => t,
+                };
+                st.emit(&format!("{}Server Report:", rows::tag(head)));
                 self.row(&mut st, &r, RowUse::ServerReport, true);
             }
             Event2::Message(m) => st.emit(&m),
