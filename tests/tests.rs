@@ -26,6 +26,7 @@ mod interop_tcp;
 mod interop_udp;
 mod interop_v6;
 mod iperf2_cli;
+mod iperf2_enhanced;
 mod iperf2_layout;
 mod iperf2_tcp;
 mod iperf2_udp;

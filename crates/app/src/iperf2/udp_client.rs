@@ -366,7 +366,8 @@ pub(crate) fn run(
             End2::Bytes(_) => None,
         },
         interval: cfg.common.interval,
-        latency: cfg.common.trip_times,
+        // -e shows the latency columns here, as iperf 2's listener does.
+        latency: cfg.common.trip_times || cfg.common.enhanced,
     });
     let (mut back_now, mut back_after) = match mode {
         Mode::Dual { .. } => (back, None),
