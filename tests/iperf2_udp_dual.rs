@@ -6,10 +6,12 @@
 //! printed against the receiver's own row: on every pairing one of the two
 //! sides is the stock program, so no figure is ours alone.
 
+use std::net::UdpSocket;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
-use crate::common::free_port;
-use crate::common::iperf2::{sent_datagrams, server_report, total, Pairing2, Server2};
+use crate::common::iperf2::{ours, sent_datagrams, server_report, total, Pairing2, Server2};
+use crate::common::{free_port, run_program, CLIENT_TIMEOUT};
 
 /// Runs `mode` (`-d` or `-r`) for one second at 1 Mbit/s and checks both
 /// directions' counts.
@@ -48,3 +50,62 @@ fn dual(peer: &Path, p: Pairing2, mode: &str) {
 
 both_ways2!(iperf2_udp_dual_d, |peer: &Path, p| dual(peer, p, "-d"));
 both_ways2!(iperf2_udp_dual_r, |peer: &Path, p| dual(peer, p, "-r"));
+
+/// A "server" that takes the datagrams and never answers nor sends back: our
+/// client's wait for the direction back has an end (5 s from when it is due:
+/// at once for -d, after the forward test and its 2 s of FIN retries for -r),
+/// with iperf 2's warning.
+fn no_back(mode: &str, due_after: f64) {
+    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let port = sink.local_addr().unwrap().port().to_string();
+    let drain = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let mut n = 0u32;
+        let end = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < end {
+            if sink.recv(&mut buf).is_ok() {
+                n += 1;
+            }
+        }
+        n
+    });
+    let lport = free_port().to_string();
+    let t = Instant::now();
+    let args = [
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-u",
+        "-t",
+        "1",
+        mode,
+        "-L",
+        &lport,
+    ];
+    let out = run_program(ours(), &args, CLIENT_TIMEOUT);
+    let took = t.elapsed().as_secs_f64();
+    let ctx = format!("{mode} took {took:.2} s\n{}\n{}", out.stdout, out.stderr);
+    assert!(
+        // Warnings go to stderr, as iperf 2's do.
+        out.stderr
+            .lines()
+            .any(|l| l == "WARNING: expected reverse connect did not occur"),
+        "{ctx}"
+    );
+    assert!(took >= due_after + 4.5 && took < due_after + 7.5, "{ctx}");
+    assert!(drain.join().unwrap() > 50);
+}
+
+#[test]
+fn iperf2_udp_dual_d_waits_for_the_server_with_a_deadline() {
+    no_back("-d", 0.0);
+}
+
+#[test]
+fn iperf2_udp_dual_r_waits_for_the_server_with_a_deadline() {
+    // The forward test (1 s) and its unanswered FINs (2 s) come first.
+    no_back("-r", 3.0);
+}
