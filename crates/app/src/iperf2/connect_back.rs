@@ -60,7 +60,7 @@ pub(crate) fn accept_back(
     }
 }
 
-fn same_host(a: IpAddr, b: IpAddr) -> bool {
+pub(crate) fn same_host(a: IpAddr, b: IpAddr) -> bool {
     let canon = |ip: IpAddr| match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
         IpAddr::V4(_) => ip,

@@ -28,6 +28,7 @@ use config::{Config2, Role2, Transport2};
 
 // The UDP client and server (apart from the TCP ones, so that each side's
 // modules are listed on their own).
+mod udp_back;
 mod udp_client;
 mod udp_common;
 mod udp_flow;

@@ -11,6 +11,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use rperf3_engine::control::RunControl;
 use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
 use rperf3_engine::udp2::wall_now;
@@ -22,10 +23,11 @@ use rperf3_report::iperf2::model::{
     Connection2, Event2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2,
 };
 use rperf3_report::iperf2::Report2;
-use rperf3_sys::net::resolve;
+use rperf3_sys::net::{resolve, udp_bind};
 
 use super::config::{Client2, Config2, End2, Mode2, Rate2, DEFAULT_UDP_RATE};
 use super::tcp_setup::device_of;
+use super::udp_back::{any_of, back_due, listener_block, receive_back, BackRecv};
 use super::udp_common::{pattern, payload, report_row, trip, Ticks};
 use super::udp_flow::IDLE_END;
 use super::udp_send::{send_row, Rx, Tx, TxPlan};
@@ -53,10 +55,10 @@ pub(crate) fn request(cfg: &Config2, c: &Client2, len: u32) -> TestRequest {
             End2::Time(d) => TestEnd::Time(d),
             End2::Bytes(n) => TestEnd::Bytes(n),
         },
-        mode: wire_mode(c.mode),
+        mode: wire_mode(cfg, c),
         streams: c.parallel.max(1),
         transfer_id: None,
-        rate: udp_rate_on_wire(rate, wire_mode(c.mode), len),
+        rate: udp_rate_on_wire(rate, wire_mode(cfg, c), len),
         rate_is_pps: false,
         buf_len: cfg.common.len,
         win_band: 0,
@@ -126,7 +128,7 @@ fn open(cfg: &Config2, dest: SocketAddr, multicast: bool) -> io::Result<UdpSocke
         ),
     };
     let dev = cfg.common.bind.as_ref().and_then(|b| b.device.as_deref());
-    let s = rperf3_sys::net::udp_bind(local, false, dev)?;
+    let s = udp_bind(local, false, dev)?;
     if let Some(w) = cfg.common.window {
         rperf3_sys::net::set_buffer_sizes(&s, w as usize)?;
     }
@@ -157,6 +159,10 @@ struct Flow {
     addrs: (SocketAddr, SocketAddr),
     tx: Option<Tx>,
     rx: Option<Rx>,
+    /// Held to the end of the run: late report repeats of a server still
+    /// draining this flow's FINs (during a `-r` test back) land here instead
+    /// of being refused.
+    _sock: Arc<UdpSocket>,
 }
 
 impl Flow {
@@ -167,11 +173,15 @@ impl Flow {
     }
 }
 
-fn wire_mode(m: Mode2) -> Mode {
-    match m {
+fn wire_mode(cfg: &Config2, c: &Client2) -> Mode {
+    // -d/-r: the server sends back to the -L port (default: -p's).
+    let port = c.listen_port.unwrap_or(cfg.common.port);
+    match c.mode {
         Mode2::Reverse => Mode::Reverse,
         Mode2::FullDuplex => Mode::FullDuplex,
-        _ => Mode::Normal,
+        Mode2::Dual => Mode::Dual { port },
+        Mode2::Tradeoff => Mode::Tradeoff { port },
+        Mode2::Normal => Mode::Normal,
     }
 }
 
@@ -191,7 +201,12 @@ pub(crate) fn run(
         Err(e) => return fail(format!("ERROR: failed name resolution for {}: {e}", c.host)),
     };
     let multicast = dest.ip().is_multicast();
-    let mode = wire_mode(c.mode);
+    let mode = wire_mode(cfg, c);
+    // The forward direction of -d/-r is a normal test.
+    let forward = matches!(
+        mode,
+        Mode::Normal | Mode::Dual { .. } | Mode::Tradeoff { .. }
+    );
     if multicast && mode != Mode::Normal {
         return fail("ERROR: a multicast test only sends from the client".into());
     }
@@ -209,6 +224,32 @@ pub(crate) fn run(
         }
     }
     let window = rperf3_sys::net::buffer_sizes(&*socks[0]).0;
+    // -d/-r: the socket the server's datagrams come back to, bound before
+    // the request goes out.
+    let back_sock = match mode {
+        Mode::Dual { port } | Mode::Tradeoff { port } => {
+            match udp_bind(any_of(&dest, port), false, None) {
+                Ok(s) => {
+                    if let Some(w) = cfg.common.window {
+                        let _ = rperf3_sys::net::set_buffer_sizes(&s, w as usize);
+                    }
+                    Some((s, port))
+                }
+                Err(e) => return fail(format!("ERROR: listener bind failed: {e}")),
+            }
+        }
+        _ => None,
+    };
+    // -r prints its listener block first, -d after the client's.
+    let listener = back_sock.as_ref().map(|(s, p)| {
+        (
+            listener_block(s, *p, len),
+            !matches!(mode, Mode::Dual { .. }),
+        )
+    });
+    if let Some((b, true)) = &listener {
+        report.event(b.clone());
+    }
     let note = match mode {
         Mode::Reverse => Some("(reverse)"),
         Mode::FullDuplex => Some("(full-duplex)"),
@@ -236,6 +277,9 @@ pub(crate) fn run(
         ttl: multicast.then_some(cfg.common.ttl),
         mode_note: note.map(str::to_string),
     }));
+    if let Some((b, false)) = listener {
+        report.event(b);
+    }
     let spec = UdpSendSpec {
         len: len as usize,
         pacer: rate.map(Pacer::new),
@@ -266,6 +310,7 @@ pub(crate) fn run(
             at: SystemTime::now(),
         }));
         let delay = FLOW_STAGGER * i as u32;
+        let held = s.clone();
         let tx = if mode == Mode::Reverse {
             None
         } else {
@@ -273,7 +318,7 @@ pub(crate) fn run(
                 payload: body.clone(),
                 spec,
                 bytes,
-                handshake: mode == Mode::Normal && !multicast && !c.no_udp_fin,
+                handshake: forward && !multicast && !c.no_udp_fin,
                 delay,
                 seq64: !small,
             };
@@ -282,7 +327,7 @@ pub(crate) fn run(
                 Err(e) => return fail(format!("ERROR: thread: {e}")),
             }
         };
-        let rx = if mode == Mode::Normal {
+        let rx = if forward {
             None
         } else {
             let hello = (mode == Mode::Reverse).then(|| body[..len as usize].to_vec());
@@ -306,8 +351,33 @@ pub(crate) fn run(
             addrs: (local, dest),
             tx,
             rx,
+            _sock: held,
         });
     }
+    let back_ctl = Arc::new(RunControl::new(None));
+    let back = back_sock.map(|(sock, _)| BackRecv {
+        sock,
+        server: dest.ip(),
+        local: flows[0].addrs.0,
+        id: n + 1,
+        len: len as usize,
+        time: match c.end {
+            End2::Time(d) => Some(d),
+            End2::Bytes(_) => None,
+        },
+        interval: cfg.common.interval,
+        // -e shows the latency columns here, as iperf 2's listener does.
+        latency: cfg.common.trip_times || cfg.common.enhanced,
+    });
+    let (mut back_now, mut back_after) = match mode {
+        Mode::Dual { .. } => (back, None),
+        _ => (None, back),
+    };
+    let mut back_job = match back_now.take().map(|b| spawn_back(b, &back_ctl, &report)) {
+        Some(Err(e)) => return fail(format!("ERROR: thread: {e}")),
+        Some(Ok(j)) => Some(j),
+        None => None,
+    };
     let deadline = flows.iter().filter_map(|f| f.until).max();
     // A receiving direction whose FIN never comes ends this long after the test.
     let rx_deadline = deadline.map(|d| d + RX_GRACE);
@@ -370,7 +440,38 @@ pub(crate) fn run(
         let span = ticks.take();
         interval_rows(&mut flows, span, &*report);
     }
-    finals(&flows, &*report, len as u64, cfg.common.trip_times)
+    let out = finals(&flows, &*report, len as u64, cfg.common.trip_times);
+    if let Some(b) = back_after.take().filter(|_| !intr.triggered()) {
+        match spawn_back(b, &back_ctl, &report) {
+            Ok(j) => back_job = Some(j),
+            Err(e) => report.event(Event2::Message(format!("ERROR: thread: {e}"))),
+        }
+    }
+    if let Some(j) = back_job {
+        // A signal ends the direction back too.
+        while !j.is_finished() {
+            if intr.triggered() {
+                back_ctl.stop();
+            }
+            let _ = rperf3_sys::poll::readable(&intr.fd(), Duration::from_millis(50));
+        }
+        let _ = j.join();
+    }
+    out
+}
+
+/// Starts a `-d`/`-r` client's receiving direction on a thread of its own;
+/// the server's first datagram is due within the grace from now.
+fn spawn_back(
+    b: BackRecv,
+    ctl: &Arc<RunControl>,
+    report: &Arc<dyn Report2>,
+) -> io::Result<std::thread::JoinHandle<bool>> {
+    let (c, r) = (ctl.clone(), report.clone());
+    let due = back_due(Instant::now());
+    std::thread::Builder::new()
+        .name("udp2-back".into())
+        .spawn(move || receive_back(b, due, &c, &*r))
 }
 
 /// How long past `-t` a receiving direction waits for the server's FIN.

@@ -19,7 +19,9 @@ use rperf3_report::iperf2::model::{Connection2, Event2, Row2, Tag2};
 use rperf3_report::iperf2::Report2;
 
 use super::config::DEFAULT_UDP_RATE;
+use super::connect_back::same_host;
 use super::tcp_setup::device_of;
+use super::udp_back::send_back;
 use super::udp_common::{latency, pattern, recv_row, server_report, trip, RecvMark, Ticks};
 use super::udp_group::Group;
 use super::udp_send::{Tx, TxPlan};
@@ -63,6 +65,8 @@ pub(crate) struct FlowStart {
     pub(crate) multicast: bool,
     /// The client's `-P` group and this flow's place in it.
     pub(crate) group: Option<(Arc<Group>, usize)>,
+    /// The transfer id of a `-d`/`-r` direction back.
+    pub(crate) back_id: u32,
 }
 
 /// A running flow as the listener sees it: datagrams that reached the
@@ -142,6 +146,19 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         let _ = rperf3_sys::sockopt::set_tos(&f.sock, f.peer.is_ipv6(), f.req.tos);
     }
     let len = f.req.buf_len.map_or(0, |l| l as usize).max(f.first.len());
+    let back = back_to(&f, &*report);
+    // -d: the direction back runs beside this one, on a thread of its own.
+    let dual = match back {
+        Some((to, true)) => {
+            let (r, c, q) = (report.clone(), h.ctl.clone(), f.req.clone());
+            let (id, iv) = (f.back_id, f.interval);
+            std::thread::Builder::new()
+                .name(format!("udp2-back-{id}"))
+                .spawn(move || send_back(to, id, &q, len, iv, &c, &*r))
+                .ok()
+        }
+        _ => None,
+    };
     let sock = Arc::new(f.sock);
     let rx = if receives {
         let (s, c, k, st) = (
@@ -330,11 +347,39 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     if s.fin && !f.multicast && !f.req.no_udp_fin {
         send_report(&sock, &s, dur, f.enhanced || f.req.trip_times);
     }
+    // -r: the direction back once this one has ended with its FIN.
+    if let Some((to, false)) = back {
+        if s.fin && !h.ctl.stopped() {
+            send_back(to, f.back_id, &f.req, len, f.interval, &h.ctl, &*report);
+        }
+    }
+    if let Some(j) = dual {
+        let _ = j.join();
+    }
+}
+
+/// Where a `-d`/`-r` flow's direction back goes (the client's address, the
+/// header's port) and whether it starts at once; never this server's own
+/// port on the same host (which would start a test against itself).
+fn back_to(f: &FlowStart, report: &dyn Report2) -> Option<(SocketAddr, bool)> {
+    let (port, now) = match f.req.mode {
+        Mode::Dual { port } => (port, true),
+        Mode::Tradeoff { port } => (port, false),
+        _ => return None,
+    };
+    let ip = rperf3_sys::net::unmap(f.peer).ip();
+    if port == f.local.port() && same_host(ip, f.local.ip()) {
+        report.event(Event2::Message(format!(
+            "WARNING: send back to {ip} port {port} refused: that is this server's own port"
+        )));
+        return None;
+    }
+    Some((SocketAddr::new(ip, port), now))
 }
 
 /// Sends the report, and again for each late FIN that arrives within
 /// [`REPORT_SILENCE`], at most [`REPORT_SENDS`] times.
-fn send_report(sock: &UdpSocket, s: &Udp2Stats, dur: Duration, enhanced: bool) {
+pub(crate) fn send_report(sock: &UdpSocket, s: &Udp2Stats, dur: Duration, enhanced: bool) {
     let wire = server_report(s, dur, enhanced).encode();
     let _ = sock.set_read_timeout(Some(REPORT_SILENCE));
     let mut buf = [0u8; 2048];

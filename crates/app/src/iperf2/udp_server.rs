@@ -249,6 +249,11 @@ pub(crate) fn run(
         };
         let id = next_id;
         next_id += 1;
+        // A -d/-r flow's direction back takes the next id, as in iperf 2.
+        let back_id = next_id;
+        if matches!(req.mode, Mode::Dual { .. } | Mode::Tradeoff { .. }) {
+            next_id += 1;
+        }
         served += 1;
         // Flows of one -P client add up in [SUM] rows.
         let group = (req.streams > 1 && req.mode != Mode::Reverse).then(|| {
@@ -279,6 +284,7 @@ pub(crate) fn run(
             device: cfg.common.bind.as_ref().and_then(|b| b.device.clone()),
             multicast: l.group.is_some(),
             group: group.clone(),
+            back_id,
         };
         if inline {
             if let Err(e) = l

@@ -58,6 +58,10 @@ struct State {
     csv_headers: u32,
     /// Streams connected and not yet ended, by transfer id.
     live: Vec<u32>,
+    /// A Server Report was printed since the printer last went idle: iperf 2
+    /// heads the first one with its own `[ ID]` line even when receiver rows
+    /// (a `-d`/`-r` direction back) already printed the same one.
+    report_headed: bool,
 }
 
 impl std::fmt::Debug for Printer2 {
@@ -80,6 +84,7 @@ impl Printer2 {
                 headers: 0,
                 csv_headers: 0,
                 live: Vec::new(),
+                report_headed: false,
             }),
         }
     }
@@ -103,6 +108,7 @@ impl State {
         if self.live.is_empty() {
             self.headers = 0;
             self.csv_headers = 0;
+            self.report_headed = false;
         }
         if let Tag2::Id(n) | Tag2::ReverseId(n) = tag {
             if !self.live.contains(&n) {
@@ -207,7 +213,18 @@ impl Report2 for Printer2 {
                 if l.csv || l.no_server_report {
                     return;
                 }
-                st.emit(&format!("{}Server Report:", rows::tag(r.tag)));
+                // The report on a `-d`/`-r` direction back (`[ *2]` rows) is
+                // headed `[  2] Server Report:`, as iperf 2 heads it.
+                let head = match r.tag {
+                    Tag2::ReverseId(n) => Tag2::Id(n),
+                    t => t,
+                };
+                st.emit(&format!("{}Server Report:", rows::tag(head)));
+                if !std::mem::replace(&mut st.report_headed, true) {
+                    st.headers &= !(Header::JitterLoss.bit()
+                        | Header::JitterLossEnh.bit()
+                        | Header::JitterLossTrip.bit());
+                }
                 self.row(&mut st, &r, RowUse::ServerReport, true);
             }
             Event2::Message(m) => st.emit(&m),
@@ -293,6 +310,36 @@ mod tests {
             }),
             1_246_560,
         )
+    }
+
+    #[test]
+    fn a_dual_tests_reports_are_headed_as_iperf_2_heads_them() {
+        // Server side of -d (2.2.1): receiver rows, the direction back, then
+        // "[  2] Server Report:" with its own header line and the `[ *2]` row.
+        let back = Row2 {
+            tag: Tag2::ReverseId(2),
+            ..udp_report()
+        };
+        let got = print(
+            Side2::Server,
+            &Layout2::default(),
+            vec![
+                conn(1),
+                Event2::Final(udp_report()),
+                Event2::ServerReport(back.clone()),
+                Event2::ServerReport(back),
+            ],
+        );
+        let head =
+            "[ ID] Interval       Transfer     Bandwidth        Jitter   Lost/Total Datagrams";
+        let at = got
+            .iter()
+            .position(|l| l == "[  2] Server Report:")
+            .unwrap();
+        assert_eq!(got[at + 1], head, "{got:#?}");
+        assert!(got[at + 2].starts_with("[ *2] 0.00-1.00 sec"), "{got:#?}");
+        // Only the first report is headed.
+        assert_eq!(got.iter().filter(|l| *l == head).count(), 2, "{got:#?}");
     }
 
     #[test]
