@@ -7,8 +7,6 @@ pub mod config;
 mod connect_back;
 mod interval;
 mod tcp_client;
-#[cfg(test)]
-mod tcp_interop_tests;
 mod tcp_io;
 mod tcp_server;
 #[cfg(test)]
