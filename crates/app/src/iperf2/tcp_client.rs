@@ -359,6 +359,32 @@ impl<'a> Client<'a> {
         Ok(0)
     }
 
+    /// Receives on connection back `id` (`-d` and `-r` alike): its rows join
+    /// `iv` and a receiver thread starts.
+    fn receive_back(
+        &self,
+        id: u32,
+        s: &Arc<TcpStream>,
+        iv: &Intervals,
+        wake: &Wake,
+        w: &mut Workers,
+    ) -> Result<(), String> {
+        let st = Arc::new(FlowStats::new(self.len));
+        iv.add(
+            key(id, Dir::Recv),
+            FlowSpec::of(Tag2::Id(id), Dir::Recv, &st, s, addrs_of(s)),
+        );
+        let waker = wake.waker().map_err(|e| e.to_string())?;
+        w.recv(
+            s,
+            (self.len, true),
+            &st,
+            (iv.ender(), key(id, Dir::Recv)),
+            waker,
+        )
+        .map_err(|e| e.to_string())
+    }
+
     /// `-d`: waits (a slice at a time) for a connection back and starts its receiver.
     fn accept_one(
         &self,
@@ -381,20 +407,7 @@ impl<'a> Client<'a> {
                 if let Ok(line) = tcp_setup::connection(Tag2::Id(id), &s, &[], None) {
                     self.report.event(Event2::Connected(line));
                 }
-                let st = Arc::new(FlowStats::new(self.len));
-                iv.add(
-                    key(id, Dir::Recv),
-                    FlowSpec::of(Tag2::Id(id), Dir::Recv, &st, &s, addrs_of(&s)),
-                );
-                let waker = wake.waker().map_err(|e| e.to_string())?;
-                w.recv(
-                    &s,
-                    (self.len, true),
-                    &st,
-                    (iv.ender(), key(id, Dir::Recv)),
-                    waker,
-                )
-                .map_err(|e| e.to_string())?;
+                self.receive_back(id, &s, iv, wake, w)?;
             }
             None if Instant::now() >= back.due => {
                 back.pending = 0;
@@ -436,20 +449,7 @@ impl<'a> Client<'a> {
                     (p > 1).then_some(SumKind::Sum),
                 )
             });
-            let st = Arc::new(FlowStats::new(self.len));
-            set.add(
-                key(id, Dir::Recv),
-                FlowSpec::of(Tag2::Id(id), Dir::Recv, &st, &s, addrs_of(&s)),
-            );
-            let waker = wake.waker().map_err(|e| e.to_string())?;
-            w.recv(
-                &s,
-                (self.len, true),
-                &st,
-                (set.ender(), key(id, Dir::Recv)),
-                waker,
-            )
-            .map_err(|e| e.to_string())?;
+            self.receive_back(id, &s, set, &wake, &mut w)?;
         }
         while !w.finished() {
             if intr.triggered() {
