@@ -1,12 +1,20 @@
 //! Latency under load against the queue itself: a 100 Mbit/s tbf with a long
 //! or a short FIFO, kept full by rperf3's UDP load (see `netns/queue.rs`). The
 //! rig is proven first: `ping` beside the load must see the idle round trip
-//! plus the qdisc's backlog over the rate, within 3%.
+//! plus the qdisc's backlog over the rate, within 3%. Then rperf3's own
+//! `--latency` figures are held to the same queue: loaded round trips, idle
+//! round trips against `ping`'s, one-way delay against the queueing delay
+//! alone (both namespaces share one clock), RPM against 60000 / round trip,
+//! and the probes' own bytes against the capacity, counted by iptables.
 
 use std::time::{Duration, Instant};
 
-use crate::netns::queue::{self, between, median, median_queue_delay_ms, Fifo, QueueRig, LOAD};
-use crate::netns::{self, json_doc, with_retries, Attempt};
+use serde_json::Value;
+
+use crate::netns::queue::{
+    self, between, median, median_queue_delay_ms, Fifo, QueueRig, LOAD, RATE,
+};
+use crate::netns::{self, count, json_doc, num, with_retries, Attempt, PORT};
 use crate::{rel, RUN_TIMEOUT};
 
 /// Seconds of load: the long FIFO fills in about a second, then two seconds
@@ -72,4 +80,187 @@ fn queue_rig_ping_matches_backlog_over_rate_long_and_short_fifo() {
     for fifo in [Fifo::Long, Fifo::Short] {
         with_retries(&format!("{fifo:?} FIFO rig"), || ping_beside_the_load(fifo));
     }
+}
+
+// ------------------------------------------------------ rperf3 --latency
+
+/// The UDP payload of the load, so its datagrams are told from everything
+/// else by length (IP packet = payload + 28).
+const LOAD_LEN: u32 = 1400;
+
+/// Where `-J --latency` puts each figure (`end.latency`).
+mod at {
+    pub(super) const IDLE: &str = "end.latency.idle";
+    pub(super) const LOADED: &str = "end.latency.loaded";
+    pub(super) const FOREIGN: &str = "end.latency.loaded.foreign";
+    pub(super) const SELF: &str = "end.latency.loaded.self";
+    pub(super) const RPM: &str = "end.latency.rpm";
+    /// One-way delay client to server, the direction of the load.
+    pub(super) const ONE_WAY_UP: &str = "end.latency.one_way.up";
+}
+
+/// One `{count, min_ms, p50_ms, p90_ms, p99_ms, max_ms}` object.
+#[derive(Debug, Clone, Copy)]
+struct Summary {
+    count: u64,
+    min_ms: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    max_ms: f64,
+}
+
+impl Summary {
+    fn read(doc: &Value, path: &str) -> Self {
+        let s = Self {
+            count: count(doc, &format!("{path}.count")),
+            min_ms: num(doc, &format!("{path}.min_ms")),
+            p50_ms: num(doc, &format!("{path}.p50_ms")),
+            p99_ms: num(doc, &format!("{path}.p99_ms")),
+            max_ms: num(doc, &format!("{path}.max_ms")),
+        };
+        let p90 = num(doc, &format!("{path}.p90_ms"));
+        assert!(
+            s.count > 0
+                && s.min_ms <= s.p50_ms
+                && s.p50_ms <= p90
+                && p90 <= s.p99_ms
+                && s.p99_ms <= s.max_ms,
+            "{path} is empty or out of order: {s:?}, p90 {p90}"
+        );
+        s
+    }
+}
+
+/// `a` within `tol` (relative) of `b`, or within `floor_ms` when that is
+/// wider; the reason when not.
+fn near(what: &str, a: f64, b: f64, tol: f64, floor_ms: f64) -> Result<(), String> {
+    let allowed = (tol * b.abs()).max(floor_ms);
+    if (a - b).abs() <= allowed {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: {a:.3} is {:+.1}% from {b:.3} (allowed {allowed:.3})",
+            100.0 * rel(a, b)
+        ))
+    }
+}
+
+/// What the issue asks of one `-J --latency` run through the full FIFO,
+/// against the rig's figures: `base` (ping's idle median), `queue` (median
+/// backlog over the rate during the run). Each failed check is one line.
+fn latency_checks(doc: &Value, fifo: Fifo, base: f64, queue: f64) -> Vec<String> {
+    let idle = Summary::read(doc, at::IDLE);
+    let loaded = Summary::read(doc, at::LOADED);
+    let one_way = Summary::read(doc, at::ONE_WAY_UP);
+    let rpm = num(doc, at::RPM);
+    let rtt = base + queue;
+    let mut off = vec![
+        near("loaded p50 vs idle + queue", loaded.p50_ms, rtt, 0.10, 0.0),
+        near("idle p50 vs ping's idle", idle.p50_ms, base, 0.10, 0.050),
+        near("one-way p50 vs queue", one_way.p50_ms, queue, 0.10, 0.0),
+        near("RPM vs 60000 / round trip", rpm, 60_000.0 / rtt, 0.10, 0.0),
+    ];
+    // Each probe kind alone waits in the same queue.
+    for path in [at::FOREIGN, at::SELF] {
+        let s = Summary::read(doc, path);
+        off.push(near(&format!("{path} p50"), s.p50_ms, rtt, 0.10, 0.0));
+    }
+    // 155 ms of queue is a poor-to-fair path, 10 ms a good one.
+    let band_ok = match fifo {
+        Fifo::Long => rpm < 1000.0,
+        Fifo::Short => rpm > 3000.0,
+    };
+    if !band_ok {
+        off.push(Err(format!(
+            "{fifo:?} FIFO: RPM {rpm:.0} is in the wrong band"
+        )));
+    }
+    off.into_iter().filter_map(Result::err).collect()
+}
+
+/// Counts, in the bottleneck side's OUTPUT chain, the load's datagrams
+/// (rule 1) and every other packet to the peer (rule 2): the control
+/// connection and the probes.
+fn count_probe_bytes(rig: &QueueRig) {
+    let pair = &rig.pair;
+    let data_len = format!("{}:65535", LOAD_LEN + 28);
+    let port = PORT.to_string();
+    for rule in [
+        vec![
+            "-p", "udp", "--dport", &port, "-m", "length", "--length", &data_len, "-j", "ACCEPT",
+        ],
+        vec!["-d", &pair.server_ip, "-j", "ACCEPT"],
+    ] {
+        let mut args = vec!["iptables", "-A", "OUTPUT"];
+        args.extend(rule);
+        pair.on(queue::BOTTLENECK, &args);
+    }
+}
+
+/// rperf3's `--latency` through the full FIFO, checked against the queue.
+fn latency_against_the_queue(fifo: Fifo) -> Attempt {
+    let Some(rig) = QueueRig::new(fifo) else {
+        return Attempt::Skip;
+    };
+    let base = rig.base_ms();
+    count_probe_bytes(&rig);
+    let server = rig.pair.start_server();
+    let len = LOAD_LEN.to_string();
+    let mut args = LOAD.to_vec();
+    args.extend(["-l", &len, "-t", LOAD_SECS, "--latency"]);
+    let client = rig.pair.spawn_client(&args);
+    let sampler = rig.sample_backlog();
+    let client = client.finish(RUN_TIMEOUT);
+    let samples = sampler.stop();
+    let doc = json_doc(&client);
+    json_doc(&server.finish(Duration::from_secs(5)));
+
+    // The backlog over the whole run, filling included, as rperf3's probes
+    // saw it.
+    let queue = median_queue_delay_ms(&samples);
+    let counters = rig.pair.iptables_counters(queue::BOTTLENECK, "OUTPUT");
+    let (data, other) = (counters[0].1, counters[1].1);
+    let secs = num(&doc, "end.sum_sent.seconds");
+    let capacity = RATE / 8.0 * secs;
+    let ctx = format!(
+        "{fifo:?} FIFO: idle {base:.3} ms, queue {queue:.3} ms (median of {} backlog samples); \
+         bytes out: load {data}, everything else {other} = {:.3}% of {secs:.2} s at 100 Mbit/s\n\
+         end.latency: {:#}",
+        samples.len(),
+        100.0 * other as f64 / capacity,
+        doc["end"]["latency"]
+    );
+    eprintln!("{ctx}");
+    assert!(
+        samples.len() >= 50,
+        "too few backlog samples for a median\n{ctx}"
+    );
+    assert!(
+        other as f64 <= 0.01 * capacity,
+        "the probes and control took more than 1% of the capacity\n{ctx}"
+    );
+    let off = latency_checks(&doc, fifo, base, queue);
+    if off.is_empty() {
+        Attempt::Pass
+    } else {
+        Attempt::Disturbed(format!("{}\n{ctx}", off.join("\n")))
+    }
+}
+
+#[test]
+#[ignore = "needs the iperf3 personality's --latency"]
+fn latency_18_long_fifo_round_trips_one_way_and_rpm_match_the_queue() {
+    let _one_at_a_time = netns::serial();
+    with_retries("--latency through the long FIFO", || {
+        latency_against_the_queue(Fifo::Long)
+    });
+}
+
+#[test]
+#[ignore = "needs the iperf3 personality's --latency"]
+fn latency_18_short_fifo_round_trips_one_way_and_rpm_match_the_queue() {
+    let _one_at_a_time = netns::serial();
+    with_retries("--latency through the short FIFO", || {
+        latency_against_the_queue(Fifo::Short)
+    });
 }
