@@ -11,10 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::netns::queue::{
-    self, between, median, median_queue_delay_ms, Fifo, QueueRig, LOAD, RATE,
-};
-use crate::netns::{self, count, json_doc, num, with_retries, Attempt, PORT};
+use crate::netns::queue::{between, median, median_queue_delay_ms, Fifo, QueueRig, RATE};
+use crate::netns::{self, count, json_doc, num, with_retries, Attempt, Side, PORT};
 use crate::{rel, RUN_TIMEOUT};
 
 /// Seconds of load: the long FIFO fills in about a second, then two seconds
@@ -27,14 +25,12 @@ const PINGS: u32 = 100;
 /// trip is the idle one plus the median backlog (sampled over the same two
 /// seconds) divided by the rate.
 fn ping_beside_the_load(fifo: Fifo) -> Attempt {
-    let Some(rig) = QueueRig::new(fifo) else {
+    let Some(rig) = QueueRig::new(fifo, Side::Client) else {
         return Attempt::Skip;
     };
     let base = rig.base_ms();
     let server = rig.pair.start_server();
-    let mut args = LOAD.to_vec();
-    args.extend(["-t", LOAD_SECS]);
-    let mut load = rig.pair.spawn_client(&args);
+    let mut load = rig.pair.spawn_client(&rig.load_args(LOAD_SECS));
     let sampler = rig.sample_backlog();
     let full = sampler.wait_full(Duration::from_secs(4));
     let from = Instant::now();
@@ -61,7 +57,7 @@ fn ping_beside_the_load(fifo: Fifo) -> Attempt {
         rtts.len(),
         window.len(),
         median(&packets),
-        rig.pair.qdisc_stats(queue::BOTTLENECK)
+        rig.pair.qdisc_stats(rig.sender)
     );
     eprintln!("{ctx}");
     assert!(
@@ -95,8 +91,10 @@ mod at {
     pub(super) const FOREIGN: &str = "end.latency.loaded.foreign";
     pub(super) const SELF: &str = "end.latency.loaded.self";
     pub(super) const RPM: &str = "end.latency.rpm";
-    /// One-way delay client to server, the direction of the load.
+    /// One-way delay client to server.
     pub(super) const ONE_WAY_UP: &str = "end.latency.one_way.up";
+    /// One-way delay server to client.
+    pub(super) const ONE_WAY_DOWN: &str = "end.latency.one_way.down";
 }
 
 /// One `{count, min_ms, p50_ms, p90_ms, p99_ms, max_ms}` object.
@@ -147,11 +145,19 @@ fn near(what: &str, a: f64, b: f64, tol: f64, floor_ms: f64) -> Result<(), Strin
 
 /// What the issue asks of one `-J --latency` run through the full FIFO,
 /// against the rig's figures: `base` (ping's idle median), `queue` (median
-/// backlog over the rate during the run). Each failed check is one line.
-fn latency_checks(doc: &Value, fifo: Fifo, base: f64, queue: f64) -> Vec<String> {
+/// backlog over the rate during the run). The one-way delay is the one in the
+/// direction of the load. Each failed check is one line.
+fn latency_checks(doc: &Value, rig: &QueueRig, fifo: Fifo, queue: f64) -> Vec<String> {
+    let base = rig.base_ms();
     let idle = Summary::read(doc, at::IDLE);
     let loaded = Summary::read(doc, at::LOADED);
-    let one_way = Summary::read(doc, at::ONE_WAY_UP);
+    let one_way = Summary::read(
+        doc,
+        match rig.sender {
+            Side::Client => at::ONE_WAY_UP,
+            Side::Server => at::ONE_WAY_DOWN,
+        },
+    );
     let rpm = num(doc, at::RPM);
     let rtt = base + queue;
     let mut off = vec![
@@ -178,36 +184,41 @@ fn latency_checks(doc: &Value, fifo: Fifo, base: f64, queue: f64) -> Vec<String>
     off.into_iter().filter_map(Result::err).collect()
 }
 
-/// Counts, in the bottleneck side's OUTPUT chain, the load's datagrams
-/// (rule 1) and every other packet to the peer (rule 2): the control
-/// connection and the probes.
+/// Counts, in the load sender's OUTPUT chain, the load's datagrams (rule 1)
+/// and every other packet to the peer (rule 2): the control connection and
+/// the probes.
 fn count_probe_bytes(rig: &QueueRig) {
     let pair = &rig.pair;
     let data_len = format!("{}:65535", LOAD_LEN + 28);
     let port = PORT.to_string();
+    let (data_port, peer) = match rig.sender {
+        Side::Client => ("--dport", &pair.server_ip),
+        Side::Server => ("--sport", &pair.client_ip),
+    };
     for rule in [
         vec![
-            "-p", "udp", "--dport", &port, "-m", "length", "--length", &data_len, "-j", "ACCEPT",
+            "-p", "udp", data_port, &port, "-m", "length", "--length", &data_len, "-j", "ACCEPT",
         ],
-        vec!["-d", &pair.server_ip, "-j", "ACCEPT"],
+        vec!["-d", peer, "-j", "ACCEPT"],
     ] {
         let mut args = vec!["iptables", "-A", "OUTPUT"];
         args.extend(rule);
-        pair.on(queue::BOTTLENECK, &args);
+        pair.on(rig.sender, &args);
     }
 }
 
-/// rperf3's `--latency` through the full FIFO, checked against the queue.
-fn latency_against_the_queue(fifo: Fifo) -> Attempt {
-    let Some(rig) = QueueRig::new(fifo) else {
+/// rperf3's `--latency` through the full FIFO on `sender`'s egress, checked
+/// against the queue.
+fn latency_against_the_queue(fifo: Fifo, sender: Side) -> Attempt {
+    let Some(rig) = QueueRig::new(fifo, sender) else {
         return Attempt::Skip;
     };
     let base = rig.base_ms();
     count_probe_bytes(&rig);
     let server = rig.pair.start_server();
     let len = LOAD_LEN.to_string();
-    let mut args = LOAD.to_vec();
-    args.extend(["-l", &len, "-t", LOAD_SECS, "--latency"]);
+    let mut args = rig.load_args(LOAD_SECS);
+    args.extend(["-l", &len, "--latency"]);
     let client = rig.pair.spawn_client(&args);
     let sampler = rig.sample_backlog();
     let client = client.finish(RUN_TIMEOUT);
@@ -218,12 +229,13 @@ fn latency_against_the_queue(fifo: Fifo) -> Attempt {
     // The backlog over the whole run, filling included, as rperf3's probes
     // saw it.
     let queue = median_queue_delay_ms(&samples);
-    let counters = rig.pair.iptables_counters(queue::BOTTLENECK, "OUTPUT");
+    let counters = rig.pair.iptables_counters(rig.sender, "OUTPUT");
     let (data, other) = (counters[0].1, counters[1].1);
     let secs = num(&doc, "end.sum_sent.seconds");
+    let reverse = sender == Side::Server;
     let capacity = RATE / 8.0 * secs;
     let ctx = format!(
-        "{fifo:?} FIFO: idle {base:.3} ms, queue {queue:.3} ms (median of {} backlog samples); \
+        "{fifo:?} FIFO, reverse={reverse}: idle {base:.3} ms, queue {queue:.3} ms (median of {} backlog samples); \
          bytes out: load {data}, everything else {other} = {:.3}% of {secs:.2} s at 100 Mbit/s\n\
          end.latency: {:#}",
         samples.len(),
@@ -239,7 +251,7 @@ fn latency_against_the_queue(fifo: Fifo) -> Attempt {
         other as f64 <= 0.01 * capacity,
         "the probes and control took more than 1% of the capacity\n{ctx}"
     );
-    let off = latency_checks(&doc, fifo, base, queue);
+    let off = latency_checks(&doc, &rig, fifo, queue);
     if off.is_empty() {
         Attempt::Pass
     } else {
@@ -252,7 +264,7 @@ fn latency_against_the_queue(fifo: Fifo) -> Attempt {
 fn latency_18_long_fifo_round_trips_one_way_and_rpm_match_the_queue() {
     let _one_at_a_time = netns::serial();
     with_retries("--latency through the long FIFO", || {
-        latency_against_the_queue(Fifo::Long)
+        latency_against_the_queue(Fifo::Long, Side::Client)
     });
 }
 
@@ -261,6 +273,15 @@ fn latency_18_long_fifo_round_trips_one_way_and_rpm_match_the_queue() {
 fn latency_18_short_fifo_round_trips_one_way_and_rpm_match_the_queue() {
     let _one_at_a_time = netns::serial();
     with_retries("--latency through the short FIFO", || {
-        latency_against_the_queue(Fifo::Short)
+        latency_against_the_queue(Fifo::Short, Side::Client)
+    });
+}
+
+#[test]
+#[ignore = "needs the iperf3 personality's --latency"]
+fn latency_18_reverse_long_fifo_round_trips_one_way_and_rpm_match_the_queue() {
+    let _one_at_a_time = netns::serial();
+    with_retries("--latency -R through the long FIFO", || {
+        latency_against_the_queue(Fifo::Long, Side::Server)
     });
 }

@@ -1,7 +1,7 @@
 //! A bottleneck with a known queue, for latency under load: a 100 Mbit/s tbf on
-//! the client's veth egress, with a long FIFO (`latency 150ms`) or a short one
-//! (`latency 5ms`), kept full by rperf3's own UDP load above the rate over many
-//! sockets. The queueing delay is then the qdisc's own backlog divided by the
+//! the load sender's veth egress (the client's, or the server's for `-R`), with
+//! a long FIFO (`latency 150ms`) or a short one (`latency 5ms`), kept full by
+//! rperf3's own UDP load above the rate over many sockets. The queueing delay is then the qdisc's own backlog divided by the
 //! rate (`tc -s qdisc`, sampled in the background during the run), plus the
 //! idle round trip `ping` measures before the load starts. Both namespaces run
 //! on one clock, so one-way delays between them are exact too.
@@ -21,8 +21,6 @@ use super::{unavailable, Pair, Side, DEV};
 pub(crate) const RATE: f64 = 100e6;
 /// The load: rperf3's UDP client above the rate over many sockets.
 pub(crate) const LOAD: [&str; 5] = ["-u", "-b", "7M", "-P", "16"];
-/// The side whose egress holds the queue, and that sends the load.
-pub(crate) const BOTTLENECK: Side = Side::Client;
 const TOOL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long the queue in front of the bottleneck is.
@@ -47,15 +45,18 @@ impl Fifo {
 /// Two namespaces with the shaped bottleneck and the idle round trip measured.
 pub(crate) struct QueueRig {
     pub(crate) pair: Pair,
+    /// The side whose egress holds the queue, and that sends the load.
+    pub(crate) sender: Side,
     /// `ping`'s round trips across the idle rig, milliseconds.
     pub(crate) idle_ping_ms: Vec<f64>,
 }
 
 impl QueueRig {
-    /// Builds the pair, measures the idle round trip with `ping` (the queue is
-    /// empty, so the tbf adds only its own tiny transmission time), then
-    /// installs the tbf. `None` after a skip note when the machine cannot.
-    pub(crate) fn new(fifo: Fifo) -> Option<Self> {
+    /// Builds the pair with the tbf on `sender`'s egress, then measures the
+    /// idle round trip with `ping` (the queue is empty, so the tbf adds only
+    /// its own tiny transmission time). `None` after a skip note when the
+    /// machine cannot.
+    pub(crate) fn new(fifo: Fifo, sender: Side) -> Option<Self> {
         match run(&["ping", "-V"], TOOL_TIMEOUT) {
             Ok(d) if d.success() => {}
             Ok(d) => return unavailable(&format!("`ping` does not work: {d}")),
@@ -63,7 +64,7 @@ impl QueueRig {
         }
         let pair = Pair::new()?;
         pair.on(
-            BOTTLENECK,
+            sender,
             &[
                 "tc",
                 "qdisc",
@@ -82,6 +83,7 @@ impl QueueRig {
         );
         let mut rig = Self {
             pair,
+            sender,
             idle_ping_ms: Vec::new(),
         };
         // The first echo also waits for neighbour discovery; the median
@@ -95,10 +97,10 @@ impl QueueRig {
         median(&self.idle_ping_ms)
     }
 
-    /// Starts `count` echo requests, one every `every`, from the bottleneck
-    /// side to the other, so each waits in the queue on the way out.
+    /// Starts `count` echo requests, one every `every`, from the load's sender
+    /// to the other side, so each waits in the queue on the way out.
     pub(crate) fn ping(&self, count: u32, every: Duration) -> Ping {
-        let peer = match BOTTLENECK {
+        let peer = match self.sender {
             Side::Client => &self.pair.server_ip,
             Side::Server => &self.pair.client_ip,
         };
@@ -106,7 +108,7 @@ impl QueueRig {
         let i = format!("{:.3}", every.as_secs_f64());
         // -W: an echo lost in a full queue is not waited for past the run.
         let bg = self.pair.spawn(
-            BOTTLENECK,
+            self.sender,
             &["ping", "-n", "-c", &n, "-i", &i, "-W", "2", peer],
         );
         Ping {
@@ -115,9 +117,19 @@ impl QueueRig {
         }
     }
 
+    /// rperf3's client arguments for the load (`-R` when the server sends).
+    pub(crate) fn load_args(&self, secs: &'static str) -> Vec<&'static str> {
+        let mut args = LOAD.to_vec();
+        args.extend(["-t", secs]);
+        if self.sender == Side::Server {
+            args.push("-R");
+        }
+        args
+    }
+
     /// Starts sampling the bottleneck's backlog in the background.
     pub(crate) fn sample_backlog(&self) -> Sampler {
-        Sampler::start(self.pair.ns(BOTTLENECK).to_string())
+        Sampler::start(self.pair.ns(self.sender).to_string())
     }
 }
 
