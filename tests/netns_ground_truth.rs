@@ -16,6 +16,7 @@ mod netns_jitter;
 mod netns_mcast2;
 mod netns_mcast2_peers;
 mod netns_queue;
+mod netns_queue_iperf2;
 mod netns_tcp;
 
 use std::time::Duration;

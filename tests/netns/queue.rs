@@ -22,6 +22,8 @@ pub(crate) const RATE: f64 = 100e6;
 /// The load: rperf3's UDP client above the rate over many sockets.
 pub(crate) const LOAD: [&str; 5] = ["-u", "-b", "7M", "-P", "16"];
 const TOOL_TIMEOUT: Duration = Duration::from_secs(10);
+/// The tbf's bucket, bytes (`burst 64kb`).
+const BURST: u64 = 64 * 1024;
 
 /// How long the queue in front of the bottleneck is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,11 +42,22 @@ impl Fifo {
             Self::Short => "5ms",
         }
     }
+
+    /// The bytes the tbf queues at most: the rate times the latency plus
+    /// the bucket.
+    pub(crate) fn limit(self) -> u64 {
+        let secs = match self {
+            Self::Long => 0.150,
+            Self::Short => 0.005,
+        };
+        (RATE / 8.0 * secs) as u64 + BURST
+    }
 }
 
 /// Two namespaces with the shaped bottleneck and the idle round trip measured.
 pub(crate) struct QueueRig {
     pub(crate) pair: Pair,
+    pub(crate) fifo: Fifo,
     /// The side whose egress holds the queue, and that sends the load.
     pub(crate) sender: Side,
     /// `ping`'s round trips across the idle rig, milliseconds.
@@ -83,6 +96,7 @@ impl QueueRig {
         );
         let mut rig = Self {
             pair,
+            fifo,
             sender,
             idle_ping_ms: Vec::new(),
         };
@@ -129,7 +143,7 @@ impl QueueRig {
 
     /// Starts sampling the bottleneck's backlog in the background.
     pub(crate) fn sample_backlog(&self) -> Sampler {
-        Sampler::start(self.pair.ns(self.sender).to_string())
+        Sampler::start(self.pair.ns(self.sender).to_string(), self.fifo.limit() / 2)
     }
 }
 
@@ -161,13 +175,15 @@ pub(crate) struct Backlog {
 /// A background thread that runs `tc -s qdisc show` in the bottleneck's
 /// namespace over and over and keeps every backlog it saw.
 pub(crate) struct Sampler {
+    /// The least backlog that counts as a full queue.
+    full_from: u64,
     stop: Arc<AtomicBool>,
     seen: Arc<Mutex<Vec<Backlog>>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Sampler {
-    fn start(ns: String) -> Self {
+    fn start(ns: String, full_from: u64) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let (s, v) = (stop.clone(), seen.clone());
@@ -188,6 +204,7 @@ impl Sampler {
             }
         });
         Self {
+            full_from,
             stop,
             seen,
             thread: Some(thread),
@@ -199,8 +216,9 @@ impl Sampler {
         self.seen.lock().unwrap().clone()
     }
 
-    /// Waits until the queue is full: it holds something and grew by less
-    /// than 2% over the last 300 ms. Panics with the samples after `within`.
+    /// Waits until the queue is full: it holds at least half the tbf's limit
+    /// and grew by less than 2% over the last 300 ms. Panics with the samples
+    /// after `within`.
     pub(crate) fn wait_full(&self, within: Duration) -> u64 {
         const WINDOW: Duration = Duration::from_millis(300);
         let deadline = Instant::now() + within;
@@ -220,7 +238,7 @@ impl Sampler {
                     max_between(Duration::ZERO, WINDOW),
                     max_between(WINDOW, 2 * WINDOW),
                 ) {
-                    if before > 0 && now * 100 <= before * 102 {
+                    if before >= self.full_from && now * 100 <= before * 102 {
                         return now;
                     }
                 }
