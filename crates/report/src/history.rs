@@ -35,7 +35,7 @@ impl IntervalHistory {
         self.kept.push(Kept {
             layout: layout.clone(),
             input: IntervalInput {
-                latency: None,
+                latency: iv.latency.clone(),
                 streams: iv.streams[..n].to_vec(),
             },
         });

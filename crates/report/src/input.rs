@@ -178,8 +178,9 @@ pub struct StreamSample {
 pub struct IntervalInput {
     /// Same order and length as the streams in [`StreamInfo`] order.
     pub streams: Vec<StreamSample>,
-    /// `--latency`: the interval's round trips and delays.
-    pub latency: Option<rperf3_latency::Figures>,
+    /// `--latency`: the interval's round trips and delays (boxed: `-J` keeps every
+    /// interval, and most tests have none).
+    pub latency: Option<Box<rperf3_latency::Figures>>,
 }
 
 /// A local TCP sender's totals from tcp_info.
