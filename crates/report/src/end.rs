@@ -481,6 +481,7 @@ mod tests {
             ..Default::default()
         };
         let fin = FinalInput {
+            latency: None,
             streams: vec![StreamFinal {
                 bytes: 1000,
                 duration: 2.0,
@@ -529,6 +530,7 @@ mod tests {
         let layout = Layout::new(Side::Server, &t);
         let streams = [stream(5, 1, false, "127.0.0.1:1", "127.0.0.1:2")];
         let fin = FinalInput {
+            latency: None,
             streams: vec![StreamFinal {
                 bytes: 5000,
                 duration: 3.002293,

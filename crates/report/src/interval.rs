@@ -281,6 +281,7 @@ mod tests {
             }),
         };
         let iv = IntervalInput {
+            latency: None,
             streams: vec![sample],
         };
         let r = build(&layout, &[info(4, 1, true)], &iv);
@@ -307,6 +308,7 @@ mod tests {
             }),
         };
         let iv = IntervalInput {
+            latency: None,
             streams: vec![sample],
         };
         let r = build(&layout, &[info(5, 1, false)], &iv);
@@ -334,14 +336,17 @@ mod tests {
             extra: SampleExtra::None,
         };
         let empty = IntervalInput {
+            latency: None,
             streams: vec![s(3.0, 3.0001, 0), s(3.0, 3.0001, 0)],
         };
         assert!(!should_report(&empty, 1.0));
         let some = IntervalInput {
+            latency: None,
             streams: vec![s(3.0, 3.0001, 0), s(3.0, 3.0001, 5)],
         };
         assert!(should_report(&some, 1.0));
         let long = IntervalInput {
+            latency: None,
             streams: vec![s(3.0, 3.2, 0)],
         };
         assert!(should_report(&long, 1.0));
@@ -368,6 +373,7 @@ mod tests {
             extra: SampleExtra::None,
         };
         let iv = IntervalInput {
+            latency: None,
             streams: vec![tx, rx],
         };
         let r = build(&layout, &[info(4, 1, true), info(6, 3, false)], &iv);

@@ -382,6 +382,7 @@ impl TestRun {
     /// The report's end input, with the peer's results when known.
     pub(crate) fn final_input(&self, peer: Option<&TestResults>) -> FinalInput {
         FinalInput {
+            latency: None,
             streams: self.sampler.finals(&self.streams),
             cpu: self.cpu(),
             congestion: self.congestion(),
