@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::netns::queue::{between, median, median_queue_delay_ms, Fifo, QueueRig, RATE};
-use crate::netns::{self, count, json_doc, num, with_retries, Attempt, Side, PORT};
+use crate::netns::{self, count, json_doc, num, with_retries, Attempt, Side, ETH_HEADER, PORT};
 use crate::{rel, RUN_TIMEOUT};
 
 /// Seconds of load: the long FIFO fills in about a second, then two seconds
@@ -262,7 +262,7 @@ fn latency_against_the_queue(fifo: Fifo, sender: Side) -> Attempt {
     let client = client.finish(RUN_TIMEOUT);
     let samples = sampler.stop();
     let doc = json_doc(&client);
-    json_doc(&server.finish(Duration::from_secs(5)));
+    let sdoc = json_doc(&server.finish(Duration::from_secs(5)));
 
     let full = between(&samples, from, Instant::now());
     let q = Queue {
@@ -296,7 +296,22 @@ fn latency_against_the_queue(fifo: Fifo, sender: Side) -> Attempt {
         other as f64 <= 0.01 * capacity,
         "the probes and control took more than 1% of the capacity\n{ctx}"
     );
-    let off = latency_checks(&doc, sender, fifo, &q);
+    let mut off = latency_checks(&doc, sender, fifo, &q);
+    // The load still gets the whole path: the shaper's rate times payload per
+    // frame, within the 2% the rate tests allow a busy machine.
+    let rdoc = if reverse { &doc } else { &sdoc };
+    let goodput = num(rdoc, "end.sum_received.bits_per_second");
+    let frame = LOAD_LEN + 28 + ETH_HEADER;
+    let expected = RATE * f64::from(LOAD_LEN) / f64::from(frame);
+    if let Err(e) = near(
+        "load's goodput, Mbit/s",
+        goodput / 1e6,
+        expected / 1e6,
+        0.02,
+        0.0,
+    ) {
+        off.push(e);
+    }
     if off.is_empty() {
         Attempt::Pass
     } else {
