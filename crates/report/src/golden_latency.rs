@@ -243,3 +243,34 @@ fn latency_json_stream_events_carry_the_same_objects_issue18() {
     let plain = client_run(|o| o.json_stream = true, false, None).text_or_doc;
     assert!(!plain.contains("latency"), "{plain}");
 }
+
+#[test]
+fn latency_interval_lines_for_one_way_no_probes_and_omitted_issue18() {
+    let (mut r, out, _) = reporter(|_| {}, Side::Client);
+    let t = TestInfo {
+        omit: 1,
+        ..test_info(Side::Client, Protocol::Udp)
+    };
+    let si = start_info(Side::Client, false);
+    r.control_connected(&si, &t);
+    r.stream_connected(&stream(4, 1, true, "127.0.0.1:41268", "127.0.0.1:27911"));
+    r.start(&si, &t);
+    let mut first = iv(vec![udp_tx(0.0, 1.0, 131_400, 100)]);
+    first.streams[0].omitted = true;
+    first.latency = Some(Box::new(Figures {
+        up: summary(100, [1.5, 2.25, 2.0, 3.0, 4.125, 5.0]),
+        ..Figures::default()
+    }));
+    r.interval(&first);
+    let text = out.text();
+    let lat: Vec<&str> = text.lines().filter(|l| l.starts_with("[LAT]")).collect();
+    assert_eq!(
+        lat,
+        [
+            "[LAT]   0.00-1.00   sec  rtt: no round trips  (omitted)",
+            "[LAT]   0.00-1.00   sec  one-way up min/mean/p99/max \
+             1.500/2.250/4.125/5.000 ms, 100 samples  (omitted)",
+        ],
+        "{text}"
+    );
+}

@@ -27,15 +27,21 @@ fn ms(x: f64) -> String {
 }
 
 /// The text lines of one interval, after its stream and `[SUM]` rows. `lead` is the
-/// `[LAT]` tag and the interval's times, already laid out as the rows above it.
-pub(crate) fn interval_lines(lead: &str, f: &Figures) -> Vec<String> {
+/// `[LAT]` tag and the interval's times, already laid out as the rows above it;
+/// `omitted` is iperf3's `(omitted)` mark of a `-O` interval, or empty.
+pub(crate) fn interval_lines(lead: &str, f: &Figures, omitted: &str) -> Vec<String> {
+    let tail = if omitted.is_empty() {
+        String::new()
+    } else {
+        format!("  {omitted}")
+    };
     let mut out = Vec::new();
     let l = &f.loaded;
     if l.is_empty() {
-        out.push(format!("{lead}  rtt: no round trips\n"));
+        out.push(format!("{lead}  rtt: no round trips{tail}\n"));
     } else {
         out.push(format!(
-            "{lead}  rtt min/p50/p90/p99/max {}/{}/{}/{}/{} ms, {} probes, {:.0} RPM\n",
+            "{lead}  rtt min/p50/p90/p99/max {}/{}/{}/{}/{} ms, {} probes, {:.0} RPM{tail}\n",
             ms(l.min_ms),
             ms(l.p50_ms),
             ms(l.p90_ms),
@@ -48,7 +54,7 @@ pub(crate) fn interval_lines(lead: &str, f: &Figures) -> Vec<String> {
     for (name, s) in [("up", &f.up), ("down", &f.down)] {
         if !s.is_empty() {
             out.push(format!(
-                "{lead}  one-way {name} min/mean/p99/max {}/{}/{}/{} ms, {} samples\n",
+                "{lead}  one-way {name} min/mean/p99/max {}/{}/{}/{} ms, {} samples{tail}\n",
                 ms(s.min_ms),
                 ms(s.mean_ms),
                 ms(s.p99_ms),

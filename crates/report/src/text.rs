@@ -251,14 +251,14 @@ pub fn interval(layout: &Layout, report: &IntervalReport, first: bool, fmt: char
     }
     if let Some(f) = &report.latency {
         // The interval's times are the test's first stream's, as the [SUM] rows'.
-        let (start, end) = report
+        let (start, end, om) = report
             .groups
             .iter()
             .find_map(|g| g.sum.as_ref())
-            .map_or((0.0, 0.0), |s| (s.start, s.end));
+            .map_or((0.0, 0.0, false), |s| (s.start, s.end, s.omitted));
         let role = if layout.bidir { "      " } else { "" };
         let lead = format!("[LAT]{role} {start:6.2}-{end:<6.2} sec");
-        out.extend(crate::latency::interval_lines(&lead, f));
+        out.extend(crate::latency::interval_lines(&lead, f, omitted(om)));
     }
     out
 }
