@@ -118,17 +118,18 @@ fn p50_of(v: &Value, path: &str) -> Option<f64> {
     Some(q[1])
 }
 
-/// `a` within `tol` (relative) of `b`, or within `floor_ms` when that is
-/// wider; the reason when not.
-fn near(what: &str, a: f64, b: f64, tol: f64, floor_ms: f64) -> Result<(), String> {
+/// Whether `a` is within `tol` (relative) of `b`, or within `floor_ms` when
+/// that is wider; the comparison as a line either way.
+fn near(what: &str, a: f64, b: f64, tol: f64, floor_ms: f64) -> Result<String, String> {
     let allowed = (tol * b.abs()).max(floor_ms);
+    let line = format!(
+        "{what}: {a:.3} vs {b:.3}, {:+.1}% (allowed +-{allowed:.3})",
+        100.0 * rel(a, b)
+    );
     if (a - b).abs() <= allowed {
-        Ok(())
+        Ok(line)
     } else {
-        Err(format!(
-            "{what}: {a:.3} is {:+.1}% from {b:.3} (allowed {allowed:.3})",
-            100.0 * rel(a, b)
-        ))
+        Err(line)
     }
 }
 
@@ -147,33 +148,34 @@ struct Queue {
 /// against the rig's figures. The end figures cover the whole run, whose
 /// first second fills the long FIFO, so the means among them (RPM's trimmed
 /// means, one-way means) are held to the queue only in the intervals after
-/// that; medians hold over the whole run. Each failed check is one line.
-fn latency_checks(doc: &Value, sender: Side, fifo: Fifo, q: &Queue) -> Vec<String> {
+/// that; medians hold over the whole run. One line per check.
+fn latency_checks(doc: &Value, sender: Side, fifo: Fifo, q: &Queue) -> Vec<Result<String, String>> {
     let rtt = q.base + q.run;
     let full_rtt = q.base + q.full;
     let idle = p50_of(doc, at::IDLE).expect("no idle round trips");
     let loaded = p50_of(doc, at::LOADED).expect("no loaded round trips");
     let foreign = p50_of(doc, at::FOREIGN).expect("no foreign probes");
     let rpm = num(doc, at::RPM);
-    let mut off = vec![
+    let mut checks = vec![
         near("loaded p50 vs idle + queue", loaded, rtt, 0.10, 0.0),
         near("foreign p50 vs idle + queue", foreign, rtt, 0.10, 0.0),
         near("idle p50 vs ping's idle", idle, q.base, 0.10, 0.050),
     ];
     // Self probes are the loaded TCP streams' round trips: a UDP load has none.
     if let Some(p50) = p50_of(doc, at::SELF) {
-        off.push(near("self p50 vs idle + queue", p50, rtt, 0.10, 0.0));
+        checks.push(near("self p50 vs idle + queue", p50, rtt, 0.10, 0.0));
     }
     // 155 ms of queue reads Medium, 10 ms High.
     let band_ok = match fifo {
         Fifo::Long => (300.0..1000.0).contains(&rpm),
         Fifo::Short => rpm >= 1000.0,
     };
-    if !band_ok {
-        off.push(Err(format!(
-            "{fifo:?} FIFO: RPM {rpm:.0} is in the wrong band"
-        )));
-    }
+    let band = format!("{fifo:?} FIFO: end RPM {rpm:.0}");
+    checks.push(if band_ok {
+        Ok(band)
+    } else {
+        Err(format!("{band} is in the wrong band"))
+    });
 
     let way = match sender {
         Side::Client => "up",
@@ -188,14 +190,14 @@ fn latency_checks(doc: &Value, sender: Side, fifo: Fifo, q: &Queue) -> Vec<Strin
         })
         .unwrap_or_default();
     if late.is_empty() {
-        off.push(Err(format!("no interval starts after {FULL_FROM} s")));
-        return off.into_iter().filter_map(Result::err).collect();
+        checks.push(Err(format!("no interval starts after {FULL_FROM} s")));
+        return checks;
     }
     let per = |f: &dyn Fn(&Value) -> f64| median(&late.iter().map(|iv| f(iv)).collect::<Vec<_>>());
     let p50 = per(&|iv| p50_of(iv, "latency.loaded").expect("an interval without round trips"));
     let rpm = per(&|iv| num(iv, "latency.rpm"));
     let one_way = per(&|iv| num(iv, &format!("latency.one_way.{way}.mean_ms")));
-    off.extend([
+    checks.extend([
         near(
             "late intervals' loaded p50 vs idle + queue",
             p50,
@@ -218,7 +220,7 @@ fn latency_checks(doc: &Value, sender: Side, fifo: Fifo, q: &Queue) -> Vec<Strin
             0.0,
         ),
     ]);
-    off.into_iter().filter_map(Result::err).collect()
+    checks
 }
 
 /// Counts, in the load sender's OUTPUT chain, the load's datagrams (rule 1)
@@ -278,7 +280,7 @@ fn latency_against_the_queue(fifo: Fifo, sender: Side) -> Attempt {
     let ctx = format!(
         "{fifo:?} FIFO, reverse={reverse}: idle {:.3} ms, queue {:.3} ms over the run, {:.3} \
          once full (medians of {} and {} backlog samples); bytes out: load {data}, everything \
-         else {other} = {:.3}% of {secs:.2} s at 100 Mbit/s\nend.latency: {:#}",
+         else {other} = {:.3}% of {secs:.2} s at 100 Mbit/s\nend.latency: {}",
         q.base,
         q.run,
         q.full,
@@ -296,25 +298,30 @@ fn latency_against_the_queue(fifo: Fifo, sender: Side) -> Attempt {
         other as f64 <= 0.01 * capacity,
         "the probes and control took more than 1% of the capacity\n{ctx}"
     );
-    let mut off = latency_checks(&doc, sender, fifo, &q);
+    let mut checks = latency_checks(&doc, sender, fifo, &q);
     // The load still gets the whole path: the shaper's rate times payload per
     // frame, within the 2% the rate tests allow a busy machine.
     let rdoc = if reverse { &doc } else { &sdoc };
     let goodput = num(rdoc, "end.sum_received.bits_per_second");
     let frame = LOAD_LEN + 28 + ETH_HEADER;
     let expected = RATE * f64::from(LOAD_LEN) / f64::from(frame);
-    if let Err(e) = near(
+    checks.push(near(
         "load's goodput, Mbit/s",
         goodput / 1e6,
         expected / 1e6,
         0.02,
         0.0,
-    ) {
-        off.push(e);
-    }
+    ));
+    let lines: Vec<&String> = checks
+        .iter()
+        .map(|c| c.as_ref().unwrap_or_else(|e| e))
+        .collect();
+    eprintln!("{lines:#?}");
+    let off: Vec<&String> = checks.iter().filter_map(|c| c.as_ref().err()).collect();
     if off.is_empty() {
         Attempt::Pass
     } else {
+        let off: Vec<&str> = off.iter().map(|s| s.as_str()).collect();
         Attempt::Disturbed(format!("{}\n{ctx}", off.join("\n")))
     }
 }
