@@ -86,6 +86,9 @@ struct State {
     done: Totals,
     /// Running tests by the host's number.
     live: BTreeMap<u64, LiveTest>,
+    /// `--latency`: the round trips every ended test's session measured itself
+    /// (its sending TCP streams'), for the latency histogram.
+    latency: rperf3_latency::Samples,
 }
 
 /// Counter values; `[protocol][direction]` as in [`PROTOCOLS`], [`DIRECTIONS`].
@@ -266,6 +269,11 @@ impl Metrics {
         }
         // Under the same lock: a scrape sees the test either running or counted.
         self.count(outcome);
+    }
+
+    /// `--latency`: a test's own samples, handed over once at its end.
+    pub(super) fn record_latency(&self, samples: &rperf3_latency::Samples) {
+        self.state().latency.merge(samples);
     }
 
     fn snapshot(&self) -> Snapshot {
