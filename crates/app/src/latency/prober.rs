@@ -179,16 +179,51 @@ fn untrack(s: &Shared, c: &Arc<TcpStream>) {
     lock(&s.open).retain(|o| !Arc::ptr_eq(o, c));
 }
 
-/// Opens a probe connection within `limit`: the connection and its
-/// handshake's duration.
-fn open(setup: &ProbeSetup, limit: Duration) -> std::io::Result<(TcpStream, Duration)> {
+/// Opens a probe connection within `limit`: the connection, a second handle
+/// on it that a stop shuts (from before the SYN: a stop aborts a connect stuck
+/// behind a full queue), and the handshake's duration. The caller untracks the
+/// handle when done.
+fn open(
+    s: &Shared,
+    setup: &ProbeSetup,
+    limit: Duration,
+) -> std::io::Result<(TcpStream, Arc<TcpStream>, Duration)> {
+    let shadow = std::cell::RefCell::new(None);
+    let prepare = |fd: std::os::fd::BorrowedFd<'_>, _v6: bool| -> std::io::Result<()> {
+        if stopped(s) {
+            return Err(std::io::ErrorKind::Interrupted.into());
+        }
+        let dup = TcpStream::from(fd.try_clone_to_owned()?);
+        *shadow.borrow_mut() = Some(track(s, dup));
+        Ok(())
+    };
     let t = Instant::now();
-    let c =
-        rperf3_sys::net::connect_tcp(&[setup.server], setup.bind.as_deref(), 0, None, Some(limit))?;
+    let r = rperf3_sys::net::connect_tcp_prepared(
+        &[setup.server],
+        setup.bind.as_deref(),
+        0,
+        None,
+        Some(limit),
+        rperf3_sys::net::Transport::Tcp,
+        &prepare,
+    );
     let took = t.elapsed();
+    let shadow = shadow.into_inner();
+    let c = match r {
+        Ok(c) => c,
+        Err(rperf3_sys::net::Prepared::Options(e) | rperf3_sys::net::Prepared::Connect(e)) => {
+            if let Some(h) = &shadow {
+                untrack(s, h);
+            }
+            return Err(e);
+        }
+    };
+    let Some(shadow) = shadow else {
+        return Err(std::io::ErrorKind::Interrupted.into());
+    };
     // Requests are tiny: never held back for an ACK.
     c.set_nodelay(true)?;
-    Ok((c, took))
+    Ok((c, shadow, took))
 }
 
 /// One request and its answer by `deadline`: the round trip, the answer.
@@ -280,14 +315,15 @@ fn run(s: &Arc<Shared>, setup: &ProbeSetup, idle_done: &mpsc::Sender<()>) {
 /// could not be opened (the test goes on with foreign probes).
 fn idle(s: &Shared, setup: &ProbeSetup) -> Option<Arc<TcpStream>> {
     let end = Instant::now() + IDLE_BUDGET;
-    let (c, _) = match open(setup, IDLE_BUDGET) {
+    let (c, _shadow, _) = match open(s, setup, IDLE_BUDGET) {
         Ok(c) => c,
         Err(e) => {
             log::warn!("latency: probe connection to {} failed: {e}", setup.server);
             return None;
         }
     };
-    let c = track(s, c);
+    // Its handle stays tracked: a stop shuts it.
+    let c = Arc::new(c);
     let mut dec = ProbeDecoder::new();
     let cookie = marked_cookie(&setup.cookie, MARKER_PROBE);
     // Round trip 0 carries the cookie: it also times the server routing the
@@ -314,18 +350,17 @@ fn idle(s: &Shared, setup: &ProbeSetup) -> Option<Arc<TcpStream>> {
 /// One foreign probe: a new connection, one request.
 fn foreign(s: &Shared, setup: &ProbeSetup, seq: u32) {
     let deadline = Instant::now() + FOREIGN_LIMIT;
-    let (c, handshake) = match open(setup, FOREIGN_LIMIT) {
+    let (c, shadow, handshake) = match open(s, setup, FOREIGN_LIMIT) {
         Ok(c) => c,
         Err(e) => {
             log::debug!("latency: foreign probe {seq}: {e}");
             return;
         }
     };
-    let c = track(s, c);
     let cookie = marked_cookie(&setup.cookie, MARKER_FOREIGN);
     let mut dec = ProbeDecoder::new();
     let r = ask(&c, &mut dec, seq, &cookie, deadline);
-    untrack(s, &c);
+    untrack(s, &shadow);
     match r {
         Ok((rtt, a, recv_ns)) if !stopped(s) => {
             let mut col = lock(&s.collector);
@@ -374,5 +409,56 @@ fn pushed(s: &Shared, c: &TcpStream, dec: &mut ProbeDecoder) -> bool {
                 return false;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listener whose accept queue is full: the kernel drops further SYNs, as
+    /// a full FIFO in front of a bottleneck does.
+    fn black_hole() -> (socket2::Socket, Vec<TcpStream>, SocketAddr) {
+        use socket2::{Domain, Socket, Type};
+        let l = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        l.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .unwrap();
+        l.listen(0).unwrap();
+        let addr = l.local_addr().unwrap().as_socket().unwrap();
+        let mut fill = Vec::new();
+        for _ in 0..2 {
+            if let Ok(c) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+                fill.push(c);
+            }
+        }
+        (l, fill, addr)
+    }
+
+    #[test]
+    fn a_stop_ends_probes_stuck_in_their_handshake_at_once() {
+        let (_l, _fill, server) = black_hole();
+        let mut p = Prober::start(ProbeSetup {
+            server,
+            bind: None,
+            cookie: [b'a'; COOKIE_LEN],
+            rate: 50,
+            with_server: true,
+        })
+        .unwrap();
+        // The probe connection cannot open either: idle ends at its budget.
+        let t = Instant::now();
+        p.wait_idle(t + Duration::from_secs(5));
+        let idle = t.elapsed();
+        assert!(idle >= IDLE_BUDGET && idle < IDLE_BUDGET * 2, "{idle:?}");
+        p.load_started(Vec::new());
+        // Foreign probes pile up to the in-flight limit, each in connect().
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(lock(&p.shared.open).len(), MAX_IN_FLIGHT);
+        let t = Instant::now();
+        p.stop();
+        let took = t.elapsed();
+        assert!(took < Duration::from_millis(300), "stop took {took:?}");
+        assert_eq!(p.total().figures().foreign.count, 0);
+        assert!(lock(&p.shared.open).is_empty());
     }
 }
