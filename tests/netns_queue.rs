@@ -327,7 +327,6 @@ fn latency_against_the_queue(fifo: Fifo, sender: Side) -> Attempt {
 }
 
 #[test]
-#[ignore = "needs the iperf3 personality's --latency"]
 fn latency_18_long_fifo_round_trips_one_way_and_rpm_match_the_queue() {
     let _one_at_a_time = netns::serial();
     with_retries("--latency through the long FIFO", || {
@@ -336,7 +335,6 @@ fn latency_18_long_fifo_round_trips_one_way_and_rpm_match_the_queue() {
 }
 
 #[test]
-#[ignore = "needs the iperf3 personality's --latency"]
 fn latency_18_short_fifo_round_trips_one_way_and_rpm_match_the_queue() {
     let _one_at_a_time = netns::serial();
     with_retries("--latency through the short FIFO", || {
@@ -345,7 +343,6 @@ fn latency_18_short_fifo_round_trips_one_way_and_rpm_match_the_queue() {
 }
 
 #[test]
-#[ignore = "needs the iperf3 personality's --latency"]
 fn latency_18_reverse_long_fifo_round_trips_one_way_and_rpm_match_the_queue() {
     let _one_at_a_time = netns::serial();
     with_retries("--latency -R through the long FIFO", || {
