@@ -20,6 +20,7 @@ mod netns_mcast2_peers;
 mod netns_queue;
 mod netns_queue_iperf2;
 mod netns_queue_rpm;
+mod netns_queue_tcp;
 mod netns_tcp;
 
 use std::time::Duration;

@@ -99,7 +99,7 @@ mod at {
 
 /// One `{count, min_ms, p50_ms, p90_ms, p99_ms, max_ms}` object, checked for
 /// order; `None` when it holds no sample.
-fn p50_of(v: &Value, path: &str) -> Option<f64> {
+pub(crate) fn p50_of(v: &Value, path: &str) -> Option<f64> {
     let n = |k: &str| num(v, &format!("{path}.{k}"));
     if count(v, &format!("{path}.count")) == 0 {
         return None;
@@ -120,7 +120,7 @@ fn p50_of(v: &Value, path: &str) -> Option<f64> {
 
 /// Whether `a` is within `tol` (relative) of `b`, or within `floor_ms` when
 /// that is wider; the comparison as a line either way.
-fn near(what: &str, a: f64, b: f64, tol: f64, floor_ms: f64) -> Result<String, String> {
+pub(crate) fn near(what: &str, a: f64, b: f64, tol: f64, floor_ms: f64) -> Result<String, String> {
     let allowed = (tol * b.abs()).max(floor_ms);
     let line = format!(
         "{what}: {a:.3} vs {b:.3}, {:+.1}% (allowed +-{allowed:.3})",
