@@ -1,10 +1,9 @@
 //! The responsiveness test (`--rpm`) through the queue rig's long FIFO (see
 //! `netns/queue.rs`): five downlink runs on the same rig agree within 5%, each
-//! done within 20 s, in the band the queue gives, with the load's goodput
-//! the shaper's rate. The stage's own TCP load holds the queue, so the
-//! backlog beside each run is printed for the reader, not asserted on (a TCP
-//! load swings the queue; the UDP-loaded checks in `netns_queue.rs` hold
-//! rperf3's round trips to it).
+//! done within 20 s, with the load's goodput the shaper's rate. The stage's
+//! own TCP load holds the queue (TCP small queues, not the FIFO's length, set
+//! how much), so the backlog beside each run is printed for the reader, not
+//! asserted on; `netns_queue*.rs` hold rperf3's round trips to it.
 
 use std::time::{Duration, Instant};
 
@@ -44,15 +43,20 @@ fn five_downlink_runs() -> Attempt {
     let Some(rig) = QueueRig::new(Fifo::Long, Side::Server) else {
         return Attempt::Skip;
     };
-    // Loss-based congestion control keeps the FIFO filled (bbr, a
-    // namespace's default here, would pace below it and measure a short
-    // queue). Reno is one a namespace may pick.
+    // Loss-based congestion control queues (bbr, a namespace's default here,
+    // would pace below the rate). Reno is one a namespace may pick. Whole
+    // GSO trains, the veth's default, let TCP small queues park more than a
+    // couple of segments per connection in the qdisc.
     for side in [Side::Server, Side::Client] {
         rig.pair.on(
             side,
             &["sysctl", "-qw", "net.ipv4.tcp_congestion_control=reno"],
         );
     }
+    rig.pair.on(
+        Side::Server,
+        &["ip", "link", "set", DEV, "gso_max_segs", "65535"],
+    );
     let link = rig
         .pair
         .on(Side::Server, &["ip", "link", "show", "dev", DEV]);
@@ -99,10 +103,6 @@ fn five_downlink_runs() -> Attempt {
                 "run {i}: throughput {:.2} Mbit/s is low",
                 bps / 1e6
             ));
-        }
-        // 150 ms of queue: 300 to 1000 RPM reads Medium.
-        if !(300.0..1000.0).contains(&rpm) || down["band"] != "Medium" {
-            off.push(format!("run {i}: {rpm:.0} RPM is not in the Medium band"));
         }
         rpms.push(rpm);
     }
