@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use rperf3_report::iperf2::model::{Event2, Row2, RowKind2, Tag2, TcpRecv2, TcpSend2};
+use rperf3_report::iperf2::model::{Event2, Row2, RowKind2, Tag2, TcpLatency2, TcpRecv2, TcpSend2};
 use rperf3_report::iperf2::Report2;
 use rperf3_sys::tcp_info::tcp_info;
 
@@ -284,7 +284,8 @@ impl Set {
             let tcp = tcp_now(f.spec.sock.as_ref());
             let retries = tcp.retrans.saturating_sub(f.last_retrans);
             f.last_retrans = tcp.retrans;
-            let row = row(&f.spec, begin, end, &d, retries, tcp.send);
+            let lat = f.spec.stats.trip.as_ref().map(|t| t.take_interval());
+            let row = row(&f.spec, begin, end, (&d, lat), retries, tcp.send);
             sum = Some(match sum {
                 None => row.clone(),
                 Some(acc) => add_rows(acc, &row),
@@ -318,7 +319,8 @@ impl Set {
         f.total = total;
         let tcp = tcp_now(f.spec.sock.as_ref());
         let retries = tcp.retrans.saturating_sub(f.first_retrans);
-        let r = row(&f.spec, 0.0, end, &total, retries, tcp.send);
+        let lat = f.spec.stats.trip.as_ref().map(|t| t.total());
+        let r = row(&f.spec, 0.0, end, (&total, lat), retries, tcp.send);
         // The socket is closed by its worker once nothing else holds it.
         f.spec.sock = None;
         self.report.event(Event2::Final(r));
@@ -346,7 +348,7 @@ impl Set {
             .map_or(0.0, |t| self.secs(t));
         let mut acc: Option<Row2> = None;
         for f in &self.flows {
-            let r = row(&f.spec, 0.0, end, &f.total, 0, TcpSend2::default());
+            let r = row(&f.spec, 0.0, end, (&f.total, None), 0, TcpSend2::default());
             acc = Some(match acc {
                 None => r,
                 Some(a) => add_rows(a, &r),
@@ -365,8 +367,16 @@ impl Set {
     }
 }
 
-/// A row for `d` (an interval's or the whole stream's counts).
-fn row(spec: &FlowSpec, start: f64, end: f64, d: &FlowSample, retries: u64, tcp: TcpSend2) -> Row2 {
+/// A row for `d` (an interval's or the whole stream's counts) and, for a
+/// `--trip-times` receiver, the same span's delays.
+fn row(
+    spec: &FlowSpec,
+    start: f64,
+    end: f64,
+    (d, latency): (&FlowSample, Option<TcpLatency2>),
+    retries: u64,
+    tcp: TcpSend2,
+) -> Row2 {
     let kind = match spec.dir {
         Dir::Send => RowKind2::TcpSend(TcpSend2 {
             writes: d.calls,
@@ -377,7 +387,7 @@ fn row(spec: &FlowSpec, start: f64, end: f64, d: &FlowSample, retries: u64, tcp:
         Dir::Recv => RowKind2::TcpRecv(TcpRecv2 {
             reads: d.calls,
             bins: d.bins,
-            latency: None,
+            latency,
         }),
     };
     Row2 {

@@ -15,6 +15,7 @@ mod tcp_session;
 mod tcp_setup;
 #[cfg(test)]
 mod tcp_tests;
+mod tcp_trip;
 mod workers;
 
 use std::sync::Arc;

@@ -19,6 +19,7 @@ use super::connect_back::{accept_back, BACK_GRACE, NO_BACK};
 use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
 use super::tcp_io::{pacer_for, pattern, FlowStats};
 use super::tcp_setup::{self, apply_opts, Wake};
+use super::tcp_trip::Bursts;
 use super::workers::{SendPlan, Source, Workers};
 use super::Outcome2;
 use crate::Interrupt;
@@ -52,6 +53,9 @@ struct Client<'a> {
     report: Arc<dyn Report2>,
     len: u32,
     addrs: Vec<SocketAddr>,
+    /// `--trip-times`: the report start the header carried; writes are
+    /// stamped bursts.
+    trip: Option<rperf3_proto2::Timeval>,
 }
 
 impl<'a> Client<'a> {
@@ -65,6 +69,7 @@ impl<'a> Client<'a> {
             report,
             len,
             addrs,
+            trip: None,
         })
     }
 
@@ -104,7 +109,7 @@ impl<'a> Client<'a> {
         Ok((s, t.elapsed()))
     }
 
-    fn run(self, intr: &mut Interrupt) -> Result<i32, String> {
+    fn run(mut self, intr: &mut Interrupt) -> Result<i32, String> {
         let listener = self.listen()?;
         let mut block = tcp_setup::settings(
             rperf3_report::iperf2::model::Side2::Client,
@@ -115,8 +120,10 @@ impl<'a> Client<'a> {
         );
         block.host = Some(self.cl.host.clone());
         block.flows = self.cl.parallel.max(1);
+        block.trip_times = self.c.trip_times;
         self.report.event(Event2::Settings(block));
         let req = request(self.cl, self.c, self.len);
+        self.trip = req.trip_start.filter(|_| req.trip_times);
         let header = req
             .tcp_header(VERSION_2_2_1, self.c.port)
             .encode(Layout::V2_2_1)
@@ -158,14 +165,17 @@ impl<'a> Client<'a> {
             }
             streams.push((id, Arc::new(s), ct, Instant::now()));
         }
-        let notes: &[&str] = match self.cl.mode {
-            Mode2::Reverse => &["(reverse)"],
-            Mode2::FullDuplex => &["(full-duplex)"],
-            _ => &[],
+        let mut notes: Vec<&str> = match self.cl.mode {
+            Mode2::Reverse => vec!["(reverse)"],
+            Mode2::FullDuplex => vec!["(full-duplex)"],
+            _ => vec![],
         };
+        if self.c.trip_times {
+            notes.push("(trip-times)");
+        }
         let dev = self.c.bind.as_ref().and_then(|b| b.device.as_deref());
         for (id, s, ct, _) in &streams {
-            if let Ok(mut line) = tcp_setup::connection(Tag2::Id(*id), s, notes, dev) {
+            if let Ok(mut line) = tcp_setup::connection(Tag2::Id(*id), s, &notes, dev) {
                 line.connect_time = Some(*ct);
                 self.report.event(Event2::Connected(line));
             }
@@ -194,7 +204,14 @@ impl<'a> Client<'a> {
     fn source(&self) -> Source {
         let pat = || Source::Pattern(Arc::new(pattern(self.len)));
         match &self.cl.input {
-            Input2::Pattern => pat(),
+            // 2.2.1 fills stamped writes with 0xA5.
+            Input2::Pattern => match self.trip {
+                Some(t) => Source::Reader(
+                    Box::new(Bursts::new(vec![0xA5; self.len as usize], t)),
+                    self.len,
+                ),
+                None => pat(),
+            },
             Input2::File(f) => match std::fs::File::open(f) {
                 Ok(file) => Source::Reader(Box::new(file), self.len),
                 Err(_) => {

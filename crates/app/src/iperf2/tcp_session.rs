@@ -213,6 +213,13 @@ impl<'a> Test<'a> {
         }
     }
 
+    /// A `--trip-times` test whose client writes bursts to this receiver.
+    fn trip(&self) -> bool {
+        self.req
+            .as_ref()
+            .is_some_and(|r| r.trip_times && r.mode == Mode::Normal)
+    }
+
     fn mode(&self) -> Mode {
         self.req.as_ref().map_or(Mode::Normal, |r| r.mode)
     }
@@ -295,18 +302,21 @@ impl<'a> Test<'a> {
     fn run(self) {
         let sh = self.sh;
         let start = Instant::now();
-        let notes: &[&str] = match self.mode() {
-            Mode::Reverse => &["(reverse)"],
-            Mode::FullDuplex => &["(full-duplex)"],
-            _ => &[],
+        let mut notes: Vec<&str> = match self.mode() {
+            Mode::Reverse => vec!["(reverse)"],
+            Mode::FullDuplex => vec!["(full-duplex)"],
+            _ => vec![],
         };
+        if self.trip() {
+            notes.push("(trip-times)");
+        }
         let dev = sh
             .cfg
             .common
             .bind
             .as_ref()
             .and_then(|b| b.device.as_deref());
-        if let Ok(mut line) = tcp_setup::connection(Tag2::Id(self.id), &self.s, notes, dev) {
+        if let Ok(mut line) = tcp_setup::connection(Tag2::Id(self.id), &self.s, &notes, dev) {
             line.peer_version = self
                 .req
                 .as_ref()
@@ -325,7 +335,11 @@ impl<'a> Test<'a> {
         let recv = !matches!(mode, Mode::Reverse);
         let send = matches!(mode, Mode::Reverse | Mode::FullDuplex);
         if recv {
-            let st = Arc::new(FlowStats::new(self.len));
+            let st = Arc::new(if self.trip() {
+                FlowStats::with_trip(self.len)
+            } else {
+                FlowStats::new(self.len)
+            });
             // The header and whatever came with it are test data.
             st.io.add_many(0, self.pre as u64);
             let k = key(self.id, Dir::Recv);

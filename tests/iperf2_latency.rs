@@ -1,0 +1,83 @@
+//! iperf 2's latency options between rperf3 (as `iperf`) and the stock 2.1.8
+//! and 2.2.1, each role, each side's figures checked against the other's.
+//! `--trip-times` on TCP: the receiver's bursts add up to what the sender
+//! wrote, and the one-way latency on loopback is positive and below 1 ms.
+
+use std::path::Path;
+
+use crate::common::iperf2::{parse_row, Pairing2, Row, Server2};
+
+/// The whole-test row of stream 1 and the words after its rate.
+pub(crate) fn total_cols(text: &str) -> Option<(Row, Vec<String>)> {
+    text.lines()
+        .filter_map(|l| parse_row(l).map(|r| (r, l)))
+        .filter(|(r, _)| r.tag == "1" && r.start == 0.0)
+        .max_by(|a, b| a.0.end.total_cmp(&b.0.end))
+        .map(|(r, l)| {
+            let rest = l.split_once("/sec").map_or("", |x| x.1);
+            (r, rest.split_whitespace().map(str::to_string).collect())
+        })
+}
+
+/// `a/b...` as numbers.
+pub(crate) fn nums(word: &str, sep: char) -> Vec<f64> {
+    word.split([sep, '(', ')'])
+        .filter_map(|w| w.parse().ok())
+        .collect()
+}
+
+pub(crate) fn run(
+    peer: &Path,
+    p: Pairing2,
+    server_args: &[&str],
+    client_args: &[&str],
+) -> (String, String) {
+    let (client, server) = p.programs(peer);
+    let srv = Server2::start(&server, server_args);
+    let out = srv.client(&client, client_args);
+    let s = srv.stop();
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    (out.stdout, s.stdout)
+}
+
+fn trip_times(peer: &Path, p: Pairing2) {
+    // Paced, so that the latency is the path's and not a full send buffer's.
+    let (c, s) = run(
+        peer,
+        p,
+        &["-e", "-i", "1", "-f", "k"],
+        &["-e", "--trip-times", "-t", "1", "-b", "100m", "-f", "k"],
+    );
+    let ctx = format!("{p:?}\n--- client:\n{c}\n--- server:\n{s}");
+    for side in [&c, &s] {
+        assert!(
+            side.lines()
+                .any(|l| l.contains("connected with") && l.contains(" (trip-times) ")),
+            "(trip-times) note\n{ctx}"
+        );
+    }
+    let (sent, _) = total_cols(&c).unwrap_or_else(|| panic!("no client total\n{ctx}"));
+    let (_, cols) = total_cols(&s).unwrap_or_else(|| panic!("no server total\n{ctx}"));
+    // "avg/min/max/stdev ms (cnt/size) inP NetPwr reads=dist".
+    assert_eq!(cols[1], "ms", "latency columns {cols:?}\n{ctx}");
+    let lat = nums(&cols[0], '/');
+    let cnt = nums(&cols[2], '/');
+    assert_eq!((lat.len(), cnt.len()), (4, 2), "{cols:?}\n{ctx}");
+    // Every 128 KiB write the sender made is one burst (a paced 2.1.8 makes
+    // it in two writes, so bytes are compared, not writes).
+    let burst_bytes = cnt[0] * cnt[1];
+    assert!(
+        (sent.bytes - burst_bytes).abs() <= 2.0 * 131_072.0 && cnt[0] > 50.0,
+        "sent {} bytes, bursts {cnt:?}\n{ctx}",
+        sent.bytes
+    );
+    let (avg, min, max) = (lat[0], lat[1], lat[2]);
+    assert!(
+        min > 0.0 && min <= avg && avg <= max && avg < 1.0,
+        "latency {lat:?}\n{ctx}"
+    );
+}
+
+both_ways2!(iperf2_latency_trip_times, |peer: &Path, p| trip_times(
+    peer, p
+));
