@@ -81,3 +81,55 @@ fn trip_times(peer: &Path, p: Pairing2) {
 both_ways2!(iperf2_latency_trip_times, |peer: &Path, p| trip_times(
     peer, p
 ));
+
+/// `--bounceback`: 10 requests a second for 2 s. The client's round trips
+/// (count, avg/min/max) and its RPS (round trips per second of round-trip
+/// time) against the server's own byte count: every round trip is one
+/// 100-byte request and one 100-byte reply.
+fn bounceback(peer: &Path, p: Pairing2) {
+    let (c, s) = run(
+        peer,
+        p,
+        &["-i", "1"],
+        &["--bounceback", "-t", "2", "-i", "1"],
+    );
+    let ctx = format!("{p:?}\n--- client:\n{c}\n--- server:\n{s}");
+    for side in [&c, &s] {
+        assert!(
+            side.lines().any(|l| l.contains("connected with")
+                && (l.contains("(bb w/quickack req/reply/hold=100/100/0)")
+                    || l.contains("(bb w/quickack len/hold=100/0)"))),
+            "bounceback note\n{ctx}"
+        );
+    }
+    let (_, cols) = total_cols(&c).unwrap_or_else(|| panic!("no client total\n{ctx}"));
+    let (cnt, stats) = cols[0].split_once('=').expect("cnt=avg/min/max/stdev");
+    let count: f64 = cnt.parse().expect("count");
+    let rtt = nums(stats, '/');
+    let rps: f64 = cols
+        .iter()
+        .find_map(|w| w.strip_prefix("RPS="))
+        .or_else(|| cols.iter().rev().nth(1).map(String::as_str))
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("RPS in {cols:?}\n{ctx}"));
+    assert!((19.0..=22.0).contains(&count), "count {count}\n{ctx}");
+    assert!(
+        rtt[1] > 0.0 && rtt[1] <= rtt[0] && rtt[0] <= rtt[2] && rtt[0] < 1.0,
+        "round trips {rtt:?}\n{ctx}"
+    );
+    // RPS is 1 / mean round trip; the mean is printed to the microsecond.
+    let want = 1e3 / rtt[0];
+    let slack = want * (0.0005 / rtt[0]) + 1.0;
+    assert!((rps - want).abs() <= slack, "RPS {rps} vs {want}\n{ctx}");
+    let (got, _) = total_cols(&s).unwrap_or_else(|| panic!("no server total\n{ctx}"));
+    let both_ways = count * 200.0;
+    assert!(
+        (got.bytes - both_ways).abs() <= both_ways * 0.005 + 1.0,
+        "server {} bytes, client {count} round trips\n{ctx}",
+        got.bytes
+    );
+}
+
+both_ways2!(iperf2_latency_bounceback, |peer: &Path, p| bounceback(
+    peer, p
+));

@@ -146,6 +146,7 @@ mod tests {
             input: Input2::Pattern,
             sync_transfer_id: false,
             txstart: None,
+            bounceback: None,
         }
     }
 

@@ -6,6 +6,7 @@ mod client_header;
 pub mod config;
 mod connect_back;
 mod interval;
+mod tcp_bounceback;
 mod tcp_client;
 mod tcp_io;
 mod tcp_server;

@@ -9,14 +9,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rperf3_proto2::{Layout, VERSION_2_2_1};
-use rperf3_report::iperf2::model::{Event2, Tag2};
+use rperf3_report::iperf2::model::{BbSettings2, Event2, Tag2};
 use rperf3_report::iperf2::Report2;
 use rperf3_sys::net;
 
 use super::client_header::{os_text, rate_bps, read_ack, request};
-use super::config::{Client2, Common2, Config2, End2, Input2, Mode2, Role2};
+use super::config::{Bounceback2, Client2, Common2, Config2, End2, Input2, Mode2, Role2};
 use super::connect_back::{accept_back, BACK_GRACE, NO_BACK};
 use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
+use super::tcp_bounceback;
 use super::tcp_io::{pacer_for, pattern, FlowStats};
 use super::tcp_setup::{self, apply_opts, Wake};
 use super::tcp_trip::Bursts;
@@ -110,6 +111,9 @@ impl<'a> Client<'a> {
     }
 
     fn run(mut self, intr: &mut Interrupt) -> Result<i32, String> {
+        if let Some(bb) = self.cl.bounceback {
+            return self.bounceback(bb, intr);
+        }
         let listener = self.listen()?;
         let mut block = tcp_setup::settings(
             rperf3_report::iperf2::model::Side2::Client,
@@ -181,6 +185,56 @@ impl<'a> Client<'a> {
             }
         }
         self.drive(streams, sent_header, listener.as_ref(), intr)
+    }
+
+    /// `--bounceback`: one connection of requests and replies.
+    fn bounceback(&self, bb: Bounceback2, intr: &mut Interrupt) -> Result<i32, String> {
+        let mut block = tcp_setup::settings(
+            rperf3_report::iperf2::model::Side2::Client,
+            self.c,
+            self.c.port,
+            self.len,
+            self.probe_window(),
+        );
+        block.host = Some(self.cl.host.clone());
+        block.flows = 1;
+        block.bounceback = Some(BbSettings2 {
+            request: bb.request,
+            reply: bb.reply,
+            hold_us: bb.hold_us,
+            quickack: bb.quickack,
+            count: bb.count,
+            period: bb.period,
+        });
+        self.report.event(Event2::Settings(block));
+        let (s, ct) = match self.connect() {
+            Ok(x) => x,
+            Err(e) => {
+                self.report.event(Event2::Message(format!(
+                    "[  1] tcp connect to {} port {} failed ({}) on {}",
+                    self.addrs[0].ip(),
+                    self.c.port,
+                    os_text(&e),
+                    rperf3_sys::time::strftime_now("%Y-%m-%d %H:%M:%S (%Z)")
+                )));
+                return Ok(0);
+            }
+        };
+        let note = tcp_bounceback::note(bb.quickack, bb.request, bb.reply, bb.hold_us);
+        let dev = self.c.bind.as_ref().and_then(|b| b.device.as_deref());
+        if let Ok(mut line) = tcp_setup::connection(Tag2::Id(1), &s, &[note.as_str()], dev) {
+            line.connect_time = Some(ct);
+            self.report.event(Event2::Connected(line));
+        }
+        let time = match self.cl.end {
+            End2::Time(d) => d,
+            // iperf 2 runs a bounceback test by time only.
+            End2::Bytes(_) => Duration::from_secs(10),
+        };
+        if let Err(e) = tcp_bounceback::client(&s, bb, time, self.c.interval, &self.report, intr) {
+            self.report.event(Event2::Message(e));
+        }
+        Ok(0)
     }
 
     fn listen(&self) -> Result<Option<TcpListener>, String> {

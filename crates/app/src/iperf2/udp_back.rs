@@ -63,6 +63,7 @@ pub(crate) fn listener_block(sock: &UdpSocket, port: u16, len: u32) -> Event2 {
         multicast: None,
         ttl: None,
         mode_note: None,
+        bounceback: None,
     })
 }
 
@@ -121,6 +122,7 @@ pub(crate) fn send_back(
         multicast: None,
         ttl: None,
         mode_note: None,
+        bounceback: None,
     }));
     let local = sock.local_addr().unwrap_or(to);
     report.event(Event2::Connected(Connection2 {

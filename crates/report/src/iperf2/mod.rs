@@ -5,6 +5,7 @@
 
 mod connection;
 mod csv;
+mod hist;
 pub mod model;
 mod rows;
 mod settings;
@@ -12,6 +13,8 @@ mod units;
 
 #[cfg(test)]
 mod golden;
+#[cfg(test)]
+mod golden_bb;
 #[cfg(test)]
 mod golden_csv;
 #[cfg(test)]
@@ -166,6 +169,7 @@ fn kind_index(k: &model::RowKind2) -> u32 {
         model::RowKind2::TcpRecv(_) => 1,
         model::RowKind2::UdpSend(_) => 2,
         model::RowKind2::UdpRecv(_) => 3,
+        model::RowKind2::Bounceback(_) => 4,
     }
 }
 
@@ -226,6 +230,11 @@ impl Report2 for Printer2 {
                         | Header::JitterLossTrip.bit());
                 }
                 self.row(&mut st, &r, RowUse::ServerReport, true);
+            }
+            Event2::Histogram(h) => {
+                if !l.csv && !l.no_data {
+                    st.emit(&hist::line(&h));
+                }
             }
             Event2::Message(m) => st.emit(&m),
         }
@@ -368,6 +377,7 @@ mod tests {
             ttl: None,
             mode_note: None,
             trip_times: false,
+            bounceback: None,
         };
         let events = || {
             vec![
