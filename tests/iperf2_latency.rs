@@ -133,3 +133,47 @@ fn bounceback(peer: &Path, p: Pairing2) {
 both_ways2!(iperf2_latency_bounceback, |peer: &Path, p| bounceback(
     peer, p
 ));
+
+/// `--txstart-time`: the client connects at once, says when its traffic
+/// starts, and sends from then for `-t`; the server (which counts from the
+/// connection, as 2.2.1's does) sees the wait before the same bytes.
+fn txstart(peer: &Path, p: Pairing2) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // A whole second 1 to 2 s ahead.
+    let at = (now + 2).to_string();
+    let (c, s) = run(
+        peer,
+        p,
+        &["-e", "-i", "1", "-f", "k"],
+        &["-e", "-t", "1", "-i", "1", "-f", "k", "--txstart-time", &at],
+    );
+    let ctx = format!("{p:?}\n--- client:\n{c}\n--- server:\n{s}");
+    assert!(
+        c.lines()
+            .any(|l| l.contains("] Client traffic to start in ")),
+        "start line\n{ctx}"
+    );
+    let (sent, _) = total_cols(&c).unwrap_or_else(|| panic!("no client total\n{ctx}"));
+    let (got, _) = total_cols(&s).unwrap_or_else(|| panic!("no server total\n{ctx}"));
+    assert!(
+        (sent.end - 1.0).abs() < 0.2,
+        "client span {}\n{ctx}",
+        sent.end
+    );
+    let wait = got.end - sent.end;
+    assert!(
+        (0.8..=2.3).contains(&wait),
+        "server saw a wait of {wait} s\n{ctx}"
+    );
+    assert!(
+        (sent.bytes - got.bytes).abs() <= 129.0 * 1024.0,
+        "sent {} received {}\n{ctx}",
+        sent.bytes,
+        got.bytes
+    );
+}
+
+both_ways2!(iperf2_latency_txstart, |peer: &Path, p| txstart(peer, p));

@@ -177,6 +177,9 @@ impl<'a> Client<'a> {
         if self.c.trip_times {
             notes.push("(trip-times)");
         }
+        if self.cl.txstart.is_some() {
+            notes.push("(epoch-start)");
+        }
         let dev = self.c.bind.as_ref().and_then(|b| b.device.as_deref());
         for (id, s, ct, _) in &streams {
             if let Ok(mut line) = tcp_setup::connection(Tag2::Id(*id), s, &notes, dev) {
@@ -184,7 +187,33 @@ impl<'a> Client<'a> {
                 self.report.event(Event2::Connected(line));
             }
         }
+        if let Some(t) = self.cl.txstart {
+            self.wait_start(t, intr);
+        }
         self.drive(streams, sent_header, listener.as_ref(), intr)
+    }
+
+    /// `--txstart-time`: says when traffic starts and waits for it (an
+    /// interrupt ends the wait); the test's clock starts then, as 2.2.1's.
+    fn wait_start(&self, epoch: f64, intr: &mut Interrupt) {
+        let now = std::time::SystemTime::now();
+        let start = std::time::UNIX_EPOCH + Duration::from_secs_f64(epoch.max(0.0));
+        self.report.event(Event2::TxStart {
+            tag: Tag2::Id(1),
+            start,
+            now,
+        });
+        let Ok(left) = start.duration_since(now) else {
+            return;
+        };
+        let until = Instant::now() + left;
+        while !intr.triggered() {
+            let rest = until.saturating_duration_since(Instant::now());
+            if rest.is_zero() {
+                break;
+            }
+            tcp_setup::wait(&[intr.fd()], Some(rest));
+        }
     }
 
     /// `--bounceback`: one connection of requests and replies.

@@ -245,3 +245,26 @@ fn golden_bounceback_matches_2_2_1() {
         replay(name);
     }
 }
+
+/// `--txstart-time`: 2.2.1's line, whole seconds left rounded up, the start
+/// to the second and the time now to the millisecond.
+#[test]
+fn golden_txstart_line_matches_2_2_1() {
+    use super::golden_parse::civil_secs;
+    let want = fixture("tcp-txstart.client.txt");
+    let line = want.iter().find(|l| l.contains("Client traffic")).unwrap();
+    let hms = |h: u64, m: u64, s: u64| h * 3600 + m * 60 + s;
+    let e = Event2::TxStart {
+        tag: Tag2::Id(1),
+        start: civil_secs(2026, 11, 25, hms(22, 32, 43), 0),
+        now: civil_secs(2026, 11, 25, hms(22, 32, 41), 843_000),
+    };
+    let layout = Layout2 {
+        enhanced: true,
+        ..Layout2::default()
+    };
+    assert_eq!(
+        print(Side2::Client, &layout, vec![e]),
+        std::slice::from_ref(line)
+    );
+}

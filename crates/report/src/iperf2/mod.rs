@@ -26,6 +26,7 @@ use std::sync::Mutex;
 
 use model::{Event2, Layout2, Row2, Side2, Tag2};
 use rows::{Header, RowUse};
+use units::{civil, date_ms};
 
 /// Where an iperf 2 run's events go. Shared by a server's concurrent tests.
 pub trait Report2: Send + Sync {
@@ -230,6 +231,21 @@ impl Report2 for Printer2 {
                         | Header::JitterLossTrip.bit());
                 }
                 self.row(&mut st, &r, RowUse::ServerReport, true);
+            }
+            Event2::TxStart { tag, start, now } => {
+                if !l.csv {
+                    let zone = l.tz_name.as_deref().unwrap_or("UTC");
+                    let left = start.duration_since(now).unwrap_or_default();
+                    let at = date_ms(civil(start, l.utc_offset_secs));
+                    st.emit(&format!(
+                        "{}Client traffic to start in {} seconds at {} current time is {} ({zone})",
+                        rows::tag(tag),
+                        left.as_secs_f64().ceil(),
+                        // 2.2.1 prints the start to the second.
+                        at.split('.').next().unwrap_or_default(),
+                        date_ms(civil(now, l.utc_offset_secs))
+                    ));
+                }
             }
             Event2::Histogram(h) => {
                 if !l.csv && !l.no_data {

@@ -370,6 +370,16 @@ pub enum Event2 {
     },
     /// UDP client: the server report for one stream.
     ServerReport(Row2),
+    /// `--txstart-time`: the client waits for its start time ("Client
+    /// traffic to start in N seconds at ...").
+    TxStart {
+        /// The stream.
+        tag: Tag2,
+        /// When traffic starts.
+        start: SystemTime,
+        /// Now.
+        now: SystemTime,
+    },
     /// A latency histogram line (`BB8(f)-PDF: bin(w=100us):cnt(N)=...`).
     Histogram(Hist2),
     /// A warning or error line (iperf 2's words), printed as is.
