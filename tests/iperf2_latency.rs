@@ -177,3 +177,78 @@ fn txstart(peer: &Path, p: Pairing2) {
 }
 
 both_ways2!(iperf2_latency_txstart, |peer: &Path, p| txstart(peer, p));
+
+/// `--histograms` on the receiver of `--trip-times` bursts: after every row
+/// its `F8-PDF` line (`F8(f)` after the total) counts the same bursts in its
+/// bins as the row's (cnt/size), and names the row's largest delay.
+fn histograms(peer: &Path, p: Pairing2) {
+    let (c, s) = run(
+        peer,
+        p,
+        &["-e", "-i", "1", "--histograms"],
+        &["-e", "--trip-times", "-t", "2", "-i", "1", "-b", "50m"],
+    );
+    let ctx = format!("{p:?}\n--- client:\n{c}\n--- server:\n{s}");
+    assert!(
+        s.lines()
+            .any(|l| l.starts_with("Enabled receive histograms bin-width=0.100 ms")),
+        "settings line\n{ctx}"
+    );
+    let lines: Vec<&str> = s.lines().collect();
+    let mut finals = 0;
+    let mut seen = 0;
+    for (i, l) in lines.iter().enumerate() {
+        let Some(row) = parse_row(l) else { continue };
+        let rest = l.split_once("/sec").map_or("", |x| x.1);
+        let cols: Vec<&str> = rest.split_whitespace().collect();
+        if cols.get(1) != Some(&"ms") || row.tag != "1" {
+            continue;
+        }
+        let lat = nums(cols[0], '/');
+        let cnt = nums(cols[2], '/')[0];
+        let h = lines.get(i + 1).copied().unwrap_or_default();
+        assert!(
+            h.contains("F8-PDF:") || h.contains("F8(f)-PDF:"),
+            "after {l:?}\n{ctx}"
+        );
+        finals += usize::from(h.contains("F8(f)-PDF:"));
+        let hc: f64 = h
+            .split("cnt(")
+            .nth(1)
+            .and_then(|x| x.split(')').next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(-1.0);
+        // Bins count every burst of the row (each bin:count pair adds up).
+        let bins: f64 = h
+            .split(")=")
+            .nth(1)
+            .and_then(|x| x.split(' ').next())
+            .map(|x| {
+                x.split(',')
+                    .filter_map(|b| b.split(':').nth(1)?.parse::<f64>().ok())
+                    .sum()
+            })
+            .unwrap_or(-1.0);
+        let max: f64 = h
+            .rsplit(" (")
+            .next()
+            .and_then(|x| x.split(" ms/").next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(-1.0);
+        assert_eq!((hc, bins), (cnt, cnt), "{l:?}\n{h:?}\n{ctx}");
+        // 2.2.1 leaves the largest delay off some of its total lines.
+        let ours = p == Pairing2::PeerToOurs;
+        if ours || h.contains(" ms/") {
+            assert!((max - lat[2]).abs() < 0.0015, "max {max} vs {lat:?}\n{ctx}");
+        }
+        seen += 1;
+    }
+    assert!(
+        seen >= 3 && finals == 1,
+        "{seen} rows, {finals} totals\n{ctx}"
+    );
+}
+
+both_ways2!(iperf2_latency_histograms, |peer: &Path, p| histograms(
+    peer, p
+));

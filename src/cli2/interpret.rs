@@ -73,6 +73,8 @@ pub(crate) struct State {
     pub(crate) txstart: Option<(i64, i64)>,
     pub(crate) permit_key: Option<String>,
     pub(crate) skip_rx_copy: bool,
+    /// `--histograms`.
+    pub(crate) histograms: bool,
 }
 
 /// `-s`, `-c`, or neither yet.
@@ -149,6 +151,7 @@ impl Default for State {
             txstart: None,
             permit_key: None,
             skip_rx_copy: false,
+            histograms: false,
         }
     }
 }
@@ -360,6 +363,7 @@ impl State {
             O2::SumOnly => self.sum_only = true,
             O2::HideIps => self.hide_ips = true,
             O2::TripTimes => self.trip_times = true,
+            O2::Histograms => self.histograms = true,
             O2::Bounceback => {
                 self.bounceback = Some(if v.is_empty() { 10 } else { units::atoi(v) });
             }

@@ -460,6 +460,7 @@ fn common(st: &State, client: bool, bind: Option<Bind2>) -> Common2 {
         trip_times: st.trip_times,
         permit_key: st.permit_key.clone(),
         skip_rx_copy: st.skip_rx_copy,
+        histograms: st.histograms,
     }
 }
 

@@ -66,6 +66,7 @@ pub(crate) enum O2 {
     SumOnly,
     HideIps,
     TripTimes,
+    Histograms,
     Bounceback,
     BbHold,
     BbNoQuickack,
@@ -248,7 +249,9 @@ pub(crate) static OPTIONS: &[Spec] = &[
     opt!(Congestion, Some('Z'), Some("tcp-congestion"), Required, [
         row(Both, "<algo>", "TCP congestion control algorithm"),
     ]),
-    opt!(Unsupported, None, Some("histograms"), Optional, []),
+    opt!(Histograms, None, Some("histograms"), Optional, [
+        row(Srv, "", "one-way delays of --trip-times writes in 100 us bins after each row"),
+    ]),
     opt!(HideIps, None, Some("hide-ips"), No, [row(Both, "", "mask addresses and host names in the output")]),
     opt!(Unsupported, None, Some("jitter-histograms"), Optional, []),
     opt!(Unsupported, None, Some("udp-histograms"), Optional, []),

@@ -108,6 +108,9 @@ pub struct Common2 {
     pub permit_key: Option<String>,
     /// `--skip-rx-copy` (server reads with MSG_TRUNC).
     pub skip_rx_copy: bool,
+    /// `--histograms`: a receiver of `--trip-times` bursts prints their
+    /// one-way delays in 100 µs bins after each row.
+    pub histograms: bool,
 }
 
 /// A bounceback client's requests (`--bounceback[=N]`, `--bounceback-*`).
@@ -306,6 +309,7 @@ impl Default for Common2 {
             trip_times: false,
             permit_key: None,
             skip_rx_copy: false,
+            histograms: false,
         }
     }
 }

@@ -202,6 +202,7 @@ pub(crate) fn client(
         bin_ns: BIN_NS,
         buckets: total.rtt.buckets(),
         outliers: outliers(&total.rtt),
+        max_at: None,
     }));
     result
 }

@@ -60,9 +60,9 @@ impl FlowStats {
     }
 
     /// Counters for a `--trip-times` receiver (see [`FlowStats::trip`]).
-    pub(crate) fn with_trip(len: u32) -> Self {
+    pub(crate) fn with_trip(len: u32, histograms: bool) -> Self {
         Self {
-            trip: Some(TripLatency::default()),
+            trip: Some(TripLatency::new(histograms)),
             ..Self::new(len)
         }
     }

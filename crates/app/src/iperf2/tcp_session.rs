@@ -348,7 +348,7 @@ impl<'a> Test<'a> {
         let send = matches!(mode, Mode::Reverse | Mode::FullDuplex);
         if recv {
             let st = Arc::new(if self.trip() {
-                FlowStats::with_trip(self.len)
+                FlowStats::with_trip(self.len, self.sh.cfg.common.histograms)
             } else {
                 FlowStats::new(self.len)
             });

@@ -22,27 +22,59 @@ const MAX_BURST: u32 = 1 << 30;
 /// One-way delays of a receiver's bursts: this interval's and the whole test's.
 #[derive(Debug, Default)]
 pub(crate) struct TripLatency {
-    delays: Mutex<(OneWay, OneWay)>,
+    delays: Mutex<[Delays; 2]>,
+    /// `--histograms`: rows are followed by the delays' histogram line.
+    pub(crate) histograms: bool,
+}
+
+/// Delays of one span, and when its largest one arrived (wall clock, ns).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Delays {
+    /// The delays.
+    pub(crate) oneway: OneWay,
+    /// (largest delay, its arrival), ns.
+    pub(crate) max_at: Option<(i64, i64)>,
+}
+
+impl Delays {
+    fn record(&mut self, sent_ns: i64, recv_ns: i64) {
+        self.oneway.record(sent_ns, recv_ns);
+        let d = recv_ns.saturating_sub(sent_ns);
+        if self.max_at.is_none_or(|(m, _)| d > m) {
+            self.max_at = Some((d, recv_ns));
+        }
+    }
+
+    /// The row's figures.
+    pub(crate) fn figures(&self) -> TcpLatency2 {
+        figures(&self.oneway)
+    }
 }
 
 impl TripLatency {
+    /// Delays kept for `--histograms` too.
+    pub(crate) fn new(histograms: bool) -> Self {
+        Self {
+            histograms,
+            ..Self::default()
+        }
+    }
+
     fn record(&self, sent_ns: i64, recv_ns: i64) {
         let mut d = self.delays.lock().unwrap_or_else(|p| p.into_inner());
-        d.0.record(sent_ns, recv_ns);
-        d.1.record(sent_ns, recv_ns);
+        d[0].record(sent_ns, recv_ns);
+        d[1].record(sent_ns, recv_ns);
     }
 
-    /// The interval's figures; the next interval starts empty.
-    pub(crate) fn take_interval(&self) -> TcpLatency2 {
+    /// The interval's delays; the next interval starts empty.
+    pub(crate) fn take_interval(&self) -> Delays {
         let mut d = self.delays.lock().unwrap_or_else(|p| p.into_inner());
-        let f = figures(&d.0);
-        d.0.clear();
-        f
+        std::mem::take(&mut d[0])
     }
 
-    /// The whole test's figures.
-    pub(crate) fn total(&self) -> TcpLatency2 {
-        figures(&self.delays.lock().unwrap_or_else(|p| p.into_inner()).1)
+    /// The whole test's delays.
+    pub(crate) fn total(&self) -> Delays {
+        self.delays.lock().unwrap_or_else(|p| p.into_inner())[1].clone()
     }
 }
 
@@ -201,13 +233,13 @@ mod tests {
         drop(c);
         let (stats, lat) = (FlowStats::new(1000), TripLatency::default());
         recv_bursts(&s, 1000, &RunControl::new(None), &stats, &lat).unwrap();
-        let t = lat.total();
+        let t = lat.total().figures();
         assert_eq!(t.count, 3);
         // Loopback within this process: positive, and far below a second.
         assert!(t.min_ns > 0 && t.max_ns < 1_000_000_000, "{t:?}");
         assert_eq!(stats.sample().bytes, 2200);
-        assert_eq!(lat.take_interval().count, 3);
-        assert_eq!(lat.take_interval().count, 0);
+        assert_eq!(lat.take_interval().figures().count, 3);
+        assert_eq!(lat.take_interval().figures().count, 0);
     }
 
     /// Data that is no burst header is counted, without delays.
@@ -220,6 +252,9 @@ mod tests {
         drop(c);
         let (stats, lat) = (FlowStats::new(1000), TripLatency::default());
         recv_bursts(&s, 1000, &RunControl::new(None), &stats, &lat).unwrap();
-        assert_eq!((stats.sample().bytes, lat.total().count), (5000, 0));
+        assert_eq!(
+            (stats.sample().bytes, lat.total().figures().count),
+            (5000, 0)
+        );
     }
 }

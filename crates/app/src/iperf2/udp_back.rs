@@ -64,6 +64,7 @@ pub(crate) fn listener_block(sock: &UdpSocket, port: u16, len: u32) -> Event2 {
         ttl: None,
         mode_note: None,
         bounceback: None,
+        histograms: false,
     })
 }
 
@@ -123,6 +124,7 @@ pub(crate) fn send_back(
         ttl: None,
         mode_note: None,
         bounceback: None,
+        histograms: false,
     }));
     let local = sock.local_addr().unwrap_or(to);
     report.event(Event2::Connected(Connection2 {

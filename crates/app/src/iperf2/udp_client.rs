@@ -277,6 +277,7 @@ pub(crate) fn run(
         ttl: multicast.then_some(cfg.common.ttl),
         mode_note: note.map(str::to_string),
         bounceback: None,
+        histograms: false,
     }));
     if let Some((b, false)) = listener {
         report.event(b);

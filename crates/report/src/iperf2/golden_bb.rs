@@ -67,6 +67,7 @@ fn settings(lines: &[String]) -> Settings2 {
         ttl: None,
         mode_note: None,
         trip_times: false,
+        histograms: false,
         bounceback: Some(BbSettings2 {
             request: sizes[0],
             reply: sizes[1],
@@ -155,6 +156,7 @@ fn hist(l: &str) -> Hist2 {
         bin_ns: 100_000,
         buckets,
         outliers,
+        max_at: None,
     }
 }
 
@@ -267,4 +269,71 @@ fn golden_txstart_line_matches_2_2_1() {
         print(Side2::Client, &layout, vec![e]),
         std::slice::from_ref(line)
     );
+}
+
+/// `--histograms` on a `--trip-times` server (2.2.1's `tcp-hist`): the block's
+/// line, and each `F8-PDF` line rebuilt from its bins, its outlier count and
+/// its largest delay with the time it arrived.
+#[test]
+fn golden_histogram_lines_match_2_2_1() {
+    use std::time::Duration;
+    let want = fixture("tcp-hist.server.txt");
+    let mut s = settings_for_server();
+    s.histograms = true;
+    let layout = Layout2 {
+        enhanced: true,
+        ..Layout2::default()
+    };
+    let block = print(Side2::Server, &layout, vec![Event2::Settings(s)]);
+    assert_eq!(block[4], want[4]);
+    let mut n = 0;
+    for l in want.iter().filter(|l| l.contains("-PDF:")) {
+        let (head, rest) = l.split_once(" sec ").unwrap();
+        let (name, _) = rest.split_once("-PDF:").unwrap();
+        let mut h = hist(&format!(
+            "{head} sec  BB8(f)-PDF:{}",
+            rest.split_once("-PDF:").unwrap().1
+        ));
+        h.name = name.into();
+        let tail = rest.rsplit_once(" (").unwrap().1.trim_end_matches(')');
+        let (ms, at) = tail.split_once(" ms/").unwrap();
+        let (secs, us) = at.split_once('.').unwrap();
+        h.max_at = Some((
+            (num(ms) * 1e6).round() as u64,
+            UNIX_EPOCH + Duration::from_secs(int(secs)) + Duration::from_micros(int(us)),
+        ));
+        assert_eq!(
+            print(Side2::Server, &layout, vec![Event2::Histogram(h)]),
+            std::slice::from_ref(l)
+        );
+        n += 1;
+    }
+    assert_eq!(n, 3);
+}
+
+fn settings_for_server() -> Settings2 {
+    Settings2 {
+        side: Side2::Server,
+        proto: Proto2::Tcp,
+        host: None,
+        port: 25160,
+        pid: 17006,
+        flows: 1,
+        len: 128 * 1024,
+        ipg_us: None,
+        window: 128 * 1024,
+        window_requested: false,
+        requested_window: None,
+        congestion: Some("bbr".into()),
+        congestion_asked: None,
+        tos: 0,
+        nodelay: false,
+        mss: None,
+        multicast: None,
+        ttl: None,
+        mode_note: None,
+        trip_times: false,
+        bounceback: None,
+        histograms: false,
+    }
 }

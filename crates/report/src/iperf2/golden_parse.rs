@@ -269,6 +269,7 @@ impl Replayer<'_> {
             mode_note: None,
             trip_times: false,
             bounceback: None,
+            histograms: false,
         };
         for l in block {
             let w: Vec<&str> = l.split_whitespace().collect();

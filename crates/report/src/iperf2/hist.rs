@@ -5,6 +5,8 @@
 
 use super::model::Hist2;
 use super::rows::tag;
+use std::time::UNIX_EPOCH;
+
 use super::units::interval;
 
 /// The bin (1-based) a value of `ns` falls in.
@@ -36,10 +38,11 @@ pub(crate) fn line(h: &Hist2) -> String {
             .map_or(0, |b| b.0)
     };
     let list: Vec<String> = bins.iter().map(|(b, c)| format!("{b}:{c}")).collect();
-    format!(
-        "{}{} sec  {}-PDF: bin(w={}us):cnt({total})={} (5.00/95.00/99.7%={}/{}/{},Outliers={},obl/obu=0/0)",
+    let mut s = format!(
+        "{}{} sec{}{}-PDF: bin(w={}us):cnt({total})={} (5.00/95.00/99.7%={}/{}/{},Outliers={},obl/obu=0/0)",
         tag(h.tag),
         interval(h.start, h.end),
+        if h.max_at.is_some() { " " } else { "  " },
         h.name,
         h.bin_ns / 1000,
         list.join(","),
@@ -47,7 +50,17 @@ pub(crate) fn line(h: &Hist2) -> String {
         at(0.95),
         at(0.997),
         h.outliers
-    )
+    );
+    if let Some((max, t)) = h.max_at {
+        let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+        s.push_str(&format!(
+            " ({:.3} ms/{}.{:06})",
+            max as f64 * 1e-6,
+            d.as_secs(),
+            d.subsec_micros()
+        ));
+    }
+    s
 }
 
 #[cfg(test)]
@@ -69,6 +82,7 @@ mod tests {
             bin_ns: 100_000,
             buckets,
             outliers: 0,
+            max_at: None,
         };
         assert_eq!(
             line(&h),

@@ -394,6 +394,7 @@ mod tests {
             mode_note: None,
             trip_times: false,
             bounceback: None,
+            histograms: false,
         };
         let events = || {
             vec![

@@ -117,6 +117,8 @@ pub struct Settings2 {
     pub trip_times: bool,
     /// A bounceback client: its request, reply and schedule lines.
     pub bounceback: Option<BbSettings2>,
+    /// A server with `--histograms` (its block says so).
+    pub histograms: bool,
 }
 
 /// What a bounceback client asks for (`--bounceback*`).
@@ -405,4 +407,7 @@ pub struct Hist2 {
     pub buckets: Vec<(u64, u64)>,
     /// Samples more than three standard deviations above the mean.
     pub outliers: u64,
+    /// A receiver's histogram (`--histograms`): one space after `sec`, and
+    /// the largest sample (ns) with the wall-clock time it arrived.
+    pub max_at: Option<(u64, SystemTime)>,
 }

@@ -61,6 +61,13 @@ fn listener(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
                 if let Some(cc) = &s.congestion {
                     v.push(format!("TCP congestion control default {cc}"));
                 }
+                if s.histograms {
+                    v.push(
+                        "Enabled receive histograms bin-width=0.100 ms, bins=100000 \
+                         (clients should use --trip-times)"
+                            .into(),
+                    );
+                }
             }
             // 2.2.1 prints the UDP read size in bytes, with a trailing space.
             Proto2::Udp => v.push(format!(
