@@ -83,6 +83,7 @@ pub(crate) enum Opt {
     DontFragment,
     Username,
     RsaPublicKeyPath,
+    Latency,
 }
 
 /// Whether an option takes an argument (getopt_long's `has_arg`).
@@ -314,6 +315,8 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "file", "the server's RSA public key (PEM)"),
     row!(UsePkcs1Padding, None, "use-pkcs1-padding", NO, None, Client, false, "",
         "PKCS#1 v1.5 padding, for servers of iperf3 3.16 or older\n(rperf3 servers accept both)"),
+    row!(Latency, None, "latency", NO, Optional, Client, true, "[=#]",
+        "round trips idle and under the load, and RPM; # foreign\nprobes a second (default 10, at most 100)"),
 ];
 
 /// The options in iperf3 3.21's `longopts` order, each followed there by its
@@ -395,6 +398,7 @@ pub(crate) static LONG_ORDER: &[Opt] = &[
     Opt::MaxTests,
     Opt::Queue,
     Opt::Metrics,
+    Opt::Latency,
 ];
 
 /// Every long name (aliases included) with its row, in [`LONG_ORDER`].

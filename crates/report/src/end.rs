@@ -296,6 +296,7 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], fin: &FinalInput) -> EndRe
         local_congestion: fin.congestion.clone(),
         remote_congestion: fin.peer.as_ref().and_then(|p| p.congestion.clone()),
         retransmits_header,
+        latency: fin.latency.clone(),
     }
 }
 
@@ -460,6 +461,9 @@ pub fn to_json(r: &EndReport) -> Value {
             }
         }
     }
+    if let Some(l) = &r.latency {
+        end.insert("latency".into(), crate::latency::end_json(l));
+    }
     Value::Object(end)
 }
 
@@ -481,6 +485,7 @@ mod tests {
             ..Default::default()
         };
         let fin = FinalInput {
+            latency: None,
             streams: vec![StreamFinal {
                 bytes: 1000,
                 duration: 2.0,
@@ -529,6 +534,7 @@ mod tests {
         let layout = Layout::new(Side::Server, &t);
         let streams = [stream(5, 1, false, "127.0.0.1:1", "127.0.0.1:2")];
         let fin = FinalInput {
+            latency: None,
             streams: vec![StreamFinal {
                 bytes: 5000,
                 duration: 3.002293,

@@ -181,7 +181,10 @@ impl Replay {
                 }
             })
             .collect();
-        IntervalInput { streams: samples }
+        IntervalInput {
+            latency: None,
+            streams: samples,
+        }
     }
 
     fn end(&self, t: &TestInfo, streams: &[StreamInfo]) -> Option<FinalInput> {
@@ -331,6 +334,7 @@ impl Replay {
         let (local_cc, remote_cc) = if last_sends { (snd, rcv) } else { (rcv, snd) };
         let local_sender_mode = t.bidir || (client != t.reverse);
         Some(FinalInput {
+            latency: None,
             streams: finals,
             cpu: Cpu {
                 total: f(&cpu["host_total"]),

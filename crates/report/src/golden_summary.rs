@@ -85,6 +85,7 @@ fn server_summary(name: &str) -> Vec<String> {
     };
     let cpu = &e["cpu_utilization_percent"];
     r.end(&FinalInput {
+        latency: None,
         streams: vec![stream],
         cpu: Cpu {
             total: f(&cpu["remote_total"]),

@@ -25,6 +25,7 @@ fn tcp_client_matches_fixture() {
         1_436_549,
     )]));
     r.end(&FinalInput {
+        latency: None,
         streams: vec![tcp_fin(3_800_000_000, 2.0, 11)],
         cpu: Cpu::default(),
         congestion: Some("bbr".into()),
@@ -56,6 +57,7 @@ fn tcp_server_matches_fixture() {
     // The empty sliver after the last tick is dropped.
     r.interval(&iv(vec![plain(2.00176, 2.0018, 0)]));
     r.end(&FinalInput {
+        latency: None,
         streams: vec![fin(3_800_000_000, 2.0)],
         cpu: Cpu::default(),
         congestion: Some("bbr".into()),
@@ -81,6 +83,7 @@ fn tcp_verbose_client_matches_fixture() {
     r.interval(&iv(vec![tcp_tx(0.0, 0.996, 2_346_475_443, 9, 4_844_421)]));
     r.interval(&iv(vec![tcp_tx(1.0, 1.996, 2_980_704_281, 0, 1_572_864)]));
     r.end(&FinalInput {
+        latency: None,
         streams: vec![tcp_fin(5_346_820_287, 1.996, 9)],
         cpu: Cpu {
             total: 40.6,
@@ -146,6 +149,7 @@ fn tcp_bidir_p2_client_matches_fixture() {
     let ts = 1.99765;
     let tr = 1.9998;
     r.end(&FinalInput {
+        latency: None,
         streams: vec![
             tcp_fin(2_226_131_217, ts, 16),
             tcp_fin(2_353_429_534, ts, 5),
@@ -215,6 +219,7 @@ fn tcp_server_verbose_notes_missing_sender_statistics() {
     r.interval(&iv(vec![plain(0.0, 1.0, 910_000_000)]));
     r.interval(&iv(vec![plain(1.0, 1.004, 4_194_304)]));
     r.end(&FinalInput {
+        latency: None,
         streams: vec![fin(914_194_304, 1.004)],
         cpu: Cpu {
             total: 39.3,
@@ -257,6 +262,7 @@ fn tcp_bidir_verbose_client_summary_order() {
         plain(1.006, 2.0, 521_000_000),
     ]));
     r.end(&FinalInput {
+        latency: None,
         streams: vec![tcp_fin(2_385_000_000, 2.0, 15), fin(972_000_000, 2.0)],
         cpu: Cpu {
             total: 36.5,
@@ -297,6 +303,7 @@ fn reverse_client_prints_reverse_line_and_peer_retransmits() {
     r.interval(&iv(vec![plain(0.0, 1.0, 918_000_000)]));
     r.interval(&iv(vec![plain(1.0, 2.0, 837_000_000)]));
     r.end(&FinalInput {
+        latency: None,
         streams: vec![fin(1_755_000_000, 2.0)],
         cpu: Cpu::default(),
         congestion: Some("bbr".into()),
@@ -352,6 +359,7 @@ fn omitted_interval_title_and_timestamps() {
         server_text.trim_end_matches('\n').to_string() + "\n",
     ));
     r.end(&FinalInput {
+        latency: None,
         streams: vec![tcp_fin(598_000_000, 1.0, 10)],
         cpu: Cpu::default(),
         congestion: None,
@@ -391,6 +399,7 @@ fn server_text_capture_starts_at_accepted_connection() {
     r.start(&si, &t);
     r.interval(&iv(vec![plain(0.0, 1.0, 2_974_000_000)]));
     r.end(&FinalInput {
+        latency: None,
         streams: vec![fin(2_974_000_000, 1.0)],
         cpu: Cpu::default(),
         congestion: None,

@@ -19,6 +19,7 @@ fn udp_client_matches_fixture() {
         ..Default::default()
     };
     r.end(&FinalInput {
+        latency: None,
         streams: vec![StreamFinal {
             udp: Some(udp),
             ..fin(250_600, 2.0)
@@ -60,6 +61,7 @@ fn udp_server_matches_fixture() {
         ..Default::default()
     };
     r.end(&FinalInput {
+        latency: None,
         streams: vec![StreamFinal {
             udp: Some(udp),
             ..fin(250_600, 2.0)
@@ -155,6 +157,7 @@ fn udp_bidir_p2_client_matches_capture() {
         ]));
     }
     r.end(&FinalInput {
+        latency: None,
         streams: vec![
             udp_tx_fin(),
             udp_tx_fin(),
@@ -211,6 +214,7 @@ fn udp_bidir_p2_server_matches_capture() {
         ]));
     }
     r.end(&FinalInput {
+        latency: None,
         streams: vec![
             udp_rx_fin(0.0004),
             udp_rx_fin(0.0012),

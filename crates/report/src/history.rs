@@ -35,6 +35,7 @@ impl IntervalHistory {
         self.kept.push(Kept {
             layout: layout.clone(),
             input: IntervalInput {
+                latency: iv.latency.clone(),
                 streams: iv.streams[..n].to_vec(),
             },
         });
@@ -75,7 +76,14 @@ mod tests {
         let mut samples = Vec::with_capacity(64);
         samples.extend((0..6).map(|_| tcp_tx(0.0, 1.0, 10, 1, 2)));
         let mut h = IntervalHistory::default();
-        h.push(&layout, &streams, &IntervalInput { streams: samples });
+        h.push(
+            &layout,
+            &streams,
+            &IntervalInput {
+                latency: None,
+                streams: samples,
+            },
+        );
         // Only the paired samples, and no spare capacity from the driver's vector.
         assert_eq!(h.kept[0].input.streams.len(), 4);
         assert_eq!(h.kept[0].input.streams.capacity(), 4);
@@ -164,7 +172,10 @@ mod tests {
                             if k == 2 {
                                 samples.push(plain(0.0, 1.0, 7));
                             }
-                            let iv = IntervalInput { streams: samples };
+                            let iv = IntervalInput {
+                                latency: None,
+                                streams: samples,
+                            };
                             let built = interval::build(&layout, known, &iv);
                             want.push(cjson::to_compact(&interval::to_json(&built)));
                             h.push(&layout, known, &iv);

@@ -178,6 +178,9 @@ pub struct StreamSample {
 pub struct IntervalInput {
     /// Same order and length as the streams in [`StreamInfo`] order.
     pub streams: Vec<StreamSample>,
+    /// `--latency`: the interval's round trips and delays (boxed: `-J` keeps every
+    /// interval, and most tests have none).
+    pub latency: Option<Box<rperf3_latency::Figures>>,
 }
 
 /// A local TCP sender's totals from tcp_info.
@@ -293,6 +296,19 @@ pub struct FinalInput {
     pub peer: Option<PeerSummary>,
     /// `-F`: the file this side sent or stored.
     pub diskfile: Option<DiskFileFacts>,
+    /// `--latency`: the whole test's round trips and delays.
+    pub latency: Option<LatencyFinal>,
+}
+
+/// The test's latency at the end (`--latency`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyFinal {
+    /// The figures of the whole test.
+    pub figures: rperf3_latency::Figures,
+    /// The server took part (an rperf3 server: probe connections, its own streams'
+    /// round trips, one-way delays). `false`: only what the client measures alone
+    /// (its own TCP streams' round trips and connect times), against a stock server.
+    pub with_server: bool,
 }
 
 /// The `-F` file at the end of the test.

@@ -149,7 +149,10 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], iv: &IntervalInput) -> Int
             }
         })
         .collect();
-    IntervalReport { groups }
+    IntervalReport {
+        groups,
+        latency: iv.latency.clone(),
+    }
 }
 
 /// A JSON number; NaN and infinities become `null` as in cJSON.
@@ -215,7 +218,8 @@ fn sum_json(s: &IntervalSum) -> Value {
     Value::Object(m)
 }
 
-/// The `intervals[]` element: `streams`, `sum`, and `sum_bidir_reverse` in bidir mode.
+/// The `intervals[]` element: `streams`, `sum`, `sum_bidir_reverse` in bidir mode, and
+/// `latency` with `--latency`.
 pub fn to_json(report: &IntervalReport) -> Value {
     let streams: Vec<Value> = report
         .groups
@@ -233,6 +237,9 @@ pub fn to_json(report: &IntervalReport) -> Value {
             };
             m.insert(name.into(), sum_json(s));
         }
+    }
+    if let Some(f) = &report.latency {
+        m.insert("latency".into(), crate::latency::interval_json(f));
     }
     Value::Object(m)
 }
@@ -281,6 +288,7 @@ mod tests {
             }),
         };
         let iv = IntervalInput {
+            latency: None,
             streams: vec![sample],
         };
         let r = build(&layout, &[info(4, 1, true)], &iv);
@@ -307,6 +315,7 @@ mod tests {
             }),
         };
         let iv = IntervalInput {
+            latency: None,
             streams: vec![sample],
         };
         let r = build(&layout, &[info(5, 1, false)], &iv);
@@ -334,14 +343,17 @@ mod tests {
             extra: SampleExtra::None,
         };
         let empty = IntervalInput {
+            latency: None,
             streams: vec![s(3.0, 3.0001, 0), s(3.0, 3.0001, 0)],
         };
         assert!(!should_report(&empty, 1.0));
         let some = IntervalInput {
+            latency: None,
             streams: vec![s(3.0, 3.0001, 0), s(3.0, 3.0001, 5)],
         };
         assert!(should_report(&some, 1.0));
         let long = IntervalInput {
+            latency: None,
             streams: vec![s(3.0, 3.2, 0)],
         };
         assert!(should_report(&long, 1.0));
@@ -368,6 +380,7 @@ mod tests {
             extra: SampleExtra::None,
         };
         let iv = IntervalInput {
+            latency: None,
             streams: vec![tx, rx],
         };
         let r = build(&layout, &[info(4, 1, true), info(6, 3, false)], &iv);

@@ -488,6 +488,7 @@ mod tests {
 
     fn sample() -> IntervalInput {
         IntervalInput {
+            latency: None,
             streams: vec![StreamSample {
                 start: 0.0,
                 end: 1.0,

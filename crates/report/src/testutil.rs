@@ -210,7 +210,10 @@ pub(crate) fn peer(id: u32, bytes: u64, retransmits: i64, duration: f64) -> Peer
 }
 
 pub(crate) fn iv(streams: Vec<StreamSample>) -> IntervalInput {
-    IntervalInput { streams }
+    IntervalInput {
+        latency: None,
+        streams,
+    }
 }
 
 pub(crate) fn done(mut r: Reporter, out: &Shared) -> String {

@@ -143,7 +143,10 @@ impl Sampler {
             });
         }
         self.last_tick = now;
-        IntervalInput { streams: out }
+        IntervalInput {
+            latency: None,
+            streams: out,
+        }
     }
 
     /// Totals at the end of the test (call after the last [`Sampler::sample`]).
