@@ -15,14 +15,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use rperf3_report::iperf2::model::{
-    Event2, Hist2, Row2, RowKind2, Tag2, TcpLatency2, TcpRecv2, TcpSend2,
-};
+use rperf3_report::iperf2::model::{Event2, Row2, RowKind2, Tag2, TcpLatency2, TcpRecv2, TcpSend2};
 use rperf3_report::iperf2::Report2;
 use rperf3_sys::tcp_info::tcp_info;
 
 use super::tcp_io::{FlowSample, FlowStats};
-use super::tcp_trip::Delays;
+use super::tcp_trip::{hist, Delays};
 use crate::test::ticker::{Due, Ticker};
 
 /// Which way a flow's bytes go, seen from this side.
@@ -291,7 +289,7 @@ impl Set {
             let delays = f.spec.stats.trip.as_ref().map(|t| t.take_interval());
             let lat = delays.as_ref().map(Delays::figures);
             let row = row(&f.spec, begin, end, (&d, lat), retries, tcp.send);
-            if let Some(h) = hist(&f.spec, &row, delays.as_ref(), "F8") {
+            if let Some(h) = hist(&f.spec.stats, f.spec.tag, &row, delays.as_ref(), "F8") {
                 hists.push(h);
             }
             sum = Some(match sum {
@@ -333,7 +331,7 @@ impl Set {
         let delays = f.spec.stats.trip.as_ref().map(|t| t.total());
         let lat = delays.as_ref().map(Delays::figures);
         let r = row(&f.spec, 0.0, end, (&total, lat), retries, tcp.send);
-        let h = hist(&f.spec, &r, delays.as_ref(), "F8(f)");
+        let h = hist(&f.spec.stats, f.spec.tag, &r, delays.as_ref(), "F8(f)");
         // The socket is closed by its worker once nothing else holds it.
         f.spec.sock = None;
         self.report.event(Event2::Final(r));
@@ -415,37 +413,6 @@ fn row(
         kind,
         at: SystemTime::now(),
     }
-}
-
-/// With `--histograms`, the histogram line that follows a receiver's row:
-/// its delays in iperf 2's 100 µs bins, from the latency core's buckets.
-fn hist(spec: &FlowSpec, r: &Row2, delays: Option<&Delays>, name: &str) -> Option<Hist2> {
-    let d = delays?;
-    if !spec.stats.trip.as_ref().is_some_and(|t| t.histograms) {
-        return None;
-    }
-    let h = d.oneway.histogram();
-    let limit = h.mean_ns() + 3.0 * h.stdev_ns();
-    Some(Hist2 {
-        tag: spec.tag,
-        start: r.start,
-        end: r.end,
-        name: name.into(),
-        bin_ns: 100_000,
-        buckets: h.buckets(),
-        outliers: h
-            .buckets()
-            .iter()
-            .filter(|(v, _)| *v as f64 > limit)
-            .map(|(_, n)| n)
-            .sum(),
-        max_at: d.max_at.map(|(m, at)| {
-            (
-                m.max(0) as u64,
-                std::time::UNIX_EPOCH + Duration::from_nanos(at.max(0) as u64),
-            )
-        }),
-    })
 }
 
 /// How a set sums its flows.

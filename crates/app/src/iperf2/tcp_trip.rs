@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use rperf3_engine::control::RunControl;
 use rperf3_latency::{wall_ns, OneWay};
 use rperf3_proto2::{BurstHeader, Timeval, BURST_HEADER_LEN};
-use rperf3_report::iperf2::model::TcpLatency2;
+use rperf3_report::iperf2::model::{Hist2, Row2, Tag2, TcpLatency2};
 
 use super::tcp_io::FlowStats;
 
@@ -207,6 +207,43 @@ pub(crate) fn recv_bursts(
         }
     }
     Ok(())
+}
+
+/// With `--histograms`, the histogram line that follows a receiver's row:
+/// its delays in iperf 2's 100 µs bins, from the latency core's buckets.
+pub(crate) fn hist(
+    stats: &FlowStats,
+    tag: Tag2,
+    r: &Row2,
+    delays: Option<&Delays>,
+    name: &str,
+) -> Option<Hist2> {
+    let d = delays?;
+    if !stats.trip.as_ref().is_some_and(|t| t.histograms) {
+        return None;
+    }
+    let h = d.oneway.histogram();
+    let limit = h.mean_ns() + 3.0 * h.stdev_ns();
+    Some(Hist2 {
+        tag,
+        start: r.start,
+        end: r.end,
+        name: name.into(),
+        bin_ns: 100_000,
+        buckets: h.buckets(),
+        outliers: h
+            .buckets()
+            .iter()
+            .filter(|(v, _)| *v as f64 > limit)
+            .map(|(_, n)| n)
+            .sum(),
+        max_at: d.max_at.map(|(m, at)| {
+            (
+                m.max(0) as u64,
+                std::time::UNIX_EPOCH + std::time::Duration::from_nanos(at.max(0) as u64),
+            )
+        }),
+    })
 }
 
 #[cfg(test)]
