@@ -91,6 +91,7 @@ impl Case {
                 input: Input2::Pattern,
                 sync_transfer_id: false,
                 txstart: None,
+                bounceback: None,
             }),
             common: Common2 {
                 port,

@@ -231,6 +231,7 @@ pub(crate) fn sender() -> Config2 {
             input: Input2::Pattern,
             sync_transfer_id: false,
             txstart: None,
+            bounceback: None,
         }),
         common: Common2 {
             port: PORT.parse().unwrap(),

@@ -60,11 +60,21 @@ pub(crate) struct State {
     pub(crate) sum_only: bool,
     pub(crate) hide_ips: bool,
     pub(crate) trip_times: bool,
+    /// `--bounceback[=N]`: requests per period.
+    pub(crate) bounceback: Option<i64>,
+    pub(crate) bb_hold_ms: f64,
+    pub(crate) bb_no_quickack: bool,
+    /// Seconds.
+    pub(crate) bb_period: f64,
+    pub(crate) bb_request: Option<i64>,
+    pub(crate) bb_reply: Option<i64>,
     pub(crate) utc: bool,
     pub(crate) sync_transfer_id: bool,
     pub(crate) txstart: Option<(i64, i64)>,
     pub(crate) permit_key: Option<String>,
     pub(crate) skip_rx_copy: bool,
+    /// `--histograms`.
+    pub(crate) histograms: bool,
 }
 
 /// `-s`, `-c`, or neither yet.
@@ -130,11 +140,18 @@ impl Default for State {
             sum_only: false,
             hide_ips: false,
             trip_times: false,
+            bounceback: None,
+            bb_hold_ms: 0.0,
+            bb_no_quickack: false,
+            bb_period: 1.0,
+            bb_request: None,
+            bb_reply: None,
             utc: false,
             sync_transfer_id: false,
             txstart: None,
             permit_key: None,
             skip_rx_copy: false,
+            histograms: false,
         }
     }
 }
@@ -346,6 +363,15 @@ impl State {
             O2::SumOnly => self.sum_only = true,
             O2::HideIps => self.hide_ips = true,
             O2::TripTimes => self.trip_times = true,
+            O2::Histograms => self.histograms = true,
+            O2::Bounceback => {
+                self.bounceback = Some(if v.is_empty() { 10 } else { units::atoi(v) });
+            }
+            O2::BbHold => self.bb_hold_ms = units::strtod_whole(v).unwrap_or(0.0),
+            O2::BbNoQuickack => self.bb_no_quickack = true,
+            O2::BbPeriod => self.bb_period = units::strtod_whole(v).unwrap_or(0.0),
+            O2::BbRequest => self.bb_request = Some(units::atoi(v)),
+            O2::BbReply => self.bb_reply = Some(units::atoi(v)),
             O2::Utc => self.utc = true,
             O2::SyncTransferId => self.sync_transfer_id = true,
             O2::TxStartTime => self.txstart(v, diag),

@@ -6,8 +6,8 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use rperf3_app::iperf2::config::{
-    Bind2, Client2, Common2, Config2, End2, Exclude2, Format2, Input2, Mode2, Output2, Rate2,
-    Role2, Server2, Transport2, DEFAULT_TIME, TIME_FOREVER,
+    Bind2, Bounceback2, Client2, Common2, Config2, End2, Exclude2, Format2, Input2, Mode2, Output2,
+    Rate2, Role2, Server2, Transport2, DEFAULT_TIME, TIME_FOREVER,
 };
 use rperf3_sys::net::Family;
 
@@ -48,6 +48,11 @@ pub(crate) fn finish(st: &State, diag: &mut Vec<String>) -> Modal {
     let mut st = st.clone();
     if st.trip_times && (st.reverse || st.full_duplex || st.test != TestMode::Normal) {
         st.enhanced = true;
+    }
+    // A bounceback client prints iperf 2's enhanced layout and turns Nagle off.
+    if client && st.bounceback.is_some() && !st.udp {
+        st.enhanced = true;
+        st.nodelay = true;
     }
     let v6 = st.v6 && !st.v4;
     let common_len = |st: &State| -> i64 {
@@ -390,6 +395,17 @@ fn client_config(st: &State) -> Client2 {
         },
         sync_transfer_id: st.sync_transfer_id,
         txstart: st.txstart.map(|(s, us)| s as f64 + us as f64 / 1e6),
+        bounceback: st.bounceback.map(|count| {
+            let request = st.bb_request.or(st.len).unwrap_or(100).clamp(1, 1 << 30) as u32;
+            Bounceback2 {
+                count: u32::try_from(count.max(1)).unwrap_or(u32::MAX),
+                period: st.bb_period.max(0.0),
+                request,
+                reply: st.bb_reply.map_or(request, |r| r.clamp(1, 1 << 30) as u32),
+                hold_us: (st.bb_hold_ms.max(0.0) * 1e3) as u32,
+                quickack: !st.bb_no_quickack,
+            }
+        }),
     }
 }
 
@@ -444,6 +460,7 @@ fn common(st: &State, client: bool, bind: Option<Bind2>) -> Common2 {
         trip_times: st.trip_times,
         permit_key: st.permit_key.clone(),
         skip_rx_copy: st.skip_rx_copy,
+        histograms: st.histograms,
     }
 }
 

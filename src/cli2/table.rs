@@ -66,6 +66,13 @@ pub(crate) enum O2 {
     SumOnly,
     HideIps,
     TripTimes,
+    Histograms,
+    Bounceback,
+    BbHold,
+    BbNoQuickack,
+    BbPeriod,
+    BbRequest,
+    BbReply,
     Utc,
     SyncTransferId,
     TxStartTime,
@@ -182,13 +189,25 @@ pub(crate) static OPTIONS: &[Spec] = &[
         row(Srv, "<ip>[%<dev>]", "listen on <ip>, a multicast group to join, optionally on device <dev>"),
         row(Cli, "<ip>[:<port>]", "send from this local address (and port)"),
     ]),
-    opt!(Unsupported, None, Some("bounceback"), Optional, []),
+    opt!(Bounceback, None, Some("bounceback"), Optional, [
+        row(Cli, "[=n]", "round trips: n requests (10) every period, each answered by the server"),
+    ]),
     opt!(Unsupported, None, Some("bounceback-txdelay"), Required, []),
-    opt!(Unsupported, None, Some("bounceback-hold"), Required, []),
-    opt!(Unsupported, None, Some("bounceback-no-quickack"), No, []),
-    opt!(Unsupported, None, Some("bounceback-period"), Required, []),
-    opt!(Unsupported, None, Some("bounceback-request"), Required, []),
-    opt!(Unsupported, None, Some("bounceback-reply"), Required, []),
+    opt!(BbHold, None, Some("bounceback-hold"), Required, [
+        row(Cli, "<ms>", "ask the server to hold each request this long before replying"),
+    ]),
+    opt!(BbNoQuickack, None, Some("bounceback-no-quickack"), No, [
+        row(Cli, "", "ask the server not to set TCP_QUICKACK"),
+    ]),
+    opt!(BbPeriod, None, Some("bounceback-period"), Required, [
+        row(Cli, "<s>", "seconds between bursts of requests (1; 0 = back to back)"),
+    ]),
+    opt!(BbRequest, None, Some("bounceback-request"), Required, [
+        row(Cli, "#", "request size in bytes (100)"),
+    ]),
+    opt!(BbReply, None, Some("bounceback-reply"), Required, [
+        row(Cli, "#", "reply size in bytes (the request's)"),
+    ]),
     opt!(Compat, Some('C'), Some("compatibility"), No, [
         row(Both, "", "no test header, for very old servers"),
     ]),
@@ -230,7 +249,9 @@ pub(crate) static OPTIONS: &[Spec] = &[
     opt!(Congestion, Some('Z'), Some("tcp-congestion"), Required, [
         row(Both, "<algo>", "TCP congestion control algorithm"),
     ]),
-    opt!(Unsupported, None, Some("histograms"), Optional, []),
+    opt!(Histograms, None, Some("histograms"), Optional, [
+        row(Srv, "", "one-way delays of --trip-times writes in 100 us bins after each row"),
+    ]),
     opt!(HideIps, None, Some("hide-ips"), No, [row(Both, "", "mask addresses and host names in the output")]),
     opt!(Unsupported, None, Some("jitter-histograms"), Optional, []),
     opt!(Unsupported, None, Some("udp-histograms"), Optional, []),

@@ -359,15 +359,49 @@ fn output_options() {
 
 #[test]
 fn unsupported_iperf2_options_warn_and_run() {
-    let p = run("-c h --bounceback --tcp-quickack");
+    let p = run("-c h --isochronous --tcp-quickack");
     assert_eq!(
         p.stderr,
         [
-            "WARNING: option --bounceback is not supported by rperf3, ignored",
+            "WARNING: option --isochronous is not supported by rperf3, ignored",
             "WARNING: option --tcp-quickack is not supported by rperf3, ignored",
         ]
     );
     assert!(matches!(p.action, Action::Run(_)));
+}
+
+/// `--bounceback[=N]` and its options as 2.2.1 reads them: hold in
+/// milliseconds, period in seconds, sizes in bytes (the reply the request's
+/// by default); a bounceback client prints the enhanced layout, Nagle off.
+#[test]
+fn bounceback_options() {
+    let bb = |args: &str| match cfg(args).role {
+        Role2::Client(c) => c.bounceback,
+        Role2::Server(_) => None,
+    };
+    let b = bb("-c h --bounceback").expect("bounceback");
+    assert_eq!(
+        (b.count, b.period, b.request, b.reply, b.hold_us, b.quickack),
+        (10, 1.0, 100, 100, 0, true)
+    );
+    let b = bb(
+        "-c h --bounceback=5 --bounceback-hold 2 --bounceback-period 0.5 \
+                --bounceback-request 200 --bounceback-reply 300 --bounceback-no-quickack",
+    )
+    .expect("bounceback");
+    assert_eq!(
+        (b.count, b.period, b.request, b.reply, b.hold_us, b.quickack),
+        (5, 0.5, 200, 300, 2000, false)
+    );
+    assert_eq!(
+        bb("-c h --bounceback-period 0 --bounceback")
+            .unwrap()
+            .period,
+        0.0
+    );
+    assert_eq!(bb("-c h"), None);
+    let c = cfg("-c h --bounceback");
+    assert!(c.common.enhanced && c.common.nodelay);
 }
 
 #[test]

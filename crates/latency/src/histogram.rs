@@ -18,6 +18,8 @@ pub struct Histogram {
     min: u64,
     max: u64,
     sum: u128,
+    /// Sum of squares, for the exact standard deviation iperf 2 prints.
+    sum_sq: u128,
 }
 
 impl Default for Histogram {
@@ -28,7 +30,11 @@ impl Default for Histogram {
 
 impl PartialEq for Histogram {
     fn eq(&self, o: &Self) -> bool {
-        self.hdr == o.hdr && self.min == o.min && self.max == o.max && self.sum == o.sum
+        self.hdr == o.hdr
+            && self.min == o.min
+            && self.max == o.max
+            && self.sum == o.sum
+            && self.sum_sq == o.sum_sq
     }
 }
 
@@ -42,6 +48,7 @@ impl Histogram {
             min: u64::MAX,
             max: 0,
             sum: 0,
+            sum_sq: 0,
         }
     }
 
@@ -53,6 +60,7 @@ impl Histogram {
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
         self.sum += u128::from(ns);
+        self.sum_sq += u128::from(ns) * u128::from(ns);
     }
 
     /// Adds one sample.
@@ -69,6 +77,7 @@ impl Histogram {
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
     }
 
     /// Forgets every sample.
@@ -77,6 +86,7 @@ impl Histogram {
         self.min = u64::MAX;
         self.max = 0;
         self.sum = 0;
+        self.sum_sq = 0;
     }
 
     /// Number of samples.
@@ -109,6 +119,19 @@ impl Histogram {
             0 => 0.0,
             n => self.sum as f64 / n as f64,
         }
+    }
+
+    /// Exact sample standard deviation (n - 1 in the divisor, as iperf 2 prints
+    /// it), in nanoseconds; 0 below two samples.
+    pub fn stdev_ns(&self) -> f64 {
+        let n = self.count();
+        if n < 2 {
+            return 0.0;
+        }
+        // Integer sums keep the difference exact; only the result is rounded.
+        let var = (self.sum_sq * u128::from(n)).saturating_sub(self.sum * self.sum) as f64
+            / (n as f64 * (n - 1) as f64);
+        var.sqrt()
     }
 
     /// The sample at quantile `q` (0..=1), in nanoseconds: the bucket holding it, kept
@@ -198,6 +221,21 @@ mod tests {
             let got = h.quantile_ns(q) as f64 / 1e6;
             assert!((got - want).abs() / want < 0.001, "p{q}: {got}");
         }
+    }
+
+    /// 2, 4, 4, 4, 5, 5, 7, 9 ms: mean 5, sample variance 32/7; merging halves
+    /// gives the same figure, and one sample has none.
+    #[test]
+    fn stdev_is_exact_and_merges() {
+        let all = of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        let want = (32.0f64 / 7.0).sqrt() * 1e6;
+        assert!((all.stdev_ns() - want).abs() < 1e-3, "{}", all.stdev_ns());
+        let mut a = of(&[2.0, 4.0, 4.0, 4.0]);
+        a.merge(&of(&[5.0, 5.0, 7.0, 9.0]));
+        assert!((a.stdev_ns() - want).abs() < 1e-3);
+        assert_eq!(of(&[3.0]).stdev_ns(), 0.0);
+        a.clear();
+        assert_eq!(a.stdev_ns(), 0.0);
     }
 
     #[test]

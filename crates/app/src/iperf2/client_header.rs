@@ -40,8 +40,9 @@ pub(crate) fn request(cl: &Client2, c: &Common2, len: u32) -> TestRequest {
         peer_version: None,
         wants_ack: false,
         peer_detect: cl.peer_detect,
-        trip_times: false,
-        trip_start: None,
+        // Bursts with write stamps go only in a plain forward test.
+        trip_times: c.trip_times && cl.mode == Mode2::Normal,
+        trip_start: (c.trip_times && cl.mode == Mode2::Normal).then(wall_now),
         txstart: None,
         skewed_start: false,
         isochronous: false,
@@ -58,6 +59,15 @@ pub(crate) fn request(cl: &Client2, c: &Common2, len: u32) -> TestRequest {
         cca: None,
         permit_key: c.permit_key.as_ref().map(|k| k.as_bytes().to_vec()),
     }
+}
+
+/// The wall clock as a stamp.
+pub(crate) fn wall_now() -> rperf3_proto2::Timeval {
+    rperf3_proto2::Timeval::from_since_epoch(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default(),
+    )
 }
 
 /// `-b` in bits per second; TCP packets per second are writes of `len` bytes.
@@ -136,6 +146,7 @@ mod tests {
             input: Input2::Pattern,
             sync_transfer_id: false,
             txstart: None,
+            bounceback: None,
         }
     }
 

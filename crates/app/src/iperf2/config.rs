@@ -108,6 +108,28 @@ pub struct Common2 {
     pub permit_key: Option<String>,
     /// `--skip-rx-copy` (server reads with MSG_TRUNC).
     pub skip_rx_copy: bool,
+    /// `--histograms`: a receiver of `--trip-times` bursts prints their
+    /// one-way delays in 100 µs bins after each row.
+    pub histograms: bool,
+}
+
+/// A bounceback client's requests (`--bounceback[=N]`, `--bounceback-*`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bounceback2 {
+    /// Requests per period (`--bounceback=N`, 10 by default).
+    pub count: u32,
+    /// Seconds between the starts of bursts (`--bounceback-period`, 1 s by
+    /// default); 0 = back to back.
+    pub period: f64,
+    /// Request bytes (`--bounceback-request`, 100 by default).
+    pub request: u32,
+    /// Reply bytes (`--bounceback-reply`, the request's size by default).
+    pub reply: u32,
+    /// How long the server holds each request, microseconds
+    /// (`--bounceback-hold` milliseconds).
+    pub hold_us: u32,
+    /// Ask the server for TCP_QUICKACK (off with `--bounceback-no-quickack`).
+    pub quickack: bool,
 }
 
 /// `-B host[:port][%dev]`.
@@ -186,6 +208,8 @@ pub struct Client2 {
     pub sync_transfer_id: bool,
     /// `--txstart-time`: Unix epoch seconds to start at.
     pub txstart: Option<f64>,
+    /// `--bounceback`: a request/reply test instead of a transfer.
+    pub bounceback: Option<Bounceback2>,
 }
 
 /// Server settings.
@@ -285,6 +309,7 @@ impl Default for Common2 {
             trip_times: false,
             permit_key: None,
             skip_rx_copy: false,
+            histograms: false,
         }
     }
 }

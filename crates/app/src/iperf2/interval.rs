@@ -15,11 +15,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use rperf3_report::iperf2::model::{Event2, Row2, RowKind2, Tag2, TcpRecv2, TcpSend2};
+use rperf3_report::iperf2::model::{Event2, Row2, RowKind2, Tag2, TcpLatency2, TcpRecv2, TcpSend2};
 use rperf3_report::iperf2::Report2;
 use rperf3_sys::tcp_info::tcp_info;
 
 use super::tcp_io::{FlowSample, FlowStats};
+use super::tcp_trip::{hist, Delays};
 use crate::test::ticker::{Due, Ticker};
 
 /// Which way a flow's bytes go, seen from this side.
@@ -277,6 +278,7 @@ impl Set {
         self.last_tick = t;
         let mut sum: Option<Row2> = None;
         let mut rows = Vec::new();
+        let mut hists = Vec::new();
         for f in self.flows.iter_mut().filter(|f| f.end.is_none()) {
             let s = f.spec.stats.sample();
             let d = s.since(&f.last);
@@ -284,7 +286,12 @@ impl Set {
             let tcp = tcp_now(f.spec.sock.as_ref());
             let retries = tcp.retrans.saturating_sub(f.last_retrans);
             f.last_retrans = tcp.retrans;
-            let row = row(&f.spec, begin, end, &d, retries, tcp.send);
+            let delays = f.spec.stats.trip.as_ref().map(|t| t.take_interval());
+            let lat = delays.as_ref().map(Delays::figures);
+            let row = row(&f.spec, begin, end, (&d, lat), retries, tcp.send);
+            if let Some(h) = hist(&f.spec.stats, f.spec.tag, &row, delays.as_ref(), "F8") {
+                hists.push(h);
+            }
             sum = Some(match sum {
                 None => row.clone(),
                 Some(acc) => add_rows(acc, &row),
@@ -293,6 +300,9 @@ impl Set {
         }
         for r in rows {
             self.report.event(Event2::Interval(r));
+        }
+        for h in hists {
+            self.report.event(Event2::Histogram(h));
         }
         if let (Some(tag), Some(mut s)) = (self.sum_tag(), sum) {
             s.tag = tag;
@@ -318,10 +328,16 @@ impl Set {
         f.total = total;
         let tcp = tcp_now(f.spec.sock.as_ref());
         let retries = tcp.retrans.saturating_sub(f.first_retrans);
-        let r = row(&f.spec, 0.0, end, &total, retries, tcp.send);
+        let delays = f.spec.stats.trip.as_ref().map(|t| t.total());
+        let lat = delays.as_ref().map(Delays::figures);
+        let r = row(&f.spec, 0.0, end, (&total, lat), retries, tcp.send);
+        let h = hist(&f.spec.stats, f.spec.tag, &r, delays.as_ref(), "F8(f)");
         // The socket is closed by its worker once nothing else holds it.
         f.spec.sock = None;
         self.report.event(Event2::Final(r));
+        if let Some(h) = h {
+            self.report.event(Event2::Histogram(h));
+        }
     }
 
     /// The tag of this set's sum rows, if it has them.
@@ -346,7 +362,7 @@ impl Set {
             .map_or(0.0, |t| self.secs(t));
         let mut acc: Option<Row2> = None;
         for f in &self.flows {
-            let r = row(&f.spec, 0.0, end, &f.total, 0, TcpSend2::default());
+            let r = row(&f.spec, 0.0, end, (&f.total, None), 0, TcpSend2::default());
             acc = Some(match acc {
                 None => r,
                 Some(a) => add_rows(a, &r),
@@ -365,8 +381,16 @@ impl Set {
     }
 }
 
-/// A row for `d` (an interval's or the whole stream's counts).
-fn row(spec: &FlowSpec, start: f64, end: f64, d: &FlowSample, retries: u64, tcp: TcpSend2) -> Row2 {
+/// A row for `d` (an interval's or the whole stream's counts) and, for a
+/// `--trip-times` receiver, the same span's delays.
+fn row(
+    spec: &FlowSpec,
+    start: f64,
+    end: f64,
+    (d, latency): (&FlowSample, Option<TcpLatency2>),
+    retries: u64,
+    tcp: TcpSend2,
+) -> Row2 {
     let kind = match spec.dir {
         Dir::Send => RowKind2::TcpSend(TcpSend2 {
             writes: d.calls,
@@ -377,7 +401,7 @@ fn row(spec: &FlowSpec, start: f64, end: f64, d: &FlowSample, retries: u64, tcp:
         Dir::Recv => RowKind2::TcpRecv(TcpRecv2 {
             reads: d.calls,
             bins: d.bins,
-            latency: None,
+            latency,
         }),
     };
     Row2 {

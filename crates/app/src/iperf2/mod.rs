@@ -6,6 +6,7 @@ mod client_header;
 pub mod config;
 mod connect_back;
 mod interval;
+mod tcp_bounceback;
 mod tcp_client;
 mod tcp_io;
 mod tcp_server;
@@ -15,6 +16,7 @@ mod tcp_session;
 mod tcp_setup;
 #[cfg(test)]
 mod tcp_tests;
+mod tcp_trip;
 mod workers;
 
 use std::sync::Arc;

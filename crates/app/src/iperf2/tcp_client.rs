@@ -9,16 +9,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rperf3_proto2::{Layout, VERSION_2_2_1};
-use rperf3_report::iperf2::model::{Event2, Tag2};
+use rperf3_report::iperf2::model::{BbSettings2, Event2, Tag2};
 use rperf3_report::iperf2::Report2;
 use rperf3_sys::net;
 
 use super::client_header::{os_text, rate_bps, read_ack, request};
-use super::config::{Client2, Common2, Config2, End2, Input2, Mode2, Role2};
+use super::config::{Bounceback2, Client2, Common2, Config2, End2, Input2, Mode2, Role2};
 use super::connect_back::{accept_back, BACK_GRACE, NO_BACK};
 use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
+use super::tcp_bounceback;
 use super::tcp_io::{pacer_for, pattern, FlowStats};
 use super::tcp_setup::{self, apply_opts, Wake};
+use super::tcp_trip::Bursts;
 use super::workers::{SendPlan, Source, Workers};
 use super::Outcome2;
 use crate::Interrupt;
@@ -52,6 +54,9 @@ struct Client<'a> {
     report: Arc<dyn Report2>,
     len: u32,
     addrs: Vec<SocketAddr>,
+    /// `--trip-times`: the report start the header carried; writes are
+    /// stamped bursts.
+    trip: Option<rperf3_proto2::Timeval>,
 }
 
 impl<'a> Client<'a> {
@@ -65,6 +70,7 @@ impl<'a> Client<'a> {
             report,
             len,
             addrs,
+            trip: None,
         })
     }
 
@@ -104,7 +110,10 @@ impl<'a> Client<'a> {
         Ok((s, t.elapsed()))
     }
 
-    fn run(self, intr: &mut Interrupt) -> Result<i32, String> {
+    fn run(mut self, intr: &mut Interrupt) -> Result<i32, String> {
+        if let Some(bb) = self.cl.bounceback {
+            return self.bounceback(bb, intr);
+        }
         let listener = self.listen()?;
         let mut block = tcp_setup::settings(
             rperf3_report::iperf2::model::Side2::Client,
@@ -115,8 +124,10 @@ impl<'a> Client<'a> {
         );
         block.host = Some(self.cl.host.clone());
         block.flows = self.cl.parallel.max(1);
+        block.trip_times = self.c.trip_times;
         self.report.event(Event2::Settings(block));
         let req = request(self.cl, self.c, self.len);
+        self.trip = req.trip_start.filter(|_| req.trip_times);
         let header = req
             .tcp_header(VERSION_2_2_1, self.c.port)
             .encode(Layout::V2_2_1)
@@ -158,19 +169,101 @@ impl<'a> Client<'a> {
             }
             streams.push((id, Arc::new(s), ct, Instant::now()));
         }
-        let notes: &[&str] = match self.cl.mode {
-            Mode2::Reverse => &["(reverse)"],
-            Mode2::FullDuplex => &["(full-duplex)"],
-            _ => &[],
+        let mut notes: Vec<&str> = match self.cl.mode {
+            Mode2::Reverse => vec!["(reverse)"],
+            Mode2::FullDuplex => vec!["(full-duplex)"],
+            _ => vec![],
         };
+        if self.c.trip_times {
+            notes.push("(trip-times)");
+        }
+        if self.cl.txstart.is_some() {
+            notes.push("(epoch-start)");
+        }
         let dev = self.c.bind.as_ref().and_then(|b| b.device.as_deref());
         for (id, s, ct, _) in &streams {
-            if let Ok(mut line) = tcp_setup::connection(Tag2::Id(*id), s, notes, dev) {
+            if let Ok(mut line) = tcp_setup::connection(Tag2::Id(*id), s, &notes, dev) {
                 line.connect_time = Some(*ct);
                 self.report.event(Event2::Connected(line));
             }
         }
+        if let Some(t) = self.cl.txstart {
+            self.wait_start(t, intr);
+        }
         self.drive(streams, sent_header, listener.as_ref(), intr)
+    }
+
+    /// `--txstart-time`: says when traffic starts and waits for it (an
+    /// interrupt ends the wait); the test's clock starts then, as 2.2.1's.
+    fn wait_start(&self, epoch: f64, intr: &mut Interrupt) {
+        let now = std::time::SystemTime::now();
+        let start = std::time::UNIX_EPOCH + Duration::from_secs_f64(epoch.max(0.0));
+        self.report.event(Event2::TxStart {
+            tag: Tag2::Id(1),
+            start,
+            now,
+        });
+        let Ok(left) = start.duration_since(now) else {
+            return;
+        };
+        let until = Instant::now() + left;
+        while !intr.triggered() {
+            let rest = until.saturating_duration_since(Instant::now());
+            if rest.is_zero() {
+                break;
+            }
+            tcp_setup::wait(&[intr.fd()], Some(rest));
+        }
+    }
+
+    /// `--bounceback`: one connection of requests and replies.
+    fn bounceback(&self, bb: Bounceback2, intr: &mut Interrupt) -> Result<i32, String> {
+        let mut block = tcp_setup::settings(
+            rperf3_report::iperf2::model::Side2::Client,
+            self.c,
+            self.c.port,
+            self.len,
+            self.probe_window(),
+        );
+        block.host = Some(self.cl.host.clone());
+        block.flows = 1;
+        block.bounceback = Some(BbSettings2 {
+            request: bb.request,
+            reply: bb.reply,
+            hold_us: bb.hold_us,
+            quickack: bb.quickack,
+            count: bb.count,
+            period: bb.period,
+        });
+        self.report.event(Event2::Settings(block));
+        let (s, ct) = match self.connect() {
+            Ok(x) => x,
+            Err(e) => {
+                self.report.event(Event2::Message(format!(
+                    "[  1] tcp connect to {} port {} failed ({}) on {}",
+                    self.addrs[0].ip(),
+                    self.c.port,
+                    os_text(&e),
+                    rperf3_sys::time::strftime_now("%Y-%m-%d %H:%M:%S (%Z)")
+                )));
+                return Ok(0);
+            }
+        };
+        let note = tcp_bounceback::note(bb.quickack, bb.request, bb.reply, bb.hold_us);
+        let dev = self.c.bind.as_ref().and_then(|b| b.device.as_deref());
+        if let Ok(mut line) = tcp_setup::connection(Tag2::Id(1), &s, &[note.as_str()], dev) {
+            line.connect_time = Some(ct);
+            self.report.event(Event2::Connected(line));
+        }
+        let time = match self.cl.end {
+            End2::Time(d) => d,
+            // iperf 2 runs a bounceback test by time only.
+            End2::Bytes(_) => Duration::from_secs(10),
+        };
+        if let Err(e) = tcp_bounceback::client(&s, bb, time, self.c.interval, &self.report, intr) {
+            self.report.event(Event2::Message(e));
+        }
+        Ok(0)
     }
 
     fn listen(&self) -> Result<Option<TcpListener>, String> {
@@ -194,7 +287,14 @@ impl<'a> Client<'a> {
     fn source(&self) -> Source {
         let pat = || Source::Pattern(Arc::new(pattern(self.len)));
         match &self.cl.input {
-            Input2::Pattern => pat(),
+            // 2.2.1 fills stamped writes with 0xA5.
+            Input2::Pattern => match self.trip {
+                Some(t) => Source::Reader(
+                    Box::new(Bursts::new(vec![0xA5; self.len as usize], t)),
+                    self.len,
+                ),
+                None => pat(),
+            },
             Input2::File(f) => match std::fs::File::open(f) {
                 Ok(file) => Source::Reader(Box::new(file), self.len),
                 Err(_) => {

@@ -14,6 +14,8 @@ use rperf3_engine::control::RunControl;
 use rperf3_engine::counters::StreamCounters;
 use rperf3_engine::pacing::Pacer;
 
+use super::tcp_trip::TripLatency;
+
 /// Bins of the read-length histogram.
 pub(crate) const READ_BINS: usize = 8;
 
@@ -27,6 +29,9 @@ pub(crate) struct FlowStats {
     pub(crate) errors: AtomicU64,
     bins: [AtomicU64; READ_BINS],
     bin_width: u64,
+    /// `--trip-times` receiver: the stream is read burst by burst and each
+    /// burst's one-way delay kept here.
+    pub(crate) trip: Option<TripLatency>,
 }
 
 /// A copy of [`FlowStats`] at one instant.
@@ -50,6 +55,15 @@ impl FlowStats {
             errors: AtomicU64::new(0),
             bins: Default::default(),
             bin_width: (u64::from(len) / READ_BINS as u64).max(1),
+            trip: None,
+        }
+    }
+
+    /// Counters for a `--trip-times` receiver (see [`FlowStats::trip`]).
+    pub(crate) fn with_trip(len: u32, histograms: bool) -> Self {
+        Self {
+            trip: Some(TripLatency::new(histograms)),
+            ..Self::new(len)
         }
     }
 
@@ -101,6 +115,9 @@ pub(crate) fn recv_loop(
     ctl: &RunControl,
     stats: &FlowStats,
 ) -> io::Result<()> {
+    if let Some(lat) = &stats.trip {
+        return super::tcp_trip::recv_bursts(sock, len, ctl, stats, lat);
+    }
     let mut buf = vec![0u8; len.max(1) as usize];
     while !ctl.stopped() {
         match sock.read(&mut buf) {

@@ -34,8 +34,6 @@ pub(crate) enum Refused {
     Slow { have: usize, need: usize },
     /// The bytes are not a header we serve.
     Bad(HeaderError),
-    /// A request this server does not run.
-    Unsupported(&'static str),
     /// The socket failed.
     Io(String),
 }
@@ -49,7 +47,6 @@ impl std::fmt::Display for Refused {
                 HEADER_LIMIT.as_secs_f64()
             ),
             Self::Bad(e) => write!(f, "{e}"),
-            Self::Unsupported(what) => write!(f, "{what} is not supported"),
             Self::Io(e) => write!(f, "read of the test header failed: {e}"),
         }
     }
@@ -61,6 +58,8 @@ pub(crate) struct Start {
     pub(crate) req: Option<TestRequest>,
     /// Bytes read (the header and anything after it).
     pub(crate) read: usize,
+    /// A bounceback request: the bytes read so far.
+    pub(crate) bounceback: Option<Vec<u8>>,
 }
 
 fn now_tv() -> Timeval {
@@ -84,11 +83,18 @@ pub(crate) fn read_start(
                 let req = match value {
                     TcpStart::Test(r) => Some(*r),
                     TcpStart::Compat => None,
-                    TcpStart::Bounceback => return Err(Refused::Unsupported("bounceback")),
+                    TcpStart::Bounceback => {
+                        return Ok(Start {
+                            req: None,
+                            read: buf.len(),
+                            bounceback: Some(buf),
+                        })
+                    }
                 };
                 return Ok(Start {
                     req,
                     read: buf.len(),
+                    bounceback: None,
                 });
             }
             Ok(Decoded::NeedMore { need }) => need,
@@ -154,6 +160,7 @@ fn send_ack(mut s: &TcpStream, ack: &HeaderAck, nodelay: bool) -> io::Result<()>
 pub(crate) fn serve(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>, k: Option<u64>) {
     let c = &sh.cfg.common;
     let accepted = now_tv();
+    let accepted_at = Instant::now();
     let start = read_start(&s, Instant::now() + HEADER_LIMIT, &RequestLimits::default());
     sh.header_done(k);
     let start = match start {
@@ -170,6 +177,11 @@ pub(crate) fn serve(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>, k: Option<
         }
     };
     let _ = s.set_read_timeout(None);
+    if let Some(first) = start.bounceback {
+        sh.served.fetch_add(1, Ordering::Relaxed);
+        super::tcp_bounceback::serve(s, first, accepted_at, sh);
+        return;
+    }
     if let Some(r) = &start.req {
         if r.wants_ack {
             if let Err(e) = send_ack(&s, &ack_for(r, accepted), c.nodelay) {
@@ -211,6 +223,13 @@ impl<'a> Test<'a> {
             id: sh.next_id(),
             len: sh.cfg.common.len_or_default(false),
         }
+    }
+
+    /// A `--trip-times` test whose client writes bursts to this receiver.
+    fn trip(&self) -> bool {
+        self.req
+            .as_ref()
+            .is_some_and(|r| r.trip_times && r.mode == Mode::Normal)
     }
 
     fn mode(&self) -> Mode {
@@ -295,18 +314,21 @@ impl<'a> Test<'a> {
     fn run(self) {
         let sh = self.sh;
         let start = Instant::now();
-        let notes: &[&str] = match self.mode() {
-            Mode::Reverse => &["(reverse)"],
-            Mode::FullDuplex => &["(full-duplex)"],
-            _ => &[],
+        let mut notes: Vec<&str> = match self.mode() {
+            Mode::Reverse => vec!["(reverse)"],
+            Mode::FullDuplex => vec!["(full-duplex)"],
+            _ => vec![],
         };
+        if self.trip() {
+            notes.push("(trip-times)");
+        }
         let dev = sh
             .cfg
             .common
             .bind
             .as_ref()
             .and_then(|b| b.device.as_deref());
-        if let Ok(mut line) = tcp_setup::connection(Tag2::Id(self.id), &self.s, notes, dev) {
+        if let Ok(mut line) = tcp_setup::connection(Tag2::Id(self.id), &self.s, &notes, dev) {
             line.peer_version = self
                 .req
                 .as_ref()
@@ -325,7 +347,11 @@ impl<'a> Test<'a> {
         let recv = !matches!(mode, Mode::Reverse);
         let send = matches!(mode, Mode::Reverse | Mode::FullDuplex);
         if recv {
-            let st = Arc::new(FlowStats::new(self.len));
+            let st = Arc::new(if self.trip() {
+                FlowStats::with_trip(self.len, self.sh.cfg.common.histograms)
+            } else {
+                FlowStats::new(self.len)
+            });
             // The header and whatever came with it are test data.
             st.io.add_many(0, self.pre as u64);
             let k = key(self.id, Dir::Recv);
@@ -490,6 +516,7 @@ mod tests {
             input: Input2::Pattern,
             sync_transfer_id: false,
             txstart: None,
+            bounceback: None,
         };
         let mut r = request(&cl, &Common2::default(), 8);
         r.trip_times = trip;

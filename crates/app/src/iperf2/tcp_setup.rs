@@ -65,6 +65,8 @@ pub(crate) fn settings(side: Side2, c: &Common2, port: u16, len: u32, window: u6
         ttl: None,
         mode_note: None,
         trip_times: false,
+        bounceback: None,
+        histograms: c.histograms,
     }
 }
 

@@ -63,6 +63,8 @@ pub(crate) fn listener_block(sock: &UdpSocket, port: u16, len: u32) -> Event2 {
         multicast: None,
         ttl: None,
         mode_note: None,
+        bounceback: None,
+        histograms: false,
     })
 }
 
@@ -121,6 +123,8 @@ pub(crate) fn send_back(
         multicast: None,
         ttl: None,
         mode_note: None,
+        bounceback: None,
+        histograms: false,
     }));
     let local = sock.local_addr().unwrap_or(to);
     report.event(Event2::Connected(Connection2 {

@@ -276,6 +276,8 @@ pub(crate) fn run(
         multicast: None,
         ttl: multicast.then_some(cfg.common.ttl),
         mode_note: note.map(str::to_string),
+        bounceback: None,
+        histograms: false,
     }));
     if let Some((b, false)) = listener {
         report.event(b);

@@ -171,6 +171,8 @@ pub(crate) fn run(
         }),
         ttl: None,
         mode_note: None,
+        bounceback: None,
+        histograms: false,
     }));
     // One flow at a time on the listener itself: multicast and -U.
     let inline = l.group.is_some() || s.single_udp;

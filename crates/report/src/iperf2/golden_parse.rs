@@ -268,6 +268,8 @@ impl Replayer<'_> {
             ttl: None,
             mode_note: None,
             trip_times: false,
+            bounceback: None,
+            histograms: false,
         };
         for l in block {
             let w: Vec<&str> = l.split_whitespace().collect();

@@ -5,6 +5,7 @@
 
 mod connection;
 mod csv;
+mod hist;
 pub mod model;
 mod rows;
 mod settings;
@@ -12,6 +13,8 @@ mod units;
 
 #[cfg(test)]
 mod golden;
+#[cfg(test)]
+mod golden_bb;
 #[cfg(test)]
 mod golden_csv;
 #[cfg(test)]
@@ -23,6 +26,7 @@ use std::sync::Mutex;
 
 use model::{Event2, Layout2, Row2, Side2, Tag2};
 use rows::{Header, RowUse};
+use units::{civil, date_ms};
 
 /// Where an iperf 2 run's events go. Shared by a server's concurrent tests.
 pub trait Report2: Send + Sync {
@@ -166,6 +170,7 @@ fn kind_index(k: &model::RowKind2) -> u32 {
         model::RowKind2::TcpRecv(_) => 1,
         model::RowKind2::UdpSend(_) => 2,
         model::RowKind2::UdpRecv(_) => 3,
+        model::RowKind2::Bounceback(_) => 4,
     }
 }
 
@@ -226,6 +231,26 @@ impl Report2 for Printer2 {
                         | Header::JitterLossTrip.bit());
                 }
                 self.row(&mut st, &r, RowUse::ServerReport, true);
+            }
+            Event2::TxStart { tag, start, now } => {
+                if !l.csv {
+                    let zone = l.tz_name.as_deref().unwrap_or("UTC");
+                    let left = start.duration_since(now).unwrap_or_default();
+                    let at = date_ms(civil(start, l.utc_offset_secs));
+                    st.emit(&format!(
+                        "{}Client traffic to start in {} seconds at {} current time is {} ({zone})",
+                        rows::tag(tag),
+                        left.as_secs_f64().ceil(),
+                        // 2.2.1 prints the start to the second.
+                        at.split('.').next().unwrap_or_default(),
+                        date_ms(civil(now, l.utc_offset_secs))
+                    ));
+                }
+            }
+            Event2::Histogram(h) => {
+                if !l.csv && !l.no_data {
+                    st.emit(&hist::line(&h));
+                }
             }
             Event2::Message(m) => st.emit(&m),
         }
@@ -368,6 +393,8 @@ mod tests {
             ttl: None,
             mode_note: None,
             trip_times: false,
+            bounceback: None,
+            histograms: false,
         };
         let events = || {
             vec![

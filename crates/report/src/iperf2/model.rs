@@ -115,6 +115,27 @@ pub struct Settings2 {
     pub mode_note: Option<String>,
     /// `--trip-times` (a TCP client's `-e` block warns about send-side bloat).
     pub trip_times: bool,
+    /// A bounceback client: its request, reply and schedule lines.
+    pub bounceback: Option<BbSettings2>,
+    /// A server with `--histograms` (its block says so).
+    pub histograms: bool,
+}
+
+/// What a bounceback client asks for (`--bounceback*`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BbSettings2 {
+    /// Request size, bytes.
+    pub request: u32,
+    /// Reply size, bytes.
+    pub reply: u32,
+    /// Server hold, microseconds.
+    pub hold_us: u32,
+    /// The server is asked for TCP_QUICKACK.
+    pub quickack: bool,
+    /// Requests per period.
+    pub count: u32,
+    /// Seconds between bursts of requests; 0 = back to back.
+    pub period: f64,
 }
 
 /// A multicast join.
@@ -273,9 +294,35 @@ pub struct UdpRecv2 {
     pub trip_times: bool,
 }
 
+/// A bounceback client's row: its round trips (from the latency core), the
+/// socket's TCP figures and the bytes each way. `Row2::bytes` is both ways.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Bb2 {
+    /// Round trips completed.
+    pub count: u64,
+    /// Mean round trip, nanoseconds.
+    pub mean_ns: f64,
+    /// Shortest.
+    pub min_ns: u64,
+    /// Longest.
+    pub max_ns: u64,
+    /// Standard deviation.
+    pub stdev_ns: f64,
+    /// Retransmits.
+    pub retries: u64,
+    /// TCP figures (none in a final row, which prints dashes).
+    pub tcp: Option<TcpSend2>,
+    /// Request bytes written.
+    pub tx_bytes: u64,
+    /// Reply bytes read.
+    pub rx_bytes: u64,
+}
+
 /// What kind of row, with its extra figures.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RowKind2 {
+    /// A bounceback client.
+    Bounceback(Bb2),
     /// A TCP sender.
     TcpSend(TcpSend2),
     /// A TCP receiver.
@@ -325,6 +372,42 @@ pub enum Event2 {
     },
     /// UDP client: the server report for one stream.
     ServerReport(Row2),
+    /// `--txstart-time`: the client waits for its start time ("Client
+    /// traffic to start in N seconds at ...").
+    TxStart {
+        /// The stream.
+        tag: Tag2,
+        /// When traffic starts.
+        start: SystemTime,
+        /// Now.
+        now: SystemTime,
+    },
+    /// A latency histogram line (`BB8(f)-PDF: bin(w=100us):cnt(N)=...`).
+    Histogram(Hist2),
     /// A warning or error line (iperf 2's words), printed as is.
     Message(String),
+}
+
+/// A latency histogram as iperf 2 prints it: samples in fixed-width bins
+/// (bin `k` holds `(k-1)·w ..< k·w`), with the bins where 5%, 95% and 99.7%
+/// of the samples are reached. The buckets are the latency core's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hist2 {
+    /// The line's tag.
+    pub tag: Tag2,
+    /// Seconds since the stream started.
+    pub start: f64,
+    /// Seconds since the stream started.
+    pub end: f64,
+    /// The histogram's name (`BB8(f)`, `T8(f)`).
+    pub name: String,
+    /// Bin width, nanoseconds.
+    pub bin_ns: u64,
+    /// (value in ns, samples) from the latency core, smallest first.
+    pub buckets: Vec<(u64, u64)>,
+    /// Samples more than three standard deviations above the mean.
+    pub outliers: u64,
+    /// A receiver's histogram (`--histograms`): one space after `sec`, and
+    /// the largest sample (ns) with the wall-clock time it arrived.
+    pub max_at: Option<(u64, SystemTime)>,
 }

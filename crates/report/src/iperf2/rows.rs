@@ -2,7 +2,7 @@
 //! and UDP senders and receivers, plain and `-e`, per stream and summed
 //! (`[SUM]`, `[SUM-n]`), in iperf 2.2.1's column layout.
 
-use super::model::{Latency2, Layout2, Row2, RowKind2, Side2, Tag2, TcpLatency2, UdpRecv2};
+use super::model::{Bb2, Latency2, Layout2, Row2, RowKind2, Side2, Tag2, TcpLatency2, UdpRecv2};
 use super::units::{interval, loss_pct, netpwr, pps, rate, size, transfer};
 
 /// A column-title line. iperf 2 prints each kind once while tests run.
@@ -34,6 +34,8 @@ pub(crate) enum Header {
     JitterLossTrip,
     /// `[SUM-cnt]` UDP receiver.
     SumCntJitterLoss,
+    /// A bounceback client: round trips, TCP figures, bytes each way, RPS.
+    Bounceback,
 }
 
 /// 2.2.1's `-e` layouts put eight spaces after `Interval`.
@@ -77,6 +79,10 @@ impl Header {
             Self::JitterLossTrip => format!(
                 "[ ID] Interval{T}Transfer     Bandwidth        Jitter   Lost/Total  \
                  Latency avg/min/max/stdev PPS  Rx/inP  Read/Timeo/Trunc  NetPwr"
+            ),
+            Self::Bounceback => format!(
+                "[ ID] Interval{T}Transfer    Bandwidth         BB cnt=avg/min/max/stdev         \
+                 Rtry  Cwnd(pkts)/RTT(var)   Tx/Rx bytes  RPS(avg)"
             ),
             Self::SumCntJitterLoss => "[SUM-cnt] Interval     Transfer     Bandwidth       \
                  Lost/Total  Latency avg/min/max  PPS"
@@ -140,6 +146,10 @@ pub(crate) fn row(r: &Row2, layout: &Layout2, side: Side2, used: RowUse) -> (Hea
     let head = format!("{prefix}{iv} sec  {xfer}  {bw}/sec");
     let mut lines = Vec::with_capacity(2);
     let header = match (&r.kind, cnt.is_some(), n_sum.is_some()) {
+        (RowKind2::Bounceback(b), _, _) => {
+            lines.push(format!("{head}    {}", bb_columns(b)));
+            Header::Bounceback
+        }
         // A full-duplex pair: transfer and bandwidth only, under the plain title.
         _ if matches!(r.tag, Tag2::FullDuplex(_)) => {
             lines.push(head);
@@ -279,6 +289,39 @@ fn trip_columns(r: &Row2, lat: &TcpLatency2) -> String {
         r.bytes.checked_div(lat.count).unwrap_or(0),
         size(per_sec * mean_s, 'A'),
         netpwr(r.bytes, dur, mean_s)
+    )
+}
+
+/// `10=0.041/0.017/0.218/0.063 ms    0   0K/(0)/0(0) us  Tx=1000 Byte Rx=1000
+/// Byte  RPS=24213`: round trips, retries, the socket's cwnd and RTT (dashes in
+/// a final row), bytes each way, and round trips per second of round-trip time.
+fn bb_columns(b: &Bb2) -> String {
+    let ms = |ns: f64| ns * 1e-6;
+    let tcp = match b.tcp {
+        Some(t) => format!(
+            "{:4}K/({})/{}({}) us",
+            t.cwnd_bytes / 1024,
+            t.cwnd_pkts,
+            t.rtt_us,
+            t.rttvar_us
+        ),
+        None => "   -(-)/-(-)  ".into(),
+    };
+    let rps = if b.mean_ns > 0.0 {
+        1e9 / b.mean_ns
+    } else {
+        0.0
+    };
+    format!(
+        "{}={:.3}/{:.3}/{:.3}/{:.3} ms {:4}{tcp}  Tx={} Rx={}  RPS={rps:.0}",
+        b.count,
+        ms(b.mean_ns),
+        ms(b.min_ns as f64),
+        ms(b.max_ns as f64),
+        ms(b.stdev_ns),
+        b.retries,
+        size(b.tx_bytes as f64, 'A'),
+        size(b.rx_bytes as f64, 'A'),
     )
 }
 

@@ -61,6 +61,13 @@ fn listener(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
                 if let Some(cc) = &s.congestion {
                     v.push(format!("TCP congestion control default {cc}"));
                 }
+                if s.histograms {
+                    v.push(
+                        "Enabled receive histograms bin-width=0.100 ms, bins=100000 \
+                         (clients should use --trip-times)"
+                            .into(),
+                    );
+                }
             }
             // 2.2.1 prints the UDP read size in bytes, with a trailing space.
             Proto2::Udp => v.push(format!(
@@ -97,11 +104,28 @@ fn connector(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
         ));
     }
     if layout.enhanced {
-        if s.proto == Proto2::Tcp {
+        if let (Proto2::Tcp, Some(bb)) = (s.proto, &s.bounceback) {
+            v.push(format!(
+                "Bounceback test (req/reply size ={}/{}) (server hold req={} usecs{})",
+                size(f64::from(bb.request), 'B'),
+                size(f64::from(bb.reply), 'B'),
+                bb.hold_us,
+                if bb.quickack { " & tcp_quickack" } else { "" }
+            ));
+            // Back to back: no schedule to show.
+            if bb.period > 0.0 {
+                v.push(format!(
+                    "Bursting request {} times every {:.2} second(s)",
+                    bb.count, bb.period
+                ));
+            }
+        } else if s.proto == Proto2::Tcp {
             v.push(format!(
                 "Write buffer size: {}",
                 size(f64::from(s.len), 'B')
             ));
+        }
+        if s.proto == Proto2::Tcp {
             match (&s.congestion_asked, &s.congestion) {
                 (Some(asked), Some(cc)) => {
                     v.push(format!("TCP congestion control set to {asked} using {cc}"))

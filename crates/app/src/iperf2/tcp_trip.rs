@@ -1,0 +1,297 @@
+//! iperf 2's `--trip-times` on TCP: the sender stamps a burst header (its wall
+//! clock) at the start of every write; the receiver reads burst by burst and
+//! takes each burst's one-way delay, from its write stamp to the read that
+//! completes it (what iperf 2.2.1's `-e` server rows call "Burst Latency").
+//! Delays and their figures come from the latency core.
+
+use std::io::{self, Read};
+use std::net::TcpStream;
+use std::sync::Mutex;
+
+use rperf3_engine::control::RunControl;
+use rperf3_latency::{wall_ns, OneWay};
+use rperf3_proto2::{BurstHeader, Timeval, BURST_HEADER_LEN};
+use rperf3_report::iperf2::model::{Hist2, Row2, Tag2, TcpLatency2};
+
+use super::tcp_io::FlowStats;
+
+/// A burst longer than this is not one a sender of ours or iperf 2's writes;
+/// the rest of the stream is then read as plain data.
+const MAX_BURST: u32 = 1 << 30;
+
+/// One-way delays of a receiver's bursts: this interval's and the whole test's.
+#[derive(Debug, Default)]
+pub(crate) struct TripLatency {
+    delays: Mutex<[Delays; 2]>,
+    /// `--histograms`: rows are followed by the delays' histogram line.
+    pub(crate) histograms: bool,
+}
+
+/// Delays of one span, and when its largest one arrived (wall clock, ns).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Delays {
+    /// The delays.
+    pub(crate) oneway: OneWay,
+    /// (largest delay, its arrival), ns.
+    pub(crate) max_at: Option<(i64, i64)>,
+}
+
+impl Delays {
+    fn record(&mut self, sent_ns: i64, recv_ns: i64) {
+        self.oneway.record(sent_ns, recv_ns);
+        let d = recv_ns.saturating_sub(sent_ns);
+        if self.max_at.is_none_or(|(m, _)| d > m) {
+            self.max_at = Some((d, recv_ns));
+        }
+    }
+
+    /// The row's figures.
+    pub(crate) fn figures(&self) -> TcpLatency2 {
+        figures(&self.oneway)
+    }
+}
+
+impl TripLatency {
+    /// Delays kept for `--histograms` too.
+    pub(crate) fn new(histograms: bool) -> Self {
+        Self {
+            histograms,
+            ..Self::default()
+        }
+    }
+
+    fn record(&self, sent_ns: i64, recv_ns: i64) {
+        let mut d = self.delays.lock().unwrap_or_else(|p| p.into_inner());
+        d[0].record(sent_ns, recv_ns);
+        d[1].record(sent_ns, recv_ns);
+    }
+
+    /// The interval's delays; the next interval starts empty.
+    pub(crate) fn take_interval(&self) -> Delays {
+        let mut d = self.delays.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut d[0])
+    }
+
+    /// The whole test's delays.
+    pub(crate) fn total(&self) -> Delays {
+        self.delays.lock().unwrap_or_else(|p| p.into_inner())[1].clone()
+    }
+}
+
+fn figures(o: &OneWay) -> TcpLatency2 {
+    let h = o.histogram();
+    TcpLatency2 {
+        count: h.count(),
+        mean_ns: h.mean_ns().round() as u64,
+        min_ns: h.min_ns(),
+        max_ns: h.max_ns(),
+        stdev_ns: h.stdev_ns().round() as u64,
+    }
+}
+
+fn tv_ns(t: Timeval) -> i64 {
+    t.as_micros().saturating_mul(1000)
+}
+
+/// An endless source of `-l`-byte writes, each starting with a burst header
+/// stamped as it is handed to the writer (the write follows at once).
+pub(crate) struct Bursts {
+    fill: Vec<u8>,
+    start: Timeval,
+    id: u32,
+    seq: u64,
+}
+
+impl Bursts {
+    /// Writes of `fill`'s bytes; `start` is the report start the test header
+    /// carried.
+    pub(crate) fn new(fill: Vec<u8>, start: Timeval) -> Self {
+        Self {
+            fill,
+            start,
+            id: 0,
+            seq: 0,
+        }
+    }
+}
+
+impl Read for Bursts {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = out.len().min(self.fill.len());
+        out[..n].copy_from_slice(&self.fill[..n]);
+        // A last write shorter than a header (the end of -n) goes as it is.
+        if n >= BURST_HEADER_LEN {
+            self.id = self.id.wrapping_add(1);
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            BurstHeader {
+                start: self.start,
+                write_time: Timeval::from_since_epoch(now),
+                period_us: 0,
+                burst_id: self.id,
+                burst_size: n as u32,
+                seq: self.seq,
+            }
+            .write(&mut out[..n]);
+        }
+        self.seq += n as u64;
+        Ok(n)
+    }
+}
+
+/// Reads bursts (a header, then the rest of its size in reads of at most
+/// `len`) until the peer closes or the run stops, counting every read and
+/// each complete burst's delay. Bytes that are not a burst header end the
+/// delays; the rest is counted as plain data.
+pub(crate) fn recv_bursts(
+    mut sock: &TcpStream,
+    len: u32,
+    ctl: &RunControl,
+    stats: &FlowStats,
+    lat: &TripLatency,
+) -> io::Result<()> {
+    let mut buf = vec![0u8; (len as usize).max(BURST_HEADER_LEN)];
+    let mut head = [0u8; BURST_HEADER_LEN];
+    let (mut have, mut left, mut sent) = (0usize, 0usize, 0i64);
+    let mut plain = false;
+    while !ctl.stopped() {
+        let r = if plain {
+            sock.read(&mut buf)
+        } else if left > 0 {
+            let want = left.min(buf.len());
+            sock.read(&mut buf[..want])
+        } else {
+            sock.read(&mut head[have..])
+        };
+        let n = match r {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted
+                        | io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
+            Err(e) => return Err(e),
+        };
+        stats.read(n);
+        if plain {
+            continue;
+        }
+        if left > 0 {
+            left -= n;
+        } else {
+            have += n;
+            if have < BURST_HEADER_LEN {
+                continue;
+            }
+            have = 0;
+            match BurstHeader::read(&head, MAX_BURST) {
+                Ok(Some(h)) => {
+                    sent = tv_ns(h.write_time);
+                    left = h.burst_size as usize - BURST_HEADER_LEN;
+                }
+                _ => {
+                    plain = true;
+                    continue;
+                }
+            }
+        }
+        if left == 0 {
+            lat.record(sent, wall_ns());
+        }
+    }
+    Ok(())
+}
+
+/// With `--histograms`, the histogram line that follows a receiver's row:
+/// its delays in iperf 2's 100 µs bins, from the latency core's buckets.
+pub(crate) fn hist(
+    stats: &FlowStats,
+    tag: Tag2,
+    r: &Row2,
+    delays: Option<&Delays>,
+    name: &str,
+) -> Option<Hist2> {
+    let d = delays?;
+    if !stats.trip.as_ref().is_some_and(|t| t.histograms) {
+        return None;
+    }
+    let h = d.oneway.histogram();
+    let limit = h.mean_ns() + 3.0 * h.stdev_ns();
+    Some(Hist2 {
+        tag,
+        start: r.start,
+        end: r.end,
+        name: name.into(),
+        bin_ns: 100_000,
+        buckets: h.buckets(),
+        outliers: h
+            .buckets()
+            .iter()
+            .filter(|(v, _)| *v as f64 > limit)
+            .map(|(_, n)| n)
+            .sum(),
+        max_at: d.max_at.map(|(m, at)| {
+            (
+                m.max(0) as u64,
+                std::time::UNIX_EPOCH + std::time::Duration::from_nanos(at.max(0) as u64),
+            )
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::TcpListener;
+
+    /// Three stamped writes (the last one short, as the end of `-n`) read as
+    /// three bursts with one delay each; the read count covers every read.
+    #[test]
+    fn bursts_are_read_one_by_one_with_their_delays() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let mut src = Bursts::new(vec![0xA5; 1000], Timeval::default());
+        for n in [1000, 1000, 200] {
+            let mut b = vec![0u8; n];
+            assert_eq!(src.read(&mut b).unwrap(), n);
+            let h = BurstHeader::read(&b, MAX_BURST).unwrap().unwrap();
+            assert_eq!(h.burst_size as usize, n);
+            c.write_all(&b).unwrap();
+        }
+        drop(c);
+        let (stats, lat) = (FlowStats::new(1000), TripLatency::default());
+        recv_bursts(&s, 1000, &RunControl::new(None), &stats, &lat).unwrap();
+        let t = lat.total().figures();
+        assert_eq!(t.count, 3);
+        // Loopback within this process: positive, and far below a second.
+        assert!(t.min_ns > 0 && t.max_ns < 1_000_000_000, "{t:?}");
+        assert_eq!(stats.sample().bytes, 2200);
+        assert_eq!(lat.take_interval().figures().count, 3);
+        assert_eq!(lat.take_interval().figures().count, 0);
+    }
+
+    /// Data that is no burst header is counted, without delays.
+    #[test]
+    fn a_stream_without_headers_is_plain_data() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        c.write_all(&[b'7'; 5000]).unwrap();
+        drop(c);
+        let (stats, lat) = (FlowStats::new(1000), TripLatency::default());
+        recv_bursts(&s, 1000, &RunControl::new(None), &stats, &lat).unwrap();
+        assert_eq!(
+            (stats.sample().bytes, lat.total().figures().count),
+            (5000, 0)
+        );
+    }
+}
