@@ -10,6 +10,7 @@
 //! each byte exactly once and every counter only grows.
 
 pub(super) mod http;
+mod latency;
 
 use std::collections::BTreeMap;
 use std::net::TcpStream;
@@ -78,6 +79,8 @@ pub(super) struct Metrics {
     running: AtomicU64,
     queued: AtomicU64,
     state: Mutex<State>,
+    /// Round trips of ended `--latency` tests, by kind.
+    latency: Mutex<latency::ByKind>,
 }
 
 #[derive(Debug, Default)]
@@ -86,9 +89,6 @@ struct State {
     done: Totals,
     /// Running tests by the host's number.
     live: BTreeMap<u64, LiveTest>,
-    /// `--latency`: the round trips every ended test's session measured itself
-    /// (its sending TCP streams'), for the latency histogram.
-    latency: rperf3_latency::Samples,
 }
 
 /// Counter values; `[protocol][direction]` as in [`PROTOCOLS`], [`DIRECTIONS`].
@@ -271,11 +271,6 @@ impl Metrics {
         self.count(outcome);
     }
 
-    /// `--latency`: a test's own samples, handed over once at its end.
-    pub(super) fn record_latency(&self, samples: &rperf3_latency::Samples) {
-        self.state().latency.merge(samples);
-    }
-
     fn snapshot(&self) -> Snapshot {
         let now = Instant::now();
         let mut st = self.state();
@@ -400,6 +395,7 @@ impl Collector for View {
             "TCP segments the server's senders retransmitted.",
             &one(tot.retransmits),
         )?;
+        latency::encode(&mut enc, &self.0.latency_snapshot())?;
         per_test(&mut enc, &s.tests)
     }
 }
