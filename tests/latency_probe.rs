@@ -312,3 +312,25 @@ fn a_client_that_does_not_ask_never_sees_the_new_state() {
     let mut p = probe(&srv, &cookie(45), b'P', &REQUEST);
     assert_eq!(read_to_close(&mut p), Vec::<u8>::new());
 }
+
+#[test]
+fn the_servers_metrics_hold_what_the_client_measured() {
+    use common::prom;
+    let (srv, mport) = prom::server(&[]);
+    let (_, total, _) = run(&srv, &["-t", "2", "--bidir", "--latency"]);
+    let count = |k: &str| format!("rperf3_latency_seconds_count{{kind=\"{k}\"}}");
+    let m = prom::scrape_until(mport, "the test counted", |m| prom::outcome(m, "ok") == 1.0);
+    assert_eq!(prom::get(&m, &count("idle")), total.kinds[IDLE].0 as f64);
+    assert_eq!(
+        prom::get(&m, &count("foreign")),
+        total.kinds[FOREIGN].0 as f64
+    );
+    // The client's own streams' samples, forwarded, and the server's, pushed:
+    // the server also keeps pushes the client had no time to read at the end.
+    let own = prom::get(&m, &count("self"));
+    let seen = total.kinds[SELF].0 as f64;
+    assert!(
+        own >= seen && own <= seen + 4.0,
+        "server {own}, client {seen}"
+    );
+}
