@@ -35,6 +35,8 @@ fn against(peer: &Path) {
     // The server saw an ordinary test: its JSON has it, with our bytes.
     let j = out.json();
     assert!(j["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+    assert_eq!(j["end"]["latency"]["with_server"], serde_json::json!(false));
+    assert_eq!(j["end"]["latency"]["idle"]["count"], serde_json::json!(2));
     // -R: the client only receives: no round trips of its own to sample.
     let out = srv.client(&["-t", "1", "-R", "-P", "2", "--latency", "-d"]);
     out.assert_ok();

@@ -334,3 +334,32 @@ fn the_servers_metrics_hold_what_the_client_measured() {
         "server {own}, client {seen}"
     );
 }
+
+#[test]
+fn json_carries_the_figures_per_interval_and_at_the_end() {
+    let srv = Server::start(&[]);
+    let out = srv.client(&["-t", "2", "-R", "-P", "2", "--latency", "-J"]);
+    out.assert_ok();
+    let j = out.json();
+    let end = &j["end"]["latency"];
+    assert_eq!(end["with_server"], json!(true));
+    assert_eq!(end["idle"]["count"], json!(10));
+    let p50 = end["idle"]["p50_ms"].as_f64().unwrap();
+    assert!(p50 > 0.0 && p50 < 1.0, "idle p50 {p50}");
+    let ivs = j["intervals"].as_array().unwrap();
+    assert_eq!(ivs.len(), 2);
+    for iv in ivs {
+        let l = &iv["latency"];
+        assert_eq!(l["idle"]["count"], json!(0));
+        assert!(
+            l["loaded"]["foreign"]["count"].as_u64().unwrap() >= 16,
+            "{l}"
+        );
+        // Two server streams pushed about 10 round trips a second each.
+        assert!(l["loaded"]["self"]["count"].as_u64().unwrap() >= 14, "{l}");
+    }
+    // Without --latency: no latency key anywhere.
+    let plain = srv.client(&["-t", "1", "-J"]).json();
+    assert!(plain["end"].get("latency").is_none());
+    assert!(plain["intervals"][0].get("latency").is_none());
+}
