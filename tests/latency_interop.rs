@@ -60,3 +60,47 @@ fn latency_against_a_stock_3_21_server() {
         against(&peer);
     }
 }
+
+/// The interop suite's own checks (clean exits, stream counts, delivery, duration)
+/// on `rperf3 -c ... --latency` against a stock server: nothing else changes.
+fn unchanged(peer: &Path) {
+    use common::interop::{run_with, Mode, Pairing};
+    let cases: [(&[&str], Mode, usize); 4] = [
+        (&["-t", "1", "--latency"], Mode::Normal, 1),
+        (&["-t", "1", "-R", "--latency"], Mode::Reverse, 1),
+        (&["-t", "1", "--bidir", "--latency"], Mode::Bidir, 2),
+        (&["-t", "1", "-P", "4", "--latency=100"], Mode::Normal, 4),
+    ];
+    for (args, mode, streams) in cases {
+        let mut r = run_with(peer, Pairing::OursToIperf3, args);
+        r.assert_clean();
+        r.check_stream_counts(streams);
+        r.check_tcp_delivery(mode, streams);
+        r.check_duration(1.0);
+        r.assert_clean();
+        // The stock server's document has no trace of it.
+        assert!(r.server["end"].get("latency").is_none(), "{args:?}");
+        assert_eq!(
+            r.client["end"]["latency"]["with_server"],
+            serde_json::json!(false)
+        );
+    }
+    let mut r = run_with(peer, Pairing::OursToIperf3, &["-u", "-t", "1", "--latency"]);
+    r.assert_clean();
+    r.check_udp_accounting(Mode::Normal);
+    r.assert_clean();
+}
+
+#[test]
+fn interop_checks_hold_with_latency_against_3_12() {
+    if let Some(peer) = iperf3_312() {
+        unchanged(&peer);
+    }
+}
+
+#[test]
+fn interop_checks_hold_with_latency_against_3_21() {
+    if let Some(peer) = common::iperf3_321() {
+        unchanged(&peer);
+    }
+}
