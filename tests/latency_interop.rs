@@ -35,6 +35,8 @@ fn against(peer: &Path) {
     // The server saw an ordinary test: its JSON has it, with our bytes.
     let j = out.json();
     assert!(j["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+    assert_eq!(j["end"]["latency"]["with_server"], serde_json::json!(false));
+    assert_eq!(j["end"]["latency"]["idle"]["count"], serde_json::json!(2));
     // -R: the client only receives: no round trips of its own to sample.
     let out = srv.client(&["-t", "1", "-R", "-P", "2", "--latency", "-d"]);
     out.assert_ok();
@@ -56,5 +58,49 @@ fn latency_against_a_stock_3_12_server() {
 fn latency_against_a_stock_3_21_server() {
     if let Some(peer) = common::iperf3_321() {
         against(&peer);
+    }
+}
+
+/// The interop suite's own checks (clean exits, stream counts, delivery, duration)
+/// on `rperf3 -c ... --latency` against a stock server: nothing else changes.
+fn unchanged(peer: &Path) {
+    use common::interop::{run_with, Mode, Pairing};
+    let cases: [(&[&str], Mode, usize); 4] = [
+        (&["-t", "1", "--latency"], Mode::Normal, 1),
+        (&["-t", "1", "-R", "--latency"], Mode::Reverse, 1),
+        (&["-t", "1", "--bidir", "--latency"], Mode::Bidir, 2),
+        (&["-t", "1", "-P", "4", "--latency=100"], Mode::Normal, 4),
+    ];
+    for (args, mode, streams) in cases {
+        let mut r = run_with(peer, Pairing::OursToIperf3, args);
+        r.assert_clean();
+        r.check_stream_counts(streams);
+        r.check_tcp_delivery(mode, streams);
+        r.check_duration(1.0);
+        r.assert_clean();
+        // The stock server's document has no trace of it.
+        assert!(r.server["end"].get("latency").is_none(), "{args:?}");
+        assert_eq!(
+            r.client["end"]["latency"]["with_server"],
+            serde_json::json!(false)
+        );
+    }
+    let mut r = run_with(peer, Pairing::OursToIperf3, &["-u", "-t", "1", "--latency"]);
+    r.assert_clean();
+    r.check_udp_accounting(Mode::Normal);
+    r.assert_clean();
+}
+
+#[test]
+fn interop_checks_hold_with_latency_against_3_12() {
+    if let Some(peer) = iperf3_312() {
+        unchanged(&peer);
+    }
+}
+
+#[test]
+fn interop_checks_hold_with_latency_against_3_21() {
+    if let Some(peer) = common::iperf3_321() {
+        unchanged(&peer);
     }
 }

@@ -312,3 +312,54 @@ fn a_client_that_does_not_ask_never_sees_the_new_state() {
     let mut p = probe(&srv, &cookie(45), b'P', &REQUEST);
     assert_eq!(read_to_close(&mut p), Vec::<u8>::new());
 }
+
+#[test]
+fn the_servers_metrics_hold_what_the_client_measured() {
+    use common::prom;
+    let (srv, mport) = prom::server(&[]);
+    let (_, total, _) = run(&srv, &["-t", "2", "--bidir", "--latency"]);
+    let count = |k: &str| format!("rperf3_latency_seconds_count{{kind=\"{k}\"}}");
+    let m = prom::scrape_until(mport, "the test counted", |m| prom::outcome(m, "ok") == 1.0);
+    assert_eq!(prom::get(&m, &count("idle")), total.kinds[IDLE].0 as f64);
+    assert_eq!(
+        prom::get(&m, &count("foreign")),
+        total.kinds[FOREIGN].0 as f64
+    );
+    // The client's own streams' samples, forwarded, and the server's, pushed:
+    // the server also keeps pushes the client had no time to read at the end.
+    let own = prom::get(&m, &count("self"));
+    let seen = total.kinds[SELF].0 as f64;
+    assert!(
+        own >= seen && own <= seen + 4.0,
+        "server {own}, client {seen}"
+    );
+}
+
+#[test]
+fn json_carries_the_figures_per_interval_and_at_the_end() {
+    let srv = Server::start(&[]);
+    let out = srv.client(&["-t", "2", "-R", "-P", "2", "--latency", "-J"]);
+    out.assert_ok();
+    let j = out.json();
+    let end = &j["end"]["latency"];
+    assert_eq!(end["with_server"], json!(true));
+    assert_eq!(end["idle"]["count"], json!(10));
+    let p50 = end["idle"]["p50_ms"].as_f64().unwrap();
+    assert!(p50 > 0.0 && p50 < 1.0, "idle p50 {p50}");
+    let ivs = j["intervals"].as_array().unwrap();
+    assert_eq!(ivs.len(), 2);
+    for iv in ivs {
+        let l = &iv["latency"];
+        assert_eq!(l["idle"]["count"], json!(0));
+        assert!(
+            l["loaded"]["foreign"]["count"].as_u64().unwrap() >= 16,
+            "{l}"
+        );
+        // Two server streams pushed about 10 round trips a second each.
+        assert!(l["loaded"]["self"]["count"].as_u64().unwrap() >= 14, "{l}");
+    }
+    // Without --latency: no latency key anywhere.
+    let plain = srv.client(&["-t", "1", "-J"]).json();
+    assert!(plain["end"].get("latency").is_none());
+    assert!(plain["intervals"][0].get("latency").is_none());
+}

@@ -586,3 +586,13 @@ fn auth_settings() {
     assert_eq!(s.auth.unwrap().skew_threshold, 3);
     assert_eq!(server(&["-s", "--time-skew-threshold", "3"]).auth, None);
 }
+
+#[test]
+fn latency_rate_defaults_and_is_kept_cheap() {
+    assert_eq!(client(&["-c", "h"]).latency, None);
+    assert_eq!(client(&["-c", "h", "--latency"]).latency, Some(10));
+    assert_eq!(client(&["-c", "h", "--latency=50"]).latency, Some(50));
+    // The method's most probes a second, at most; at least one.
+    assert_eq!(client(&["-c", "h", "--latency=500"]).latency, Some(100));
+    assert_eq!(client(&["-c", "h", "--latency=0"]).latency, Some(1));
+}

@@ -7,7 +7,9 @@
 //! [`Frame::Answer`] echoes them and adds its own wall-clock receive and send times,
 //! so one round trip also gives the one-way delay each way. On the dedicated probe
 //! connection the server may also push [`Frame::Sample`]: round trips it measured
-//! itself (its sending TCP streams' TCP_INFO), which the client cannot see.
+//! itself (its sending TCP streams' TCP_INFO), which the client cannot see; and
+//! the client sends the same frames the other way with what it measured, so the
+//! server's metrics hold every kind.
 //!
 //! Every frame starts with the same 12 bytes: `"RP"`, a type byte, the version,
 //! the frame's total length (u32, big endian, header included) and a sequence
@@ -36,24 +38,36 @@ const TYPE_REQUEST: u8 = b'Q';
 const TYPE_ANSWER: u8 = b'A';
 const TYPE_SAMPLE: u8 = b'S';
 
-/// What a pushed sample timed.
+/// What a sample timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SampleKind {
-    /// A round trip of one of the server's sending TCP streams (TCP_INFO),
-    /// behind the data it has queued: a self probe.
+    /// A round trip of a sending TCP stream (TCP_INFO), behind the data it has
+    /// queued: a self probe.
     SelfLoaded,
+    /// A round trip on the probe connection before the load.
+    Idle,
+    /// A foreign probe's handshake.
+    ForeignConnect,
+    /// A foreign probe's request and answer.
+    ForeignRequest,
 }
 
 impl SampleKind {
     fn code(self) -> u8 {
         match self {
             Self::SelfLoaded => 1,
+            Self::Idle => 2,
+            Self::ForeignConnect => 3,
+            Self::ForeignRequest => 4,
         }
     }
 
     fn from_code(c: u8) -> Option<Self> {
         match c {
             1 => Some(Self::SelfLoaded),
+            2 => Some(Self::Idle),
+            3 => Some(Self::ForeignConnect),
+            4 => Some(Self::ForeignRequest),
             _ => None,
         }
     }
@@ -83,7 +97,7 @@ pub struct Answer {
     pub server_send_ns: i64,
 }
 
-/// A round trip the server measured and pushes to the client.
+/// A round trip one end measured and sends to the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
     /// Numbers the samples of one connection.
@@ -92,7 +106,7 @@ pub struct Sample {
     pub kind: SampleKind,
     /// The round trip, nanoseconds.
     pub rtt_ns: u64,
-    /// The server's wall clock when it took the sample.
+    /// The sender's wall clock when it took the sample.
     pub server_ns: i64,
 }
 
@@ -103,7 +117,7 @@ pub enum Frame {
     Request(Request),
     /// Server to client.
     Answer(Answer),
-    /// Server to client, unasked.
+    /// Either way on the dedicated probe connection, unasked.
     Sample(Sample),
 }
 

@@ -131,3 +131,35 @@ fn negative_times_survive() {
         [Frame::Answer(a)]
     );
 }
+
+#[test]
+fn every_sample_kind_round_trips_and_the_codes_are_fixed() {
+    let kinds = [
+        (SampleKind::SelfLoaded, 1),
+        (SampleKind::Idle, 2),
+        (SampleKind::ForeignConnect, 3),
+        (SampleKind::ForeignRequest, 4),
+    ];
+    for (kind, code) in kinds {
+        let f = Frame::Sample(Sample {
+            seq: 1,
+            kind,
+            rtt_ns: 9,
+            server_ns: 10,
+        });
+        let b = f.encode();
+        assert_eq!(b[12], code);
+        assert_eq!(decode_all(&b).unwrap(), [f]);
+    }
+    let mut b = Frame::Sample(Sample {
+        seq: 1,
+        kind: SampleKind::Idle,
+        rtt_ns: 9,
+        server_ns: 10,
+    })
+    .encode();
+    for bad in [0, 5, 255] {
+        b[12] = bad;
+        assert_eq!(decode_all(&b), Err(ProbeError::UnknownSample(bad)));
+    }
+}

@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rperf3_latency::{wall_ns, Collector, Kind, Samples, Way};
-use rperf3_proto::probe::{Frame, ProbeDecoder, Request};
+use rperf3_proto::probe::{Frame, ProbeDecoder, Request, Sample, SampleKind};
 use rperf3_proto::{marked_cookie, COOKIE_LEN, MARKER_FOREIGN, MARKER_PROBE};
 
 use crate::latency::frame_io::{read_frame, timed_out, write_all};
@@ -61,6 +61,53 @@ struct Shared {
     load: Mutex<Option<Vec<Arc<TcpStream>>>>,
     /// Probe sockets open now (shut on stop).
     open: Mutex<Vec<Arc<TcpStream>>>,
+    /// The probe connection is open: what the client measures is also sent
+    /// to the server (for its metrics).
+    forwarding: AtomicBool,
+    /// Samples not yet sent to the server.
+    forward: Mutex<Vec<(Kind, u64)>>,
+}
+
+/// Adds a sample the client measured (and queues it for the server).
+fn note(s: &Shared, kind: Kind, ns: u64) {
+    lock(&s.collector).record(kind, ns);
+    if s.forwarding.load(Ordering::Relaxed) {
+        lock(&s.forward).push((kind, ns));
+    }
+}
+
+fn sample_kind(k: Kind) -> SampleKind {
+    match k {
+        Kind::Idle => SampleKind::Idle,
+        Kind::ForeignConnect => SampleKind::ForeignConnect,
+        Kind::ForeignRequest => SampleKind::ForeignRequest,
+        Kind::SelfLoaded => SampleKind::SelfLoaded,
+    }
+}
+
+/// Sends what is queued for the server without blocking: `out` keeps what the
+/// socket did not take. False once the connection failed.
+fn forward(s: &Shared, c: &TcpStream, out: &mut Vec<u8>, seq: &mut u32) -> bool {
+    use std::io::Write;
+    for (kind, ns) in std::mem::take(&mut *lock(&s.forward)) {
+        *seq = seq.wrapping_add(1);
+        let f = Frame::Sample(Sample {
+            seq: *seq,
+            kind: sample_kind(kind),
+            rtt_ns: ns,
+            server_ns: wall_ns(),
+        });
+        out.extend(f.encode());
+    }
+    while !out.is_empty() {
+        match (&*c).write(out) {
+            Ok(n) => drop(out.drain(..n)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    true
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -268,6 +315,7 @@ fn run(s: &Arc<Shared>, setup: &ProbeSetup, idle_done: &mpsc::Sender<()>) {
     let mut next_foreign = Instant::now();
     let mut next_self = Instant::now();
     let mut seq = 0u32;
+    let (mut out, mut fseq) = (Vec::new(), 0u32);
     let mut flying: Vec<JoinHandle<()>> = Vec::new();
     while !stopped(s) {
         let now = Instant::now();
@@ -275,7 +323,8 @@ fn run(s: &Arc<Shared>, setup: &ProbeSetup, idle_done: &mpsc::Sender<()>) {
             next_self += SELF_PERIOD;
             sample_own(s, &senders);
             if let Some(p) = &probe {
-                if !pushed(s, p, &mut dec) {
+                if !pushed(s, p, &mut dec) || !forward(s, p, &mut out, &mut fseq) {
+                    s.forwarding.store(false, Ordering::Relaxed);
                     probe = None;
                 }
             }
@@ -305,6 +354,11 @@ fn run(s: &Arc<Shared>, setup: &ProbeSetup, idle_done: &mpsc::Sender<()>) {
         };
         std::thread::park_timeout(due.saturating_duration_since(Instant::now()));
     }
+    // The last samples, best effort, before the connection is shut.
+    if let Some(p) = &probe {
+        forward(s, p, &mut out, &mut fseq);
+        let _ = p.shutdown(std::net::Shutdown::Both);
+    }
     shut_all(s);
     for t in flying {
         let _ = t.join();
@@ -315,15 +369,15 @@ fn run(s: &Arc<Shared>, setup: &ProbeSetup, idle_done: &mpsc::Sender<()>) {
 /// could not be opened (the test goes on with foreign probes).
 fn idle(s: &Shared, setup: &ProbeSetup) -> Option<Arc<TcpStream>> {
     let end = Instant::now() + IDLE_BUDGET;
-    let (c, _shadow, _) = match open(s, setup, IDLE_BUDGET) {
+    let (c, shadow, _) = match open(s, setup, IDLE_BUDGET) {
         Ok(c) => c,
         Err(e) => {
             log::warn!("latency: probe connection to {} failed: {e}", setup.server);
             return None;
         }
     };
-    // Its handle stays tracked: a stop shuts it.
     let c = Arc::new(c);
+    s.forwarding.store(true, Ordering::Relaxed);
     let mut dec = ProbeDecoder::new();
     let cookie = marked_cookie(&setup.cookie, MARKER_PROBE);
     // Round trip 0 carries the cookie: it also times the server routing the
@@ -335,7 +389,7 @@ fn idle(s: &Shared, setup: &ProbeSetup) -> Option<Arc<TcpStream>> {
         let prefix: &[u8] = if i == 0 { &cookie } else { &[] };
         match ask(&c, &mut dec, i as u32, prefix, end) {
             Ok(_) if i == 0 => {}
-            Ok((rtt, _, _)) => lock(&s.collector).record(Kind::Idle, nanos(rtt)),
+            Ok((rtt, _, _)) => note(s, Kind::Idle, nanos(rtt)),
             Err(e) => {
                 if !timed_out(&e) {
                     log::warn!("latency: idle probe: {e}");
@@ -344,6 +398,9 @@ fn idle(s: &Shared, setup: &ProbeSetup) -> Option<Arc<TcpStream>> {
             }
         }
     }
+    // From now on a stop leaves it to the prober, which sends the last
+    // samples on it before shutting it.
+    untrack(s, &shadow);
     Some(c)
 }
 
@@ -363,9 +420,9 @@ fn foreign(s: &Shared, setup: &ProbeSetup, seq: u32) {
     untrack(s, &shadow);
     match r {
         Ok((rtt, a, recv_ns)) if !stopped(s) => {
+            note(s, Kind::ForeignConnect, nanos(handshake));
+            note(s, Kind::ForeignRequest, nanos(rtt));
             let mut col = lock(&s.collector);
-            col.record(Kind::ForeignConnect, nanos(handshake));
-            col.record(Kind::ForeignRequest, nanos(rtt));
             col.record_one_way(Way::Up, a.request.client_send_ns, a.server_recv_ns);
             col.record_one_way(Way::Down, a.server_send_ns, recv_ns);
         }
@@ -378,7 +435,7 @@ fn foreign(s: &Shared, setup: &ProbeSetup, seq: u32) {
 fn sample_own(s: &Shared, senders: &[Arc<TcpStream>]) {
     for c in senders {
         if let Some(i) = rperf3_sys::tcp_info::tcp_info(&**c).filter(|i| i.rtt > 0) {
-            lock(&s.collector).record(Kind::SelfLoaded, u64::from(i.rtt) * 1000);
+            note(s, Kind::SelfLoaded, u64::from(i.rtt) * 1000);
         }
     }
 }

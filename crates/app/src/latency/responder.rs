@@ -152,6 +152,11 @@ fn serve(s: &Shared, c: &TcpStream, dedicated: bool) -> std::io::Result<()> {
                     return Ok(());
                 }
             }
+            // What the client measured, for the server's metrics.
+            Ok(Frame::Sample(x)) if dedicated => {
+                spoke = true;
+                lock(&s.samples).record(kind_of(x.kind), x.rtt_ns);
+            }
             Ok(f) => {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
@@ -175,6 +180,15 @@ fn serve(s: &Shared, c: &TcpStream, dedicated: bool) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+fn kind_of(k: SampleKind) -> Kind {
+    match k {
+        SampleKind::SelfLoaded => Kind::SelfLoaded,
+        SampleKind::Idle => Kind::Idle,
+        SampleKind::ForeignConnect => Kind::ForeignConnect,
+        SampleKind::ForeignRequest => Kind::ForeignRequest,
+    }
 }
 
 /// Pushes one sample per sending TCP stream.
