@@ -21,6 +21,7 @@ pub mod iperf2;
 pub mod model;
 pub mod queue;
 mod reporter;
+pub mod rpm;
 mod sink;
 pub mod start;
 pub mod text;
