@@ -119,6 +119,9 @@ fn run_tests(
 ) -> anyhow::Result<i32> {
     let mut intr = install_signals().context("unable to install signal handlers")?;
     let outcome = match &cfg.role {
+        Role::Client(cc) if cc.rpm.is_some() => {
+            anyhow::bail!("the responsiveness test (--rpm) cannot run in this build: its load connections are missing")
+        }
         Role::Client(cc) => {
             let rep = output::reporter_to(prog, cfg, Side::Client, sink, None);
             rperf3_app::run_client(cc, &cfg.common, rep, &mut intr, auth.client.as_ref())

@@ -83,6 +83,9 @@ pub(crate) enum Opt {
     DontFragment,
     Username,
     RsaPublicKeyPath,
+    Rpm,
+    RpmStages,
+    RpmTime,
 }
 
 /// Whether an option takes an argument (getopt_long's `has_arg`).
@@ -314,6 +317,12 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "file", "the server's RSA public key (PEM)"),
     row!(UsePkcs1Padding, None, "use-pkcs1-padding", NO, None, Client, false, "",
         "PKCS#1 v1.5 padding, for servers of iperf3 3.16 or older\n(rperf3 servers accept both)"),
+    row!(Rpm, None, "rpm", NO, None, Client, true, "",
+        "responsiveness test (rperf3 server only): round trips per\nminute under load, downlink, uplink and both at once"),
+    row!(RpmStages, None, "rpm-stages", NO, Required, Client, true, "list",
+        "with --rpm, the stages to run: down,up,bidir (default all)"),
+    row!(RpmTime, None, "rpm-time", NO, Required, Client, true, "#",
+        "with --rpm, the most seconds each stage runs (default 15)"),
 ];
 
 /// The options in iperf3 3.21's `longopts` order, each followed there by its
@@ -395,6 +404,9 @@ pub(crate) static LONG_ORDER: &[Opt] = &[
     Opt::MaxTests,
     Opt::Queue,
     Opt::Metrics,
+    Opt::Rpm,
+    Opt::RpmStages,
+    Opt::RpmTime,
 ];
 
 /// Every long name (aliases included) with its row, in [`LONG_ORDER`].
@@ -430,6 +442,10 @@ pub(crate) fn status_note(id: Opt) -> Option<&'static str> {
              goes on serving"
         }
         Opt::SetMss => "a server with `--max-tests` > 1 cannot put it on the SYN-ACK",
+        Opt::Rpm | Opt::RpmStages | Opt::RpmTime => {
+            "checked, but the client stops with an error: the load connections it \
+             needs are missing from this build"
+        }
         _ => return None,
     })
 }
@@ -561,6 +577,7 @@ mod tests {
             (Opt::Time, DEFAULT_DURATION.into()),
             (Opt::RcvTimeout, DEFAULT_RCV_TIMEOUT.as_millis()),
             (Opt::TimeSkewThreshold, skew.into()),
+            (Opt::RpmTime, super::super::rpm::DEFAULT_STAGE_SECS.into()),
         ] {
             let help = spec(id).help;
             assert!(help.contains(&format!("(default {default})")), "{help}");

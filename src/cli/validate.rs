@@ -478,6 +478,7 @@ fn client(
             }),
             _ => None,
         },
+        rpm: super::rpm::config(raw)?,
     })
 }
 
