@@ -15,6 +15,8 @@ use rperf3_latency::{Action, Histogram, IntervalData, Load, Params, RpmRun, Stag
 
 use crate::config::RpmConfig;
 
+pub mod load;
+
 /// What the loop needs from the sockets.
 pub trait Link {
     /// Round trips timed now, before the stage's load starts.
