@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use crate::model::{Points, Protocol, Run, Series};
+use crate::model::{Latency, Points, Protocol, Run, Series};
 use crate::PlotError;
 
 /// Reads every run in `text`. `label` names the runs (a file name); a file with
@@ -318,5 +318,40 @@ pub fn run_from_doc(label: &str, doc: &Value) -> Result<Run, PlotError> {
         sums,
         error,
         end_secs,
+        latency: latency_of(doc),
     })
+}
+
+/// `--latency` figures: each interval's loaded p50 and p99 at the middle of the
+/// interval (omitted and probe-less intervals left out), and the idle median of
+/// `end`. `None` when no interval has a `latency` object (iperf3, or a run
+/// without `--latency`).
+fn latency_of(doc: &Value) -> Option<Latency> {
+    let intervals = doc.get("intervals").and_then(Value::as_array)?;
+    let mut out = Latency::default();
+    let mut any = false;
+    for iv in intervals {
+        let Some(lat) = iv.get("latency") else {
+            continue;
+        };
+        any = true;
+        let Some(sum) = iv.get("sum") else { continue };
+        let loaded = &lat["loaded"];
+        if flag(sum, "omitted") || num(loaded, "count").unwrap_or(0.0) == 0.0 {
+            continue;
+        }
+        let (Some(start), Some(end)) = (num(sum, "start"), num(sum, "end")) else {
+            continue;
+        };
+        let t = (start + end) / 2.0;
+        if let (Some(p50), Some(p99)) = (num(loaded, "p50_ms"), num(loaded, "p99_ms")) {
+            out.p50_ms.push((t, p50));
+            out.p99_ms.push((t, p99));
+        }
+    }
+    let idle = doc.pointer("/end/latency/idle").unwrap_or(&Value::Null);
+    if num(idle, "count").unwrap_or(0.0) > 0.0 {
+        out.idle_p50_ms = num(idle, "p50_ms");
+    }
+    any.then_some(out)
 }

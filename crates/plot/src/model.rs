@@ -49,4 +49,17 @@ pub struct Run {
     pub error: Option<String>,
     /// The last interval's end, in seconds.
     pub end_secs: f64,
+    /// `--latency` round trips, when the document has `intervals[].latency`.
+    pub latency: Option<Latency>,
+}
+
+/// Round trips under load per interval (rperf3's `--latency`), in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Latency {
+    /// Median of the interval's loaded round trips.
+    pub p50_ms: Points,
+    /// 99th percentile of the interval's loaded round trips.
+    pub p99_ms: Points,
+    /// Median idle round trip of the test (`end.latency.idle`), the reference.
+    pub idle_p50_ms: Option<f64>,
 }

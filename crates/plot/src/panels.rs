@@ -252,7 +252,65 @@ pub(crate) fn panels(runs: &[Run]) -> Vec<Panel> {
     if runs.iter().any(|r| r.protocol == Protocol::Udp) {
         out.extend([Figure::Loss, Figure::Jitter].map(|f| panel(f, 1)));
     }
+    if runs.iter().any(|r| r.latency.is_some()) {
+        out.push(latency_panel(runs));
+    }
     out
+}
+
+const LATENCY_NOTE: &str = "no latency figures here: run the client with --latency";
+
+/// Loaded round trips (p50 and p99) per interval, the idle median as a flat
+/// reference line across the run. Several runs: one colour each, p99 thinner.
+fn latency_panel(runs: &[Run]) -> Panel {
+    let single = runs.len() == 1;
+    let mut lines = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let Some(l) = &run.latency else { continue };
+        let (prefix, p50_color, p99_color) = if single {
+            (String::new(), PALETTE[0], PALETTE[3])
+        } else {
+            let c = PALETTE[i % PALETTE.len()];
+            (format!("{} ", run.label), c, c)
+        };
+        let mut add = |name: &str, color, width, dashed, points: &Points| {
+            if !points.is_empty() {
+                lines.push(Line {
+                    name: Some(format!("{prefix}{name}")),
+                    color,
+                    width,
+                    dashed,
+                    points: points.clone(),
+                });
+            }
+        };
+        add("loaded p50", p50_color, 3, false, &l.p50_ms);
+        add(
+            "loaded p99",
+            p99_color,
+            if single { 2 } else { 1 },
+            false,
+            &l.p99_ms,
+        );
+        if let Some(idle) = l.idle_p50_ms {
+            let color = if single { GREY } else { p50_color };
+            add(
+                "idle p50",
+                color,
+                2,
+                true,
+                &vec![(0.0, idle), (run.end_secs, idle)],
+            );
+        }
+    }
+    Panel {
+        y_desc: "Round trip (ms)".into(),
+        divisor: 1.0,
+        lines,
+        empty_note: LATENCY_NOTE,
+        weight: 1,
+        integer: false,
+    }
 }
 
 /// Legend entries of all panels, first occurrence of each name, in order.

@@ -420,3 +420,106 @@ fn plotted_points_read_back_as_the_documents_figures() {
         }
     }
 }
+
+/// A summary object of `intervals[].latency` / `end.latency` with this median and
+/// 99th percentile.
+fn lat_summary(count: u64, p50: f64, p99: f64) -> Value {
+    serde_json::json!({"count": count, "min_ms": p50 / 2.0, "p50_ms": p50,
+        "p90_ms": (p50 + p99) / 2.0, "p99_ms": p99, "max_ms": p99 * 1.1})
+}
+
+/// rperf3's client document with `--latency` figures in each interval and the end:
+/// loaded p50 20, 30, 40 ms and p99 50, 60, 70 ms; idle median 5 ms.
+fn with_latency(text: &str) -> Value {
+    let mut doc: Value = serde_json::from_str(text).unwrap();
+    for (k, iv) in doc["intervals"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        let k = k as f64;
+        let loaded = lat_summary(10, 20.0 + 10.0 * k, 50.0 + 10.0 * k);
+        iv["latency"] = serde_json::json!({"idle": lat_summary(0, 0.0, 0.0),
+            "loaded": loaded, "rpm": 2000});
+    }
+    doc["end"]["latency"] = serde_json::json!({"idle": lat_summary(4, 5.0, 6.0),
+        "loaded": lat_summary(30, 30.0, 70.0), "rpm": 2000, "with_server": true});
+    doc
+}
+
+#[test]
+fn latency_panel_shows_loaded_percentiles_and_the_idle_reference_issue18() {
+    let doc = with_latency(ours!("tcp_P2.client.json"));
+    let run = one(&doc.to_string());
+    let l = run.latency.clone().expect("latency read");
+    let mids: Vec<f64> = run.sums[0].throughput.iter().map(|p| p.0).collect();
+    let p50: Vec<(f64, f64)> = mids
+        .iter()
+        .zip([20.0, 30.0, 40.0])
+        .map(|(t, v)| (*t, v))
+        .collect();
+    assert_eq!(l.p50_ms, p50);
+    assert_eq!(
+        l.p99_ms.iter().map(|p| p.1).collect::<Vec<_>>(),
+        [50.0, 60.0, 70.0]
+    );
+    assert_eq!(l.idle_p50_ms, Some(5.0));
+    let p = panels(std::slice::from_ref(&run));
+    assert_eq!(p.len(), 5, "throughput, retransmits, cwnd, RTT, latency");
+    let lat = &p[4];
+    assert_eq!(lat.y_desc, "Round trip (ms)");
+    let names: Vec<_> = lat
+        .lines
+        .iter()
+        .map(|l| (l.name.clone().unwrap(), l.dashed))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("loaded p50".to_string(), false),
+            ("loaded p99".to_string(), false),
+            ("idle p50".to_string(), true)
+        ]
+    );
+    assert_eq!(lat.lines[2].points, [(0.0, 5.0), (run.end_secs, 5.0)]);
+    // Drawn: the p50 line reads back through the panel's axes.
+    let svg = render_svg(std::slice::from_ref(&run), None).unwrap();
+    let drawn = svg_panels(&svg);
+    assert_eq!(drawn.len(), 5);
+    let panel = &drawn[4];
+    for (&(px, py), &(t, v)) in panel.lines[0].iter().zip(&p50) {
+        let (x, x_px) = from_pixel(&panel.x_ticks, px);
+        let (y, y_px) = from_pixel(&panel.y_ticks, py);
+        assert!((x - t).abs() <= 1.5 * x_px, "x {x} for {t}");
+        assert!((y - v).abs() <= 1.5 * y_px, "y {y} for {v}");
+    }
+    // The same run as --json-stream events reads the same.
+    let mut events = vec![serde_json::json!({"event": "start", "data": doc["start"]})];
+    for iv in doc["intervals"].as_array().unwrap() {
+        events.push(serde_json::json!({"event": "interval", "data": iv}));
+    }
+    events.push(serde_json::json!({"event": "end", "data": doc["end"]}));
+    let lines: Vec<String> = events.iter().map(Value::to_string).collect();
+    assert_eq!(one(&lines.join("\n")).latency, Some(l));
+}
+
+#[test]
+fn runs_without_latency_have_no_latency_panel_issue18() {
+    let plain = one(ours!("tcp_P2.client.json"));
+    assert_eq!(plain.latency, None);
+    assert!(panels(std::slice::from_ref(&plain))
+        .iter()
+        .all(|p| p.y_desc != "Round trip (ms)"));
+    // Compared with a run that has it: the panel is there, with the plain run's
+    // lines absent rather than zero.
+    let with = one(&with_latency(ours!("tcp_P2.client.json")).to_string());
+    let p = panels(&[plain, with]);
+    let lat = p.last().unwrap();
+    assert_eq!(lat.y_desc, "Round trip (ms)");
+    assert_eq!(lat.lines.len(), 3);
+    assert!(lat
+        .lines
+        .iter()
+        .all(|l| l.name.as_deref().unwrap().starts_with("r ")));
+}

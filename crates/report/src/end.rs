@@ -296,6 +296,7 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], fin: &FinalInput) -> EndRe
         local_congestion: fin.congestion.clone(),
         remote_congestion: fin.peer.as_ref().and_then(|p| p.congestion.clone()),
         retransmits_header,
+        latency: fin.latency.clone(),
     }
 }
 
@@ -459,6 +460,9 @@ pub fn to_json(r: &EndReport) -> Value {
                 end.insert("receiver_tcp_congestion".into(), json!(c));
             }
         }
+    }
+    if let Some(l) = &r.latency {
+        end.insert("latency".into(), crate::latency::end_json(l));
     }
     Value::Object(end)
 }

@@ -149,7 +149,10 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], iv: &IntervalInput) -> Int
             }
         })
         .collect();
-    IntervalReport { groups }
+    IntervalReport {
+        groups,
+        latency: iv.latency.clone(),
+    }
 }
 
 /// A JSON number; NaN and infinities become `null` as in cJSON.
@@ -215,7 +218,8 @@ fn sum_json(s: &IntervalSum) -> Value {
     Value::Object(m)
 }
 
-/// The `intervals[]` element: `streams`, `sum`, and `sum_bidir_reverse` in bidir mode.
+/// The `intervals[]` element: `streams`, `sum`, `sum_bidir_reverse` in bidir mode, and
+/// `latency` with `--latency`.
 pub fn to_json(report: &IntervalReport) -> Value {
     let streams: Vec<Value> = report
         .groups
@@ -233,6 +237,9 @@ pub fn to_json(report: &IntervalReport) -> Value {
             };
             m.insert(name.into(), sum_json(s));
         }
+    }
+    if let Some(f) = &report.latency {
+        m.insert("latency".into(), crate::latency::interval_json(f));
     }
     Value::Object(m)
 }

@@ -18,6 +18,7 @@ mod history;
 pub mod input;
 pub mod interval;
 pub mod iperf2;
+mod latency;
 pub mod model;
 pub mod queue;
 mod reporter;
@@ -29,6 +30,8 @@ pub mod units;
 
 #[cfg(test)]
 mod golden_json;
+#[cfg(test)]
+mod golden_latency;
 #[cfg(test)]
 mod golden_replay;
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! leaves at zero, how groups are summed). The JSON and text formatters only read
 //! them, so both outputs always agree and neither computes anything.
 
-use crate::input::{Cpu, Protocol, Side, TcpSample, TestInfo};
+use crate::input::{Cpu, LatencyFinal, Protocol, Side, TcpSample, TestInfo};
 
 /// How the streams of a test split into report groups, derived from the
 /// parameters. A group is the set of streams whose `sender` flag equals the
@@ -188,6 +188,8 @@ pub struct IntervalGroup {
 pub struct IntervalReport {
     /// Groups in print order.
     pub groups: Vec<IntervalGroup>,
+    /// `--latency`: the interval's round trips and delays.
+    pub latency: Option<Box<rperf3_latency::Figures>>,
 }
 
 /// Start, end and volume of one direction of a summary row.
@@ -342,6 +344,8 @@ pub struct EndReport {
     pub remote_congestion: Option<String>,
     /// Text summary header with a `Retr` column.
     pub retransmits_header: bool,
+    /// `--latency`: the whole test's round trips and delays.
+    pub latency: Option<LatencyFinal>,
 }
 
 impl EndReport {

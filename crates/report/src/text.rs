@@ -229,7 +229,8 @@ fn sum_line(s: &IntervalSum, role: Option<&str>, bidir: bool, fmt: char) -> Stri
 }
 
 /// One interval block: the header before the first one, a separator between
-/// blocks when `-P` > 1, stream lines, and `[SUM]` lines when `-P` > 1.
+/// blocks when `-P` > 1, stream lines, `[SUM]` lines when `-P` > 1, and with
+/// `--latency` the `[LAT]` lines.
 pub fn interval(layout: &Layout, report: &IntervalReport, first: bool, fmt: char) -> Vec<String> {
     let mut out = Vec::new();
     let multi = layout.num_streams > 1;
@@ -247,6 +248,17 @@ pub fn interval(layout: &Layout, report: &IntervalReport, first: bool, fmt: char
                 out.push(sum_line(s, g.role, layout.bidir, fmt));
             }
         }
+    }
+    if let Some(f) = &report.latency {
+        // The interval's times are the test's first stream's, as the [SUM] rows'.
+        let (start, end, om) = report
+            .groups
+            .iter()
+            .find_map(|g| g.sum.as_ref())
+            .map_or((0.0, 0.0, false), |s| (s.start, s.end, s.omitted));
+        let role = if layout.bidir { "      " } else { "" };
+        let lead = format!("[LAT]{role} {start:6.2}-{end:<6.2} sec");
+        out.extend(crate::latency::interval_lines(&lead, f, omitted(om)));
     }
     out
 }
@@ -520,6 +532,10 @@ pub fn end(report: &EndReport, fmt: char, verbose: bool) -> Vec<String> {
         if verbose {
             ctx.verbose_tail(&mut out, g);
         }
+    }
+    if let Some(l) = &report.latency {
+        out.push(SEPARATOR.to_string());
+        out.extend(crate::latency::end_lines(l));
     }
     out
 }

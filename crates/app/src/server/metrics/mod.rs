@@ -10,6 +10,7 @@
 //! each byte exactly once and every counter only grows.
 
 pub(super) mod http;
+mod latency;
 
 use std::collections::BTreeMap;
 use std::net::TcpStream;
@@ -78,6 +79,8 @@ pub(super) struct Metrics {
     running: AtomicU64,
     queued: AtomicU64,
     state: Mutex<State>,
+    /// Round trips of ended `--latency` tests, by kind.
+    latency: Mutex<latency::ByKind>,
 }
 
 #[derive(Debug, Default)]
@@ -392,6 +395,7 @@ impl Collector for View {
             "TCP segments the server's senders retransmitted.",
             &one(tot.retransmits),
         )?;
+        latency::encode(&mut enc, &self.0.latency_snapshot())?;
         per_test(&mut enc, &s.tests)
     }
 }

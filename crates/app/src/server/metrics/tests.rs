@@ -148,3 +148,106 @@ fn idle_connections_neither_block_a_scrape_nor_pile_up() {
         .unwrap();
     assert_eq!(first.read(&mut [0u8; 16]).unwrap(), 0);
 }
+
+/// The `rperf3_latency_seconds` series of one kind: its buckets as (le, cumulative
+/// count) in exposition order, `_count` and `_sum`.
+fn latency_series(text: &str, kind: &str) -> (Vec<(f64, u64)>, Option<f64>, Option<f64>) {
+    let want = format!("kind=\"{kind}\"");
+    let buckets = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("rperf3_latency_seconds_bucket{"))
+        .filter_map(|rest| {
+            let (labels, n) = rest.split_once("} ")?;
+            let mut labels = labels.split(',');
+            labels.clone().any(|l| l == want).then_some(())?;
+            let le = labels
+                .find_map(|l| l.strip_prefix("le=\""))?
+                .trim_end_matches('"');
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().unwrap()
+            };
+            Some((le, n.parse().unwrap()))
+        })
+        .collect();
+    let count = value(
+        text,
+        &format!("rperf3_latency_seconds_count{{kind=\"{kind}\"}}"),
+    );
+    let sum = value(
+        text,
+        &format!("rperf3_latency_seconds_sum{{kind=\"{kind}\"}}"),
+    );
+    (buckets, count, sum)
+}
+
+#[test]
+fn latency_round_trips_are_a_cumulative_histogram_by_kind_issue18() {
+    use rperf3_latency::{Kind, Samples};
+    let m = Metrics::new();
+    let text = m.encode();
+    assert!(
+        text.contains("# TYPE rperf3_latency_seconds histogram\n"),
+        "{text}"
+    );
+    for kind in latency::KINDS {
+        let (b, count, sum) = latency_series(&text, kind);
+        assert_eq!(b.len(), latency::BOUNDS.len() + 1, "{text}");
+        assert!(b.iter().all(|x| x.1 == 0));
+        assert_eq!((count, sum), (Some(0.0), Some(0.0)));
+    }
+    let mut s = Samples::default();
+    // Idle: 50 and 80 µs (le 0.0001), 200 µs (le 0.00025).
+    for us in [50, 80, 200] {
+        s.record(Kind::Idle, us * 1000);
+    }
+    // Foreign: a handshake of 4 ms and requests of 30 ms and 40 ms.
+    s.record(Kind::ForeignConnect, 4_000_000);
+    s.record(Kind::ForeignRequest, 30_000_000);
+    s.record(Kind::ForeignRequest, 40_000_000);
+    // Self: 150 ms twice, and 7 s beyond the last bound.
+    for ms in [150, 150, 7000] {
+        s.record(Kind::SelfLoaded, ms * 1_000_000);
+    }
+    // Two tests end with the same samples: every count doubles.
+    m.record_latency(&s);
+    m.record_latency(&s);
+    let text = m.encode();
+    let at = |b: &[(f64, u64)], le: f64| b.iter().find(|x| x.0 == le).unwrap().1;
+    for (kind, recorded, sum_s, checks) in [
+        (
+            "idle",
+            3u32,
+            330e-6,
+            vec![(0.0001, 2), (0.00025, 3), (5.0, 3)],
+        ),
+        (
+            "foreign",
+            3,
+            0.074,
+            vec![(0.0025, 0), (0.005, 1), (0.025, 1), (0.05, 3)],
+        ),
+        (
+            "self",
+            3,
+            7.3,
+            vec![(0.1, 0), (0.25, 2), (5.0, 2), (f64::INFINITY, 3)],
+        ),
+    ] {
+        let (b, count, sum) = latency_series(&text, kind);
+        // Cumulative: never decreasing, the last (+Inf) equal to _count.
+        assert!(
+            b.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1),
+            "{kind}: {b:?}"
+        );
+        assert_eq!(b.last().unwrap().0, f64::INFINITY);
+        assert_eq!(count, Some(2.0 * f64::from(recorded)), "{kind}\n{text}");
+        assert_eq!(b.last().unwrap().1, 2 * u64::from(recorded));
+        for (le, n) in checks {
+            assert_eq!(at(&b, le), 2 * n, "{kind} le {le}: {b:?}");
+        }
+        let sum = sum.unwrap();
+        assert!((sum - 2.0 * sum_s).abs() < 1e-9, "{kind}: sum {sum}");
+    }
+}
