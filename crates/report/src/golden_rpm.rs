@@ -77,27 +77,28 @@ fn start() -> RpmStart {
 fn text_reads_at_a_glance() {
     let got = text(&start(), &run(), 'a').join("\n");
     // Checked by hand: downlink foreign TM (40.47 + 80.47) / 2 -> 992 RPM, self
-    // TM 120.47 -> 498 RPM, their mean 745; the loaded p90 is the 270th of 300.
+    // TM 120.47 -> 498 RPM, their mean 745; the loaded p90 is the 270th of 300 (120.69, to the
+    // histogram's precision).
     let want = "\
 Responsiveness test with 192.0.2.1 port 5201: ID 1 s, MAD 4, TMP 95%, SDT 5%, INP 1, INC 1, MNP 16, MPS 100, PTC 5%, up to 15 s per stage
 downlink:      Responsiveness: 745 RPM, Medium (confidence High); 94.1 Mbits/sec with 7 connections (confidence High), idle latency 0.054 ms
-    ms         count      min      p50      p90      p99      max
-    idle          10    0.050    0.054    0.058    0.059    0.059
-    loaded       300    40.00    80.54    120.7    121.0    121.0
-    foreign      200    40.00    40.99    80.81    80.99    80.99
-    self         100    120.0    120.5    120.9    121.0    121.0
+    ms         count       min       p50       p90       p99       max
+    idle          10     0.050     0.054     0.058     0.059     0.059
+    loaded       300    40.000    80.544   120.717   120.979   120.990
+    foreign      200    40.000    40.993    80.806    80.990    80.990
+    self         100   120.000   120.521   120.914   120.990   120.990
 uplink:        Responsiveness: 318 RPM, Medium (confidence Medium); 9.50 Mbits/sec with 9 connections (confidence High), idle latency 0.052 ms
-    ms         count      min      p50      p90      p99      max
-    idle          10    0.048    0.052    0.056    0.057    0.057
-    loaded       150    150.0    160.3    240.4    240.5    240.5
-    foreign      100    150.0    150.6    160.4    160.5    160.5
-    self          50    240.0    240.3    240.5    240.5    240.5
+    ms         count       min       p50       p90       p99       max
+    idle          10     0.048     0.052     0.056     0.057     0.057
+    loaded       150   150.000   160.301   240.386   240.490   240.490
+    foreign      100   150.000   150.602   160.432   160.490   160.490
+    self          50   240.000   240.255   240.490   240.490   240.490
 bidirectional: Responsiveness: 18918 RPM, High (confidence Low); 104 Mbits/sec with 4 connections (confidence Low), idle latency 0.056 ms
-    ms         count      min      p50      p90      p99      max
-    idle          10    0.052    0.056    0.060    0.061    0.061
-    loaded        60    2.000    3.090    4.131    4.190    4.190
-    foreign       40    2.000    2.191    3.152    3.190    3.190
-    self          20    4.000    4.092    4.172    4.190    4.190";
+    ms         count       min       p50       p90       p99       max
+    idle          10     0.052     0.056     0.060     0.061     0.061
+    loaded        60     2.000     3.090     4.131     4.190     4.190
+    foreign       40     2.000     2.191     3.152     3.190     3.190
+    self          20     4.000     4.092     4.172     4.190     4.190";
     assert_eq!(got, want, "\n{got}");
 }
 

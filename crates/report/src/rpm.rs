@@ -3,9 +3,11 @@
 //! trips below it, and a `-J` document with `downlink`, `uplink` and
 //! `bidirectional` and the method's parameters in effect.
 //!
-//! Every figure comes from the latency core's [`RpmRun`]; this only prints it.
+//! Every figure comes from the latency core's [`RpmRun`]; this only prints it, in the
+//! units and with the round-trip fields of `--latency`'s output.
 
 use crate::cjson;
+use crate::latency::{ms, round_trips};
 use crate::start::rfc1123;
 use crate::units;
 use rperf3_latency::rpm::KEEP;
@@ -49,23 +51,12 @@ fn params_line(p: &Params, budget_s: f64) -> String {
     )
 }
 
-/// Milliseconds with three significant figures or more, so 0.052 and 151 both read.
-fn ms(v: f64) -> String {
-    if v < 10.0 {
-        format!("{v:.3}")
-    } else if v < 100.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.1}")
-    }
-}
-
 fn row(name: &str, s: &Summary) -> String {
     if s.is_empty() {
         return format!("    {name:<8} {:>7}", 0);
     }
     format!(
-        "    {name:<8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "    {name:<8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}",
         s.count,
         ms(s.min_ms),
         ms(s.p50_ms),
@@ -99,7 +90,7 @@ pub fn stage_lines(r: &StageResult, format: char) -> Vec<String> {
         r.throughput_confidence.name(),
     )];
     out.push(format!(
-        "    {:<8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "    {:<8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "ms", "count", "min", "p50", "p90", "p99", "max"
     ));
     out.push(row("idle", &f.idle));
@@ -123,18 +114,6 @@ pub fn text(start: &RpmStart, run: &RpmRun, format: char) -> Vec<String> {
     out
 }
 
-/// A round-trip summary as `-J` prints it (the fields `--latency` uses too).
-pub fn summary_json(s: &Summary) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("count".into(), json!(s.count));
-    m.insert("min_ms".into(), json!(s.min_ms));
-    m.insert("p50_ms".into(), json!(s.p50_ms));
-    m.insert("p90_ms".into(), json!(s.p90_ms));
-    m.insert("p99_ms".into(), json!(s.p99_ms));
-    m.insert("max_ms".into(), json!(s.max_ms));
-    m
-}
-
 /// One stage's object.
 pub fn stage_json(r: &StageResult) -> Value {
     let f = &r.figures;
@@ -155,10 +134,10 @@ pub fn stage_json(r: &StageResult) -> Value {
     m.insert("loaded_rpm".into(), json!(f.responsiveness.loaded_rpm));
     m.insert("connections".into(), json!(r.connections));
     m.insert("intervals".into(), json!(r.intervals));
-    m.insert("idle".into(), Value::Object(summary_json(&f.idle)));
-    let mut loaded = summary_json(&f.loaded);
-    loaded.insert("foreign".into(), Value::Object(summary_json(&f.foreign)));
-    loaded.insert("self".into(), Value::Object(summary_json(&f.self_loaded)));
+    m.insert("idle".into(), Value::Object(round_trips(&f.idle)));
+    let mut loaded = round_trips(&f.loaded);
+    loaded.insert("foreign".into(), Value::Object(round_trips(&f.foreign)));
+    loaded.insert("self".into(), Value::Object(round_trips(&f.self_loaded)));
     m.insert("loaded".into(), Value::Object(loaded));
     Value::Object(m)
 }
