@@ -15,6 +15,7 @@ use rperf3_latency::{Action, Histogram, IntervalData, Load, Params, RpmRun, Stag
 
 use crate::config::RpmConfig;
 
+pub mod link;
 pub mod load;
 
 /// What the loop needs from the sockets.
