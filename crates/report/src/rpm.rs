@@ -3,6 +3,14 @@
 //! trips below it, and a `-J` document with `downlink`, `uplink` and
 //! `bidirectional` and the method's parameters in effect.
 //!
+//! JSON key order (fixed): `start` (`version`, `system_info`, `timestamp`,
+//! `connecting_to`), `parameters` (`mad`, `id_s`, `tmp`, `sdt`, `inp`, `inc`, `mnp`,
+//! `mps`, `ptc`, `stage_budget_s`), then one object per stage that ran, in the
+//! order it ran: `throughput_bps`, (`downlink_bps`, `uplink_bps` for both at once),
+//! `rpm`, `band`, `confidence`, `throughput_confidence`, `foreign_rpm`,
+//! `loaded_rpm`, `connections`, `intervals`, `idle`, `loaded` (with `foreign` and
+//! `self`); `error` last when the test failed.
+//!
 //! Every figure comes from the latency core's [`RpmRun`]; this only prints it, in the
 //! units and with the round-trip fields of `--latency`'s output.
 
