@@ -188,7 +188,8 @@ pub struct StageResult {
     pub uplink_bps: f64,
     /// How far the responsiveness can be trusted (the method's confidence).
     pub confidence: Confidence,
-    /// How far the goodput can be trusted (the lowest of its directions).
+    /// How far the goodput can be trusted: High once every direction settled,
+    /// else by the intervals run (the lowest of its directions).
     pub throughput_confidence: Confidence,
     /// Load-generating connections opened, every direction.
     pub connections: u32,
@@ -361,13 +362,19 @@ impl StagePlan {
 
     /// What the stage measured so far (its final figures once it has ended).
     pub fn result(&self) -> StageResult {
-        let throughput_confidence = self
-            .stage
-            .loads()
-            .iter()
-            .map(|l| self.goodput[l.index()].confidence())
-            .min()
-            .unwrap_or(Confidence::Low);
+        // Once saturated the goodput stage has reached its stability, however
+        // the goodput moves afterwards; before, at most Medium.
+        let throughput_confidence = if self.saturated {
+            Confidence::High
+        } else {
+            self.stage
+                .loads()
+                .iter()
+                .map(|l| self.goodput[l.index()].confidence())
+                .min()
+                .unwrap_or(Confidence::Low)
+                .min(Confidence::Medium)
+        };
         let confidence = if self.saturated {
             self.responsiveness.confidence()
         } else {

@@ -321,3 +321,24 @@ fn the_probe_rate_follows_the_measured_goodput() {
     assert_eq!(a.last(), Some(&Action::ProbeRate(rate)));
     assert!(rate < 4.0);
 }
+
+#[test]
+fn goodput_that_moves_after_saturation_keeps_its_high_confidence() {
+    let mut plan = StagePlan::new(Stage::Downlink, Params::default(), DEFAULT_BUDGET);
+    plan.start();
+    // Flat until saturation at 7, then falling by 8% of it each interval, with
+    // round trips that keep growing: the stage runs to its budget.
+    let end = run_until_end(&mut plan, |i| {
+        let fall = i.saturating_sub(7) as u64;
+        down(FULL - FULL * 8 * fall / 100, 10.0 * i as f64)
+    });
+    assert_eq!(end, 15);
+    let r = plan.result();
+    assert_eq!(r.throughput_confidence, Confidence::High);
+    assert_eq!(r.confidence, Confidence::Medium);
+    // Zero goodput is stable but never saturated: at most Medium.
+    let mut plan = StagePlan::new(Stage::Downlink, Params::default(), DEFAULT_BUDGET);
+    plan.start();
+    run_until_end(&mut plan, |_| IntervalData::default());
+    assert_eq!(plan.result().throughput_confidence, Confidence::Medium);
+}
