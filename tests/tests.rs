@@ -33,6 +33,8 @@ mod iperf2_udp;
 mod iperf2_udp_dual;
 mod iperf2_udp_text;
 mod json_shape;
+mod latency_interop;
+mod latency_probe;
 mod logging;
 mod metrics;
 mod metrics_outcomes;

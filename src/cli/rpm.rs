@@ -32,6 +32,8 @@ const CONFLICTS: &[Opt] = &[
     Opt::GetServerOutput,
     Opt::JsonStream,
     Opt::JsonStreamFullOutput,
+    // It measures round trips its own way.
+    Opt::Latency,
 ];
 
 fn err(text: impl Into<String>) -> ParamError {
@@ -200,6 +202,7 @@ mod tests {
             (&["-P", "4"], "-P"),
             (&["-b", "1M"], "-b"),
             (&["--json-stream"], "--json-stream"),
+            (&["--latency"], "--latency"),
         ] {
             let mut line = vec!["-c", "h", "--rpm"];
             line.extend(opt);

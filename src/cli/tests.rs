@@ -87,6 +87,7 @@ fn client_defaults() {
             server_affinity: None,
             zerocopy: false,
             skip_rx_copy: false,
+            latency: None,
             congestion: None,
             mss: None,
             nodelay: false,

@@ -15,9 +15,10 @@ use rperf3_app::config::{
 };
 
 use rperf3_proto::{
-    DEFAULT_DURATION, DEFAULT_PORT, DEFAULT_RCV_TIMEOUT, MAX_AFFINITY_CPU, MAX_BLOCK, MAX_BURST,
-    MAX_INTERVAL, MAX_MSS, MAX_OMIT, MAX_STREAMS, MAX_TCP_BUFFER, MAX_TIME, MAX_UDP_BLOCKSIZE,
-    MIN_INTERVAL, MIN_RCV_TIMEOUT_MS, MIN_UDP_BLOCKSIZE,
+    DEFAULT_DURATION, DEFAULT_PORT, DEFAULT_PROBE_RATE, DEFAULT_RCV_TIMEOUT, MAX_AFFINITY_CPU,
+    MAX_BLOCK, MAX_BURST, MAX_INTERVAL, MAX_MSS, MAX_OMIT, MAX_PROBE_RATE, MAX_STREAMS,
+    MAX_TCP_BUFFER, MAX_TIME, MAX_UDP_BLOCKSIZE, MIN_INTERVAL, MIN_RCV_TIMEOUT_MS,
+    MIN_UDP_BLOCKSIZE,
 };
 
 use super::error::ParamError;
@@ -445,6 +446,12 @@ fn client(
         server_affinity: raw.text(Opt::Affinity).and_then(|v| affinity(&v).ok()?.1),
         zerocopy: raw.has(Opt::ZeroCopy),
         skip_rx_copy: raw.has(Opt::SkipRxCopy),
+        // A rate outside 1..=100 is brought into it: probes must stay cheap.
+        latency: raw.has(Opt::Latency).then(|| {
+            raw.text(Opt::Latency).map_or(DEFAULT_PROBE_RATE, |r| {
+                atoi(&r).clamp(1, MAX_PROBE_RATE as i32) as u32
+            })
+        }),
         congestion: raw.text(Opt::Congestion),
         mss: raw.text(Opt::SetMss).map(|m| atoi(&m)).filter(|m| *m != 0),
         nodelay: raw.has(Opt::NoDelay),

@@ -229,6 +229,9 @@ pub struct ClientConfig {
     pub zerocopy: bool,
     /// `--skip-rx-copy`: receivers on both ends discard data with MSG_TRUNC.
     pub skip_rx_copy: bool,
+    /// `--latency[=rate]`: measure round trips, with this many foreign probes a
+    /// second against an rperf3 server.
+    pub latency: Option<u32>,
     /// `-C`: TCP congestion control algorithm for the data streams.
     pub congestion: Option<String>,
     /// `-M`: TCP_MAXSEG for the data streams (iperf3 passes any nonzero value on).

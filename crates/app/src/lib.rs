@@ -13,6 +13,7 @@ mod client;
 pub mod config;
 mod interrupt;
 pub mod iperf2;
+mod latency;
 pub mod rpm;
 mod server;
 mod test;

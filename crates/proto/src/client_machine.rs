@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use crate::constants::MAX_SERVER_RESULTS_LEN;
+use crate::constants::{LATENCY_READY, MAX_SERVER_RESULTS_LEN};
 use crate::cookie::COOKIE_LEN;
 use crate::deadline::{Deadline, PhaseLimits};
 use crate::error::IperfError;
@@ -57,6 +57,10 @@ pub enum ClientEvent {
     /// PARAM_EXCHANGE: the server took the test on; the framed parameters are
     /// queued.
     Accepted,
+    /// [`crate::LATENCY_READY`] (only when our parameters asked for latency): an
+    /// rperf3 server that answers probe connections. Comes before
+    /// CREATE_STREAMS; a stock server never sends it.
+    LatencyReady,
     /// CREATE_STREAMS: open the data streams, one after another.
     CreateStreams,
     /// TEST_START: start timers, mark stream start times.
@@ -103,6 +107,9 @@ pub struct ClientMachine {
     cookie: [u8; COOKIE_LEN],
     params: Vec<u8>,
     streams: usize,
+    /// Our parameters asked for latency probes: [`LATENCY_READY`] may come.
+    latency_asked: bool,
+    latency_seen: bool,
     phases: PhaseLimits,
     out: Outbox,
 }
@@ -123,6 +130,8 @@ impl ClientMachine {
             cookie,
             params: params.encode(),
             streams: params.streams_expected(),
+            latency_asked: params.latency.is_some(),
+            latency_seen: false,
             phases,
             out: Outbox::default(),
         };
@@ -310,6 +319,16 @@ impl ClientMachine {
         now: Instant,
     ) -> Result<(), IperfError> {
         use ClientPhase as P;
+        if b == LATENCY_READY
+            && self.latency_asked
+            && !self.latency_seen
+            && self.phase == P::AwaitCreateStreams
+        {
+            // Once, before CREATE_STREAMS; the phase (and its deadline) stays.
+            self.latency_seen = true;
+            events.push(ClientEvent::LatencyReady);
+            return Ok(());
+        }
         let msg = Msg::from_byte(b).ok_or_else(|| IperfError::new(IE_MESSAGE))?;
         // Messages the server may send in any phase end the exchange.
         match msg {

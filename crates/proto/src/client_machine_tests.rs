@@ -433,3 +433,42 @@ proptest! {
         }
     }
 }
+
+fn latency_machine(asked: bool) -> ClientMachine {
+    let p = TestParams {
+        time: 2,
+        latency: asked.then_some(crate::LatencyOffer {
+            version: 1,
+            rate: 10,
+        }),
+        ..TestParams::default()
+    };
+    ClientMachine::new(make_cookie(&[7; 36]), &p, PhaseLimits::default(), t0())
+}
+
+#[test]
+fn latency_ready_only_when_asked_once_and_before_create_streams() {
+    let mut m = latency_machine(true);
+    assert_eq!(feed(&mut m, &[9], false).unwrap(), [ClientEvent::Accepted]);
+    let ev = feed(&mut m, &[LATENCY_READY, 10], false).unwrap();
+    assert_eq!(ev, [ClientEvent::LatencyReady, ClientEvent::CreateStreams]);
+    assert_eq!(m.phase(), ClientPhase::AwaitTestStart);
+    // Twice: the second is an unknown message.
+    let mut m = latency_machine(true);
+    feed(&mut m, &[9], false).unwrap();
+    let e = feed(&mut m, &[LATENCY_READY, LATENCY_READY], false).unwrap_err();
+    assert_eq!(e.code, IE_MESSAGE);
+    // After CREATE_STREAMS: too late.
+    let mut m = latency_machine(true);
+    let e = feed(&mut m, &[9, 10, LATENCY_READY], false).unwrap_err();
+    assert_eq!(e.code, IE_MESSAGE);
+    // Not asked for: error 110 as for any byte iperf3 does not define.
+    let mut m = latency_machine(false);
+    let e = feed(&mut m, &[9, LATENCY_READY], false).unwrap_err();
+    assert_eq!(e.code, IE_MESSAGE);
+}
+
+#[test]
+fn latency_ready_is_no_iperf3_state() {
+    assert_eq!(Msg::from_byte(LATENCY_READY), None);
+}

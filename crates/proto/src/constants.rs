@@ -75,3 +75,25 @@ pub const CLIENT_VERSION: &str = "3.21";
 pub const UDP_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default idle limit for a receiving side (`--rcv-timeout`), error 144.
 pub const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// rperf3's own state byte: the server will answer `--latency` probes (its probe
+/// connections are welcome). Sent once, after the parameters and before
+/// CREATE_STREAMS, only to a client whose parameters carried
+/// [`LATENCY_PARAM_KEY`]; no iperf3 version defines 76 (`'L'`), and a stock client
+/// never asks, so it never sees it.
+pub const LATENCY_READY: u8 = 76;
+/// The parameters key by which an rperf3 client asks for latency probes. Every
+/// iperf3 version ignores keys it does not know.
+pub const LATENCY_PARAM_KEY: &str = "rperf3_latency";
+/// Version of the probe exchange this build speaks.
+pub const LATENCY_VERSION: u32 = 1;
+/// The cookie's 37th byte (NUL on data streams) on the test's dedicated probe
+/// connection.
+pub const MARKER_PROBE: u8 = b'P';
+/// The cookie's 37th byte on a foreign probe (a new connection per probe).
+pub const MARKER_FOREIGN: u8 = b'F';
+/// Default foreign probes per second: a few hundred bytes each, far below 1% of
+/// any path worth measuring.
+pub const DEFAULT_PROBE_RATE: u32 = 10;
+/// Most probes per second (the responsiveness method's MPS).
+pub const MAX_PROBE_RATE: u32 = 100;

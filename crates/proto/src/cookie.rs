@@ -35,6 +35,24 @@ pub fn cookie_matches(a: &[u8; COOKIE_LEN], b: &[u8; COOKIE_LEN]) -> bool {
     c_str_bytes(a) == c_str_bytes(b)
 }
 
+/// The cookie of an rperf3-only connection of the test (a probe connection, or
+/// another kind named by `marker`): the test's cookie with its final NUL replaced
+/// by the marker. A stock iperf3 server compares up to the NUL and so never takes
+/// it for one of its tests' streams.
+pub fn marked_cookie(cookie: &[u8; COOKIE_LEN], marker: u8) -> [u8; COOKIE_LEN] {
+    let mut c = *cookie;
+    c[COOKIE_LEN - 1] = marker;
+    c
+}
+
+/// Whether a cookie's 37th byte is one of rperf3's markers (an ASCII capital
+/// letter): `Some((the test's cookie, marker))`. A data stream's cookie (NUL
+/// there) and anything else is `None`.
+pub fn cookie_marker(c: &[u8; COOKIE_LEN]) -> Option<([u8; COOKIE_LEN], u8)> {
+    let m = c[COOKIE_LEN - 1];
+    m.is_ascii_uppercase().then(|| (marked_cookie(c, 0), m))
+}
+
 fn c_str_bytes(c: &[u8]) -> &[u8] {
     match c.iter().position(|&b| b == 0) {
         Some(n) => &c[..n],
@@ -65,6 +83,22 @@ mod tests {
         let mut c = [0u8; 37];
         c[..36].copy_from_slice(b"ggbj47k5kjkqj4ikskay3k5hnkya4braddmt");
         assert_eq!(cookie_str(&c), "ggbj47k5kjkqj4ikskay3k5hnkya4braddmt");
+    }
+
+    #[test]
+    fn markers_replace_the_nul_and_come_back_out() {
+        let mut c = [b'k'; 37];
+        c[36] = 0;
+        let p = marked_cookie(&c, b'P');
+        assert_eq!(&p[..36], &c[..36]);
+        assert_eq!(p[36], b'P');
+        assert_eq!(cookie_marker(&p), Some((c, b'P')));
+        // Data streams, lower case and other bytes carry no marker.
+        assert_eq!(cookie_marker(&c), None);
+        assert_eq!(cookie_marker(&marked_cookie(&c, b'p')), None);
+        assert_eq!(cookie_marker(&marked_cookie(&c, 0xC3)), None);
+        // A stock server's strcmp sees a different test.
+        assert!(!cookie_matches(&p, &c));
     }
 
     #[test]

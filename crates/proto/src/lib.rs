@@ -27,6 +27,7 @@ mod json_num;
 mod msg;
 mod params;
 mod params_check;
+pub mod probe;
 mod results;
 mod server_machine;
 mod transmit;
@@ -35,13 +36,16 @@ mod udp_stats;
 
 pub use client_machine::{ClientEvent, ClientMachine, ClientPhase};
 pub use constants::*;
-pub use cookie::{cookie_matches, cookie_str, make_cookie, COOKIE_ALPHABET, COOKIE_LEN};
+pub use cookie::{
+    cookie_marker, cookie_matches, cookie_str, make_cookie, marked_cookie, COOKIE_ALPHABET,
+    COOKIE_LEN,
+};
 pub use deadline::PhaseLimits;
 pub use error::{server_error_bytes, strerror, IperfError, CLIENT_CLOSED};
 pub use error_codes::*;
 pub use framing::{encode_json, ControlDecoder, Expect, FramingError, Unit};
 pub use msg::Msg;
-pub use params::{Direction, Protocol, TestParams};
+pub use params::{Direction, LatencyOffer, Protocol, TestParams};
 pub use params_check::ServerLimits;
 pub use results::{StreamResult, TestResults};
 pub use server_machine::{ServerEvent, ServerMachine, ServerPhase, ACCESS_DENIED_BYTES};

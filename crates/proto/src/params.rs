@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::constants::{
     CLIENT_VERSION, DEFAULT_DURATION, DEFAULT_GSRO_BF_SIZE, DEFAULT_PACING_TIMER,
-    DEFAULT_TCP_BLKSIZE,
+    DEFAULT_TCP_BLKSIZE, LATENCY_PARAM_KEY,
 };
 use crate::error::IperfError;
 use crate::error_codes::IE_RECV_PARAMS;
@@ -143,6 +143,43 @@ pub struct TestParams {
     /// `client_version` as received; [`TestParams::to_json`] writes
     /// [`CLIENT_VERSION`] when this is `None`.
     pub client_version: Option<String>,
+    /// rperf3's `--latency` ([`LATENCY_PARAM_KEY`]): absent unless asked for, so
+    /// the document is byte for byte a 3.21 client's otherwise.
+    pub latency: Option<LatencyOffer>,
+}
+
+/// What an rperf3 client asks for under [`LATENCY_PARAM_KEY`]:
+/// `{"v": 1, "rate": 10}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatencyOffer {
+    /// The probe exchange's version ([`LATENCY_VERSION`]).
+    pub version: u32,
+    /// Foreign probes per second the client will open.
+    pub rate: u32,
+}
+
+impl LatencyOffer {
+    fn to_json(self) -> Value {
+        let mut m = Map::new();
+        m.insert("v".into(), self.version.into());
+        m.insert("rate".into(), self.rate.into());
+        Value::Object(m)
+    }
+
+    /// Reads the key's value; anything but an object with a numeric `v` is no
+    /// offer (the server then answers as iperf3 would).
+    fn from_json(v: &Value) -> Option<Self> {
+        let m = v.as_object()?;
+        let num = |k: &str| {
+            m.get(k)
+                .and_then(Value::as_u64)
+                .map(|n| n.min(u64::from(u32::MAX)) as u32)
+        };
+        Some(Self {
+            version: num("v")?,
+            rate: num("rate").unwrap_or(0),
+        })
+    }
 }
 
 impl Default for TestParams {
@@ -186,6 +223,7 @@ impl Default for TestParams {
             skip_rx_copy: false,
             authtoken: None,
             client_version: None,
+            latency: None,
         }
     }
 }
@@ -322,6 +360,9 @@ impl TestParams {
         }
         let version = self.client_version.as_deref().unwrap_or(CLIENT_VERSION);
         put("client_version", Value::String(version.to_owned()));
+        if let Some(l) = self.latency {
+            put(LATENCY_PARAM_KEY, l.to_json());
+        }
         Value::Object(m)
     }
 
@@ -429,6 +470,7 @@ impl TestParams {
         p.skip_rx_copy = int("skip_rx_copy").is_some_and(|v| v != 0);
         p.authtoken = string("authtoken");
         p.client_version = string("client_version");
+        p.latency = m.get(LATENCY_PARAM_KEY).and_then(LatencyOffer::from_json);
         p
     }
 }

@@ -274,6 +274,7 @@ prop_compose! {
             gro: if udp { gsro[3] } else { d.gro },
             gro_bf_size: if udp { gsro[4] } else { d.gro_bf_size },
             client_version: if bools[10] { Some("3.21".into()) } else { None },
+            latency: None,
         }
     }
 }
@@ -415,4 +416,46 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn latency_key_only_when_asked_and_read_back() {
+    let plain = TestParams {
+        time: 2,
+        ..TestParams::default()
+    };
+    let asked = TestParams {
+        latency: Some(LatencyOffer {
+            version: 1,
+            rate: 10,
+        }),
+        ..plain.clone()
+    };
+    // Without --latency the bytes are exactly a 3.21 client's.
+    let without = text(&plain);
+    assert!(!without.contains("rperf3"));
+    let with = text(&asked);
+    assert_eq!(
+        with,
+        format!(
+            "{},\"rperf3_latency\":{{\"v\":1,\"rate\":10}}}}",
+            &without[..without.len() - 1]
+        )
+    );
+    assert_eq!(parse(&with).latency, asked.latency);
+    assert_eq!(parse(&without).latency, None);
+    // Not an object, or no version: no offer.
+    assert_eq!(parse(r#"{"tcp":true,"rperf3_latency":1}"#).latency, None);
+    assert_eq!(
+        parse(r#"{"tcp":true,"rperf3_latency":{"rate":5}}"#).latency,
+        None
+    );
+    let v2 = parse(r#"{"tcp":true,"rperf3_latency":{"v":2}}"#).latency;
+    assert_eq!(
+        v2,
+        Some(LatencyOffer {
+            version: 2,
+            rate: 0
+        })
+    );
 }

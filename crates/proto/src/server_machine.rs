@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::constants::{MAX_CLIENT_RESULTS_LEN, MAX_PARAMS_LEN};
+use crate::constants::{LATENCY_READY, MAX_CLIENT_RESULTS_LEN, MAX_PARAMS_LEN};
 use crate::cookie::COOKIE_LEN;
 use crate::deadline::{Deadline, PhaseLimits};
 use crate::error::IperfError;
@@ -203,6 +203,17 @@ impl ServerMachine {
     /// means; the driver takes them all after each call into the machine.
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
         self.out.pop()
+    }
+
+    /// Queues [`LATENCY_READY`]: the client asked for latency probes (its
+    /// parameters carried [`crate::LatencyOffer`]) and this server answers them.
+    /// Only after [`ServerEvent::ParamsReady`] and before CREATE_STREAMS; never
+    /// for a client that did not ask (a stock client would fail on it).
+    pub fn latency_ready(&mut self) {
+        let asked = self.params.as_ref().is_some_and(|p| p.latency.is_some());
+        if asked && self.phase == ServerPhase::CreateStreams {
+            self.out.message_bytes(vec![LATENCY_READY]);
+        }
     }
 
     /// Queues CREATE_STREAMS, once the driver is ready to accept data connections.

@@ -472,3 +472,28 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn latency_ready_only_for_a_client_that_asked() {
+    let asked = r#"{"tcp":true,"time":2,"parallel":1,"len":131072,"client_version":"3.21","rperf3_latency":{"v":1,"rate":10}}"#;
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    feed(&mut m, &cookie_and_params(asked), false).unwrap();
+    sent(&mut m);
+    m.latency_ready();
+    m.begin_create_streams();
+    assert_eq!(
+        sent(&mut m),
+        [(vec![LATENCY_READY], 111), (vec![0x0A], 111)]
+    );
+    // A stock client's parameters: nothing new on the wire.
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    feed(&mut m, &cookie_and_params(PARAMS_3_12), false).unwrap();
+    sent(&mut m);
+    m.latency_ready();
+    m.begin_create_streams();
+    assert_eq!(sent(&mut m), [(vec![0x0A], 111)]);
+    // Before the parameters: nothing either.
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    m.latency_ready();
+    assert_eq!(sent(&mut m), []);
+}

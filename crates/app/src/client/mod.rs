@@ -20,6 +20,7 @@ use rperf3_report::{Reporter, ServerOutput};
 use crate::auth::{ClientAuth, Padding};
 use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition};
 use crate::interrupt::Interrupt;
+use crate::latency::prober::{ProbeSetup, Prober, IDLE_BUDGET};
 use crate::test::ctrl::{Ctrl, Read0};
 use crate::test::diskfile::DiskFile;
 use crate::test::driver::{Driver, Test, Wake};
@@ -28,6 +29,7 @@ use crate::test::setup::client_params;
 use crate::test::streams::LiveStream;
 use crate::Outcome;
 use connect::{connect_sctp_stream, connect_tcp_stream, SctpOptions, StreamEnds};
+use rperf3_latency::Kind;
 
 /// How often a byte/block-limited client checks its totals.
 const LIMIT_CHECK: Duration = Duration::from_millis(10);
@@ -47,7 +49,7 @@ pub fn run(
 ) -> Outcome {
     let mut params = client_params(cc);
     match connect(cc, common, &mut params) {
-        Ok((ctrl, cookie, server, ctrl_mss)) => {
+        Ok((ctrl, cookie, server, ctrl_mss, ctrl_connect)) => {
             rep.preamble();
             rep.control_mss(ctrl_mss);
             // iperf3 opens the file once connected, so its error follows
@@ -99,6 +101,7 @@ pub fn run(
                 plan: Some(plan),
                 peer: None,
                 test_end: None,
+                ctrl_connect,
             };
             let res = c.drive(intr);
             if let (Some(a), Err(Stop::Error(e))) = (auth, &res) {
@@ -111,14 +114,16 @@ pub fn run(
 }
 
 /// Connects the control socket and sends the cookie. Returns the connection,
-/// the cookie, the server's address and the control MSS.
+/// the cookie, the server's address, the control MSS and how long the
+/// connection's handshake took.
 fn connect(
     cc: &ClientConfig,
     common: &CommonConfig,
     params: &mut TestParams,
-) -> Result<(Ctrl, [u8; COOKIE_LEN], SocketAddr, u32), IperfError> {
+) -> Result<(Ctrl, [u8; COOKIE_LEN], SocketAddr, u32, Duration), IperfError> {
     let addrs = rperf3_sys::net::resolve(&cc.host, common.port, common.family)
         .map_err(|e| IperfError::with_detail(IE_CONNECT, gai_text(&e)))?;
+    let t = Instant::now();
     let sock = rperf3_sys::net::connect_tcp(
         &addrs,
         common.bind.as_deref(),
@@ -127,6 +132,7 @@ fn connect(
         cc.connect_timeout,
     )
     .map_err(|e| IperfError::from_io(IE_CONNECT, &e))?;
+    let handshake = t.elapsed();
     crate::test::sockopts::apply_keepalive(&sock, common.cntl_ka);
     let server = sock
         .peer_addr()
@@ -154,7 +160,7 @@ fn connect(
         "control connection to {server}, cookie {}, MSS {ctrl_mss}",
         cookie_str(&cookie)
     );
-    Ok((ctrl, cookie, server, ctrl_mss))
+    Ok((ctrl, cookie, server, ctrl_mss, handshake))
 }
 
 /// `-n`/`-k` (or `-F`'s size): what the senders may send in all.
@@ -190,6 +196,9 @@ struct Client<'a> {
     peer: Option<TestResults>,
     /// `-t`: when the test ends (from TEST_START, like the interval ticks).
     test_end: Option<Instant>,
+    /// The control connection's handshake (`--latency` against a stock server
+    /// counts it as an idle round trip).
+    ctrl_connect: Duration,
 }
 
 /// Why the test stopped early.
@@ -248,7 +257,11 @@ impl Client<'_> {
                     self.d.accept(plan);
                 }
             }
-            ClientEvent::CreateStreams => self.create_streams(intr)?,
+            ClientEvent::LatencyReady => self.start_prober(true),
+            ClientEvent::CreateStreams => {
+                self.before_streams();
+                self.create_streams(intr)?;
+            }
             ClientEvent::TestStart => {
                 log::debug!("TEST_START");
                 self.d.start_test();
@@ -393,7 +406,9 @@ impl Client<'_> {
                 LiveStream::sctp(s, i, sender)
             } else {
                 let ends = self.stream_ends(local_port, dev, left);
+                let t = Instant::now();
                 let s = connect_tcp_stream(ends, &params, &self.cookie)?;
+                self.alone_idle(t.elapsed());
                 crate::test::sockopts::apply_snd_timeout(&s, self.common.snd_timeout_ms);
                 if let Some(w) = self.cc.window {
                     rperf3_sys::net::set_buffer_sizes(&s, w as usize)
@@ -412,6 +427,53 @@ impl Client<'_> {
             self.d.add_stream(ls);
         }
         Ok(())
+    }
+
+    /// `--latency`: starts the prober; `with_server` once the server said it
+    /// answers probes (its idle round trips begin now).
+    fn start_prober(&mut self, with_server: bool) {
+        let Some(rate) = self.cc.latency else {
+            return;
+        };
+        let setup = ProbeSetup {
+            server: self.server,
+            bind: self.common.bind.clone(),
+            cookie: self.cookie,
+            rate,
+            with_server,
+        };
+        match (Prober::start(setup), self.d.plan_mut()) {
+            (Ok(p), Some(plan)) => plan.latency = Some(p),
+            (Ok(_), None) => {}
+            (Err(e), _) => log::warn!("latency: no prober thread: {e}"),
+        }
+    }
+
+    /// CREATE_STREAMS with `--latency`: after the idle round trips with an
+    /// rperf3 server; a stock server never said it answers probes, so the client
+    /// measures alone (its control connection's handshake is the first idle
+    /// round trip).
+    fn before_streams(&mut self) {
+        if self.cc.latency.is_none() {
+            return;
+        }
+        if self.d.plan().is_some_and(|p| p.latency.is_none()) {
+            log::debug!("latency: the server does not answer probes: measuring alone");
+            self.start_prober(false);
+            self.alone_idle(self.ctrl_connect);
+        }
+        if let Some(p) = self.d.plan_mut().and_then(|p| p.latency.as_mut()) {
+            p.wait_idle(Instant::now() + IDLE_BUDGET + Duration::from_millis(500));
+        }
+    }
+
+    /// A connection's handshake, as an idle round trip when measuring alone.
+    fn alone_idle(&self, took: Duration) {
+        if let Some(p) = self.d.plan().and_then(|p| p.latency.as_ref()) {
+            if !p.with_server() {
+                p.record(Kind::Idle, took);
+            }
+        }
     }
 
     /// Where a TCP or SCTP data stream connects, with `left` of the setup time.

@@ -73,6 +73,15 @@ impl<T> Mailbox<T> {
 pub(super) enum ToSession {
     /// A TCP connection that sent this session's cookie (already read).
     Tcp(TcpStream),
+    /// A TCP connection that sent this session's cookie with an rperf3 marker as
+    /// its 37th byte (a probe connection, or another kind the session knows).
+    /// The host routes every marker alike; the session decides.
+    Extra {
+        /// The connection, its cookie read.
+        conn: TcpStream,
+        /// The cookie's 37th byte.
+        marker: u8,
+    },
     /// An SCTP association that sent this session's cookie (already read).
     Sctp(TcpStream),
     /// The SCTP listener for this session's streams is open, or why not.

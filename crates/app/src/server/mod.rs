@@ -389,6 +389,20 @@ impl Host<'_, '_> {
             s.mailbox.send(ToSession::Tcp(conn));
             return;
         }
+        if let Some((test, marker)) = rperf3_proto::cookie_marker(&cookie) {
+            // An rperf3 connection of a test (a probe, or any other marker):
+            // its session decides. No such test (over, or never was): closed.
+            match self.sessions.values().find(|s| s.cookie == test) {
+                Some(s) => {
+                    s.mailbox.send(ToSession::Extra { conn, marker });
+                }
+                None => log::info!(
+                    "closed a connection from {peer} marked {:?} for no running test",
+                    char::from(marker)
+                ),
+            }
+            return;
+        }
         if self.exiting {
             self.refuse_busy(conn);
             return;

@@ -16,6 +16,7 @@ use rperf3_report::Reporter;
 
 use crate::auth::ServerAuth;
 use crate::config::{CommonConfig, RateLimit};
+use crate::latency::responder::ProbeHost;
 use crate::server::budget::{StreamBudget, StreamPermit};
 use crate::server::mail::{Inbox, Mailbox, ToHost, ToSession};
 use crate::server::metrics::{Metrics, TestOutcome};
@@ -86,6 +87,8 @@ pub(super) struct Session {
     /// The client failed to authenticate: with `-1` this does not count as the
     /// one test (as in iperf3 3.21).
     auth_failed: bool,
+    /// `--latency` was asked for and answered: this test's probe connections.
+    probes: Option<ProbeHost>,
 }
 
 enum End {
@@ -126,6 +129,7 @@ impl Session {
             auth: s.auth,
             limits,
             auth_failed: false,
+            probes: None,
         })
     }
 
@@ -157,6 +161,10 @@ impl Session {
             self.d.ctrl.drain_until_closed(CLOSE_GRACE);
         }
         self.d.stop_test();
+        if let Some(mut p) = self.probes.take() {
+            // No probe connection outlives its test.
+            self.metrics.record_latency(&p.finish());
+        }
         // The streams are closed: another test may have them.
         self.streams = None;
         let err = match end {
@@ -278,6 +286,14 @@ impl Session {
                 ToSession::Stop => return Ok(Some(End::Interrupted)),
                 ToSession::Tcp(conn) => self.on_tcp(conn, false)?,
                 ToSession::Sctp(conn) => self.on_tcp(conn, true)?,
+                ToSession::Extra { conn, marker } => match &mut self.probes {
+                    Some(p) => p.on_conn(conn, marker, self.id),
+                    None => log::info!(
+                        "test {}: closed a connection marked {:?}: the test has no probes",
+                        self.id,
+                        char::from(marker)
+                    ),
+                },
                 ToSession::SctpListening(r) => {
                     r?;
                     self.d.machine.begin_create_streams();
@@ -350,6 +366,7 @@ impl Session {
             .rep
             .set_peer_labels(p.title.clone(), p.extra_data.clone());
         let protocol = p.protocol;
+        let p_latency = p.latency;
         let peer = Peer::AcceptedFrom(self.peer);
         let mut plan = TestPlan::new(
             p,
@@ -361,6 +378,11 @@ impl Session {
         );
         plan.rate_limit = self.rate_limit;
         self.d.accept(plan);
+        if p_latency.is_some_and(|l| l.version == LATENCY_VERSION) {
+            // Said before CREATE_STREAMS: the client probes before its streams.
+            self.probes = Some(ProbeHost::new());
+            self.d.machine.latency_ready();
+        }
         match protocol {
             Protocol::Udp => {
                 self.udp_pending = true;
@@ -473,6 +495,9 @@ impl Session {
         self.d.start_test();
         if let Some(run) = self.d.test.run() {
             self.metrics.test_started(self.id, &run.streams);
+            if let Some(p) = &self.probes {
+                p.set_senders(run.tcp_senders());
+            }
         }
         self.d.run_workers()
     }
@@ -480,6 +505,10 @@ impl Session {
     /// TEST_END: last sample, close the streams, our report, EXCHANGE_RESULTS.
     fn end_of_test(&mut self) -> Result<(), IperfError> {
         self.release_udp();
+        if let Some(p) = &self.probes {
+            // The load is over: its streams' round trips are no longer loaded.
+            p.set_senders(Vec::new());
+        }
         self.d.stop_test();
         if let Some(run) = self.d.test.run() {
             // The server's report is built before it knows the client's figures.

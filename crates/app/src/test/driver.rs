@@ -213,6 +213,9 @@ impl<M: Machine> Driver<M> {
         if let Some(l) = plan.rate_limit {
             run.limit_rate(l);
         }
+        if let Some(p) = plan.latency.take() {
+            run.attach_prober(p);
+        }
         self.rep.start(&plan.start, &plan.info);
         self.test = Test::Running(run);
     }

@@ -13,6 +13,7 @@ use rperf3_proto::{Protocol, TestParams};
 use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
 
 use crate::config::{CommonConfig, RateLimit};
+use crate::latency::prober::Prober;
 use crate::test::run::IdleLimits;
 use crate::test::setup::{idle_limits, send_spec, stream_roles, test_info, version_string};
 use crate::test::workers::SendSpec;
@@ -41,6 +42,8 @@ pub(crate) struct TestPlan {
     pub budget: Option<Budget>,
     /// `--server-bitrate-limit` on the server.
     pub rate_limit: Option<RateLimit>,
+    /// `--latency` on the client: the prober, handed to the run at TEST_START.
+    pub latency: Option<Prober>,
 }
 
 /// Where this side's control connection goes to or comes from.
@@ -94,6 +97,7 @@ impl TestPlan {
             send: send_spec(&params),
             budget: None,
             rate_limit: None,
+            latency: None,
             params,
         }
     }

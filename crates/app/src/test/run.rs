@@ -15,10 +15,11 @@ use rperf3_proto::{
     IperfError, StreamResult, TestResults, IE_NO_MSG, IE_STREAM_READ, IE_STREAM_WRITE,
 };
 use rperf3_report::input::{
-    Cpu, DiskFileFacts, FinalInput, IntervalInput, PeerStream, PeerSummary,
+    Cpu, DiskFileFacts, FinalInput, IntervalInput, LatencyFinal, PeerStream, PeerSummary,
 };
 
 use crate::config::RateLimit;
+use crate::latency::prober::Prober;
 use crate::test::cpu::CpuMeter;
 use crate::test::diskfile::DiskFile;
 use crate::test::ratelimit::RateGuard;
@@ -51,6 +52,8 @@ pub(crate) struct TestRun {
     sent: Progress,
     rate: Option<RateGuard>,
     diskfile: Option<DiskFile>,
+    /// `--latency` on the client: the prober, whose samples go with each interval.
+    latency: Option<Prober>,
 }
 
 /// How long a test may go without progress in each direction before it is
@@ -119,7 +122,13 @@ impl TestRun {
                 since: now,
             },
             rate: None,
+            latency: None,
         }
+    }
+
+    /// `--latency`: the prober's samples go with every interval and the end.
+    pub(crate) fn attach_prober(&mut self, p: Prober) {
+        self.latency = Some(p);
     }
 
     /// `--server-bitrate-limit`: the test fails (error 27) when its total
@@ -137,6 +146,9 @@ impl TestRun {
     pub(crate) fn spawn_workers(&mut self, send: &SendSpec) -> io::Result<()> {
         self.diskfile.clone_from(&send.file);
         let payload = SharedPayload::default();
+        if let Some(p) = &self.latency {
+            p.load_started(self.tcp_senders());
+        }
         let crowd = TcpCrowd::of(&self.streams);
         for s in &self.streams {
             self.workers.push(workers::spawn(
@@ -217,11 +229,11 @@ impl TestRun {
         loop {
             match self.ticker.poll(now) {
                 Due::Nothing => break,
-                Due::Interval => out.push(self.sampler.sample(&self.streams, now)),
+                Due::Interval => out.push(self.sample(now)),
                 Due::OmitEnd => {
                     // An omitted interval that has not been reported closes here.
                     if now > self.sampler.last_tick() {
-                        out.push(self.sampler.sample(&self.streams, now));
+                        out.push(self.sample(now));
                     }
                     // Meter first, then rebase: at most the block each sender
                     // has in hand goes out unmetered after the rebase.
@@ -233,6 +245,17 @@ impl TestRun {
             }
         }
         out
+    }
+
+    /// Closes the interval ending at `now`, with its latency samples.
+    fn sample(&mut self, now: Instant) -> IntervalInput {
+        let mut iv = self.sampler.sample(&self.streams, now);
+        if let Some(p) = &self.latency {
+            let f = p.take_interval().figures();
+            log_figures("interval", &f);
+            iv.latency = Some(Box::new(f));
+        }
+        iv
     }
 
     /// Counters (sent, received) since the post-omit start.
@@ -283,12 +306,15 @@ impl TestRun {
         // it (a paced sender may be asleep until its next datagram is due).
         let now = Instant::now();
         self.ctl.stop();
+        if let Some(p) = &mut self.latency {
+            // Probes end with the test; what they measured by now counts.
+            p.stop();
+        }
         self.wait_senders(SENDER_GRACE);
         for s in &self.streams {
             s.drain_below_mark();
         }
-        let last =
-            (now > self.sampler.last_tick()).then(|| self.sampler.sample(&self.streams, now));
+        let last = (now > self.sampler.last_tick()).then(|| self.sample(now));
         self.cpu_final = Some(self.cpu.read(&self.workers));
         last
     }
@@ -328,6 +354,18 @@ impl TestRun {
         self.streams
             .iter()
             .find_map(|s| s.tcp_socket().and_then(rperf3_sys::net::tcp_congestion))
+    }
+
+    /// This side's sending TCP streams (their round trips are self probes).
+    pub(crate) fn tcp_senders(&self) -> Vec<Arc<std::net::TcpStream>> {
+        self.streams
+            .iter()
+            .filter(|s| s.info.sender)
+            .filter_map(|s| match &s.sock {
+                crate::test::streams::DataSock::Tcp(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Whether this side is a TCP sender with retransmit counters.
@@ -382,7 +420,21 @@ impl TestRun {
     /// The report's end input, with the peer's results when known.
     pub(crate) fn final_input(&self, peer: Option<&TestResults>) -> FinalInput {
         FinalInput {
-            latency: None,
+            latency: self.latency.as_ref().map(|p| {
+                let figures = p.total().figures();
+                log_figures(
+                    if p.with_server() {
+                        "total"
+                    } else {
+                        "total (client alone)"
+                    },
+                    &figures,
+                );
+                LatencyFinal {
+                    figures,
+                    with_server: p.with_server(),
+                }
+            }),
             streams: self.sampler.finals(&self.streams),
             cpu: self.cpu(),
             congestion: self.congestion(),
@@ -402,6 +454,22 @@ impl Drop for TestRun {
         self.ctl.stop();
         self.close();
     }
+}
+
+/// A debug line per span, for `-d` (the outputs are the report's).
+fn log_figures(span: &str, f: &rperf3_latency::Figures) {
+    let s = |x: &rperf3_latency::Summary| {
+        format!("n={} p50={:.3} max={:.3}", x.count, x.p50_ms, x.max_ms)
+    };
+    log::debug!(
+        "latency {span}: idle {}; foreign {}; self {}; up {}; down {}; rpm {:.0}",
+        s(&f.idle),
+        s(&f.foreign),
+        s(&f.self_loaded),
+        s(&f.up),
+        s(&f.down),
+        f.responsiveness.rpm
+    );
 }
 
 /// The peer's results, as the report reads them.

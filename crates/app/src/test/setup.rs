@@ -1,6 +1,6 @@
 //! From configuration to protocol parameters and report facts, both directions.
 
-use rperf3_proto::TestParams;
+use rperf3_proto::{LatencyOffer, TestParams, LATENCY_VERSION};
 use rperf3_proto::{
     DEFAULT_PACING_TIMER, DEFAULT_SCTP_BLKSIZE, DEFAULT_TCP_BLKSIZE, DEFAULT_UDP_BLKSIZE,
     DEFAULT_UDP_RATE, MAX_UDP_BLOCKSIZE,
@@ -55,6 +55,10 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
         dont_fragment: cc.dont_fragment,
         zerocopy: cc.zerocopy,
         skip_rx_copy: cc.skip_rx_copy,
+        latency: cc.latency.map(|rate| LatencyOffer {
+            version: LATENCY_VERSION,
+            rate,
+        }),
         congestion: cc.congestion.clone(),
         mss: cc.mss.unwrap_or(0),
         nodelay: cc.nodelay,

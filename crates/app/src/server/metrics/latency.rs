@@ -61,10 +61,6 @@ pub(super) type ByKind = [Buckets; KINDS.len()];
 impl Metrics {
     /// A `--latency` test's round trips, once at its end: idle ones, foreign probes
     /// (handshakes and requests) and self probes.
-    #[cfg_attr(
-        not(test),
-        allow(dead_code, reason = "the session calls it once it measures --latency")
-    )]
     pub(in crate::server) fn record_latency(&self, s: &Samples) {
         let mut l = self.latency.lock().unwrap_or_else(|e| e.into_inner());
         l[0].add(&s.idle);
