@@ -120,7 +120,7 @@ fn run_tests(
     let mut intr = install_signals().context("unable to install signal handlers")?;
     let outcome = match &cfg.role {
         Role::Client(cc) if cc.rpm.is_some() => {
-            anyhow::bail!("the responsiveness test (--rpm) cannot run in this build: its load connections are missing")
+            anyhow::bail!("the responsiveness test (--rpm) cannot run in this build: its control flow is missing")
         }
         Role::Client(cc) => {
             let rep = output::reporter_to(prog, cfg, Side::Client, sink, None);

@@ -447,8 +447,8 @@ pub(crate) fn status_note(id: Opt) -> Option<&'static str> {
         }
         Opt::SetMss => "a server with `--max-tests` > 1 cannot put it on the SYN-ACK",
         Opt::Rpm | Opt::RpmStages | Opt::RpmTime => {
-            "checked, but the client stops with an error: the load connections it \
-             needs are missing from this build"
+            "checked, and an rperf3 server serves its load connections, but the \
+             client stops with an error: its control flow is missing from this build"
         }
         _ => return None,
     })
