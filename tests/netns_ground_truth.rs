@@ -9,12 +9,18 @@
 //! retransmits against the kernel's count and `-P 4` / `--bidir` through tbf.
 //! `netns_iperf2.rs` holds the same checks for the iperf 2 personality, and
 //! `netns_mcast2*.rs` its multicast (a bridge of namespaces, stock peers on it).
+//! `netns_queue*.rs` hold latency under load to a tbf's FIFO kept full (its
+//! backlog over the rate, and `ping` beside the load).
 
 mod netns;
 mod netns_iperf2;
 mod netns_jitter;
 mod netns_mcast2;
 mod netns_mcast2_peers;
+mod netns_queue;
+mod netns_queue_iperf2;
+mod netns_queue_rpm;
+mod netns_queue_tcp;
 mod netns_tcp;
 
 use std::time::Duration;

@@ -10,6 +10,7 @@
 pub(crate) mod cmd;
 pub(crate) mod iperf2;
 pub(crate) mod kernel;
+pub(crate) mod queue;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -57,7 +58,7 @@ pub(crate) struct Pair {
 
 /// Reports that the environment cannot run these tests: a skip note normally,
 /// a failure under CI.
-fn unavailable<T>(why: &str) -> Option<T> {
+pub(crate) fn unavailable<T>(why: &str) -> Option<T> {
     if std::env::var("CI").as_deref() == Ok("true") {
         panic!("netns ground-truth tests cannot run here (CI=true makes this a failure): {why}");
     }

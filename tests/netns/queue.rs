@@ -1,0 +1,380 @@
+//! A bottleneck with a known queue, for latency under load: a 100 Mbit/s tbf on
+//! the load sender's veth egress (the client's, or the server's for `-R`), with
+//! a long FIFO (`latency 150ms`) or a short one (`latency 5ms`), kept full by
+//! rperf3's own UDP load above the rate over many sockets. The queueing delay is then the qdisc's own backlog divided by the
+//! rate (`tc -s qdisc`, sampled in the background during the run), plus the
+//! idle round trip `ping` measures before the load starts. Both namespaces run
+//! on one clock, so one-way delays between them are exact too.
+//!
+//! One UDP socket alone cannot fill the long FIFO: its send buffer caps what it
+//! parks in the qdisc. Sixteen sockets at 7 Mbit/s (112 Mbit/s in all) can.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::cmd::{run, Bg};
+use super::{unavailable, Pair, Side, DEV};
+
+/// The bottleneck's rate, bits per second (tbf counts the Ethernet header).
+pub(crate) const RATE: f64 = 100e6;
+/// The load: rperf3's UDP client above the rate over many sockets.
+pub(crate) const LOAD: [&str; 5] = ["-u", "-b", "7M", "-P", "16"];
+const TOOL_TIMEOUT: Duration = Duration::from_secs(10);
+/// The tbf's bucket, bytes (`burst 64kb`).
+const BURST: u64 = 64 * 1024;
+
+/// How long the queue in front of the bottleneck is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fifo {
+    /// tbf `latency 150ms`: about 1.9 MB, a bloated buffer.
+    Long,
+    /// tbf `latency 5ms`: about 125 KB.
+    Short,
+}
+
+impl Fifo {
+    /// tbf's `latency` argument.
+    pub(crate) fn latency(self) -> &'static str {
+        match self {
+            Self::Long => "150ms",
+            Self::Short => "5ms",
+        }
+    }
+
+    /// The bytes the tbf queues at most: the rate times the latency plus
+    /// the bucket.
+    pub(crate) fn limit(self) -> u64 {
+        let secs = match self {
+            Self::Long => 0.150,
+            Self::Short => 0.005,
+        };
+        (RATE / 8.0 * secs) as u64 + BURST
+    }
+}
+
+/// Two namespaces with the shaped bottleneck and the idle round trip measured.
+pub(crate) struct QueueRig {
+    pub(crate) pair: Pair,
+    pub(crate) fifo: Fifo,
+    /// The side whose egress holds the queue, and that sends the load.
+    pub(crate) sender: Side,
+    /// `ping`'s round trips across the idle rig, milliseconds.
+    pub(crate) idle_ping_ms: Vec<f64>,
+}
+
+impl QueueRig {
+    /// Builds the pair with the tbf on `sender`'s egress, then measures the
+    /// idle round trip with `ping` (the queue is empty, so the tbf adds only
+    /// its own tiny transmission time). `None` after a skip note when the
+    /// machine cannot.
+    pub(crate) fn new(fifo: Fifo, sender: Side) -> Option<Self> {
+        match run(&["ping", "-V"], TOOL_TIMEOUT) {
+            Ok(d) if d.success() => {}
+            Ok(d) => return unavailable(&format!("`ping` does not work: {d}")),
+            Err(e) => return unavailable(&format!("`ping` is missing (iputils-ping): {e}")),
+        }
+        let pair = Pair::new()?;
+        pair.on(
+            sender,
+            &[
+                "tc",
+                "qdisc",
+                "add",
+                "dev",
+                DEV,
+                "root",
+                "tbf",
+                "rate",
+                "100mbit",
+                "burst",
+                "64kb",
+                "latency",
+                fifo.latency(),
+            ],
+        );
+        let mut rig = Self {
+            pair,
+            fifo,
+            sender,
+            idle_ping_ms: Vec::new(),
+        };
+        // The first echo also waits for neighbour discovery; the median
+        // ignores it.
+        rig.idle_ping_ms = rig.ping(50, Duration::from_millis(10)).finish_rtts();
+        Some(rig)
+    }
+
+    /// The median idle round trip, milliseconds.
+    pub(crate) fn base_ms(&self) -> f64 {
+        median(&self.idle_ping_ms)
+    }
+
+    /// Starts `count` echo requests, one every `every`, from the load's sender
+    /// to the other side, so each waits in the queue on the way out.
+    pub(crate) fn ping(&self, count: u32, every: Duration) -> Ping {
+        let peer = match self.sender {
+            Side::Client => &self.pair.server_ip,
+            Side::Server => &self.pair.client_ip,
+        };
+        let n = count.to_string();
+        let i = format!("{:.3}", every.as_secs_f64());
+        // -W: an echo lost in a full queue is not waited for past the run.
+        let bg = self.pair.spawn(
+            self.sender,
+            &["ping", "-n", "-c", &n, "-i", &i, "-W", "2", peer],
+        );
+        Ping {
+            bg,
+            within: every * count + Duration::from_secs(5),
+        }
+    }
+
+    /// rperf3's client arguments for the load (`-R` when the server sends).
+    pub(crate) fn load_args(&self, secs: &'static str) -> Vec<&'static str> {
+        let mut args = LOAD.to_vec();
+        args.extend(["-t", secs]);
+        if self.sender == Side::Server {
+            args.push("-R");
+        }
+        args
+    }
+
+    /// Starts sampling the bottleneck's backlog in the background.
+    pub(crate) fn sample_backlog(&self) -> Sampler {
+        Sampler::start(self.pair.ns(self.sender).to_string(), self.fifo.limit() / 2)
+    }
+}
+
+/// A running `ping`.
+pub(crate) struct Ping {
+    bg: Bg,
+    within: Duration,
+}
+
+impl Ping {
+    /// Waits for it to end; the round trips it printed, milliseconds.
+    pub(crate) fn finish_rtts(self) -> Vec<f64> {
+        let d = self.bg.finish(self.within);
+        assert!(d.status.is_some(), "ping did not end: {d}");
+        let rtts = ping_rtts(&d.stdout);
+        assert!(!rtts.is_empty(), "no round trips from ping: {d}");
+        rtts
+    }
+}
+
+/// One look at the qdisc.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Backlog {
+    pub(crate) at: Instant,
+    pub(crate) bytes: u64,
+    pub(crate) packets: u64,
+}
+
+/// A background thread that runs `tc -s qdisc show` in the bottleneck's
+/// namespace over and over and keeps every backlog it saw.
+pub(crate) struct Sampler {
+    /// The least backlog that counts as a full queue.
+    full_from: u64,
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<Vec<Backlog>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Sampler {
+    fn start(ns: String, full_from: u64) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (s, v) = (stop.clone(), seen.clone());
+        let thread = std::thread::spawn(move || {
+            let args = [
+                "ip", "netns", "exec", &ns, "tc", "-s", "qdisc", "show", "dev", DEV,
+            ];
+            while !s.load(Ordering::Relaxed) {
+                let at = Instant::now();
+                let out = run(&args, TOOL_TIMEOUT)
+                    .unwrap_or_else(|e| panic!("cannot run tc: {e}"))
+                    .ok();
+                let (bytes, packets) = backlog(&out);
+                v.lock().unwrap().push(Backlog { at, bytes, packets });
+                // Each look costs a process or two; this keeps them to a
+                // share of one core the load hardly notices.
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        Self {
+            full_from,
+            stop,
+            seen,
+            thread: Some(thread),
+        }
+    }
+
+    /// Everything seen so far.
+    pub(crate) fn seen(&self) -> Vec<Backlog> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Waits until the queue is full: it holds at least half the tbf's limit
+    /// and grew by less than 2% over the last 300 ms. Panics with the samples
+    /// after `within`.
+    pub(crate) fn wait_full(&self, within: Duration) -> u64 {
+        const WINDOW: Duration = Duration::from_millis(300);
+        let deadline = Instant::now() + within;
+        loop {
+            let seen = self.seen();
+            if let Some(last) = seen.last() {
+                let max_between = |from: Duration, to: Duration| {
+                    seen.iter()
+                        .filter(|b| {
+                            let age = last.at.saturating_duration_since(b.at);
+                            age >= from && age < to
+                        })
+                        .map(|b| b.bytes)
+                        .max()
+                };
+                if let (Some(now), Some(before)) = (
+                    max_between(Duration::ZERO, WINDOW),
+                    max_between(WINDOW, 2 * WINDOW),
+                ) {
+                    if before >= self.full_from && now * 100 <= before * 102 {
+                        return now;
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the queue did not fill within {within:?}; backlog samples (bytes): {:?}",
+                seen.iter().map(|b| b.bytes).collect::<Vec<_>>()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops sampling and returns every sample.
+    pub(crate) fn stop(mut self) -> Vec<Backlog> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().expect("backlog sampler panicked");
+        }
+        self.seen()
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The samples taken between `from` and `to`.
+pub(crate) fn between(samples: &[Backlog], from: Instant, to: Instant) -> Vec<Backlog> {
+    samples
+        .iter()
+        .filter(|b| b.at >= from && b.at <= to)
+        .copied()
+        .collect()
+}
+
+/// The queueing delay a backlog of `bytes` means at the bottleneck's rate, ms.
+pub(crate) fn queue_delay_ms(bytes: f64) -> f64 {
+    bytes * 8.0 / RATE * 1e3
+}
+
+/// The median backlog of `samples` as a queueing delay, milliseconds.
+pub(crate) fn median_queue_delay_ms(samples: &[Backlog]) -> f64 {
+    let bytes: Vec<f64> = samples.iter().map(|b| b.bytes as f64).collect();
+    queue_delay_ms(median(&bytes))
+}
+
+/// The median of `v` (the mean of the middle two for an even count).
+pub(crate) fn median(v: &[f64]) -> f64 {
+    assert!(!v.is_empty(), "median of nothing");
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    }
+}
+
+/// `(bytes, packets)` of the `backlog 1120578b 753p` line of `tc -s qdisc
+/// show` (iproute2 may print the size with a K or M prefix, in 1024s).
+pub(crate) fn backlog(tc: &str) -> (u64, u64) {
+    let mut words = tc.split_whitespace();
+    while let Some(w) = words.next() {
+        if w != "backlog" {
+            continue;
+        }
+        let size = words.next().unwrap_or("");
+        let packets = words.next().unwrap_or("");
+        let bytes = size.strip_suffix('b').and_then(|s| {
+            let (digits, scale) = match s.chars().last()? {
+                'K' => (&s[..s.len() - 1], 1024),
+                'M' => (&s[..s.len() - 1], 1024 * 1024),
+                _ => (s, 1),
+            };
+            Some(digits.parse::<u64>().ok()? * scale)
+        });
+        let packets = packets.strip_suffix('p').and_then(|p| p.parse().ok());
+        if let (Some(b), Some(p)) = (bytes, packets) {
+            return (b, p);
+        }
+        break;
+    }
+    panic!("no backlog in tc output:\n{tc}")
+}
+
+/// The round trips (`time=0.061 ms`) of `ping`'s replies, milliseconds.
+pub(crate) fn ping_rtts(out: &str) -> Vec<f64> {
+    out.lines()
+        .filter(|l| l.contains("bytes from"))
+        .map(|l| {
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix("time="))
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(|| panic!("no time= in ping line {l:?}"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backlog_in_bytes_and_packets() {
+        let tc = "qdisc tbf 80c4: root refcnt 3 rate 100Mbit burst 64Kb lat 150ms \n Sent \
+                  95012 bytes 64 pkt (dropped 0, overlimits 3 requeues 0) \n backlog 1120578b \
+                  753p requeues 0\n";
+        assert_eq!(backlog(tc), (1_120_578, 753));
+        assert_eq!(backlog(" backlog 0b 0p requeues 0"), (0, 0));
+        assert_eq!(backlog(" backlog 12Kb 9p requeues 0"), (12 * 1024, 9));
+    }
+
+    #[test]
+    #[should_panic(expected = "no backlog")]
+    fn backlog_missing_is_an_error() {
+        backlog("qdisc noqueue 0: root refcnt 2");
+    }
+
+    #[test]
+    fn ping_round_trips_from_replies_only() {
+        let out = "PING 10.77.0.1 (10.77.0.1) 56(84) bytes of data.\n64 bytes from 10.77.0.1: \
+                   icmp_seq=1 ttl=64 time=0.061 ms\n64 bytes from 10.77.0.1: icmp_seq=2 ttl=64 \
+                   time=151 ms\n\n--- 10.77.0.1 ping statistics ---\n2 packets transmitted, 2 \
+                   received, 0% packet loss, time 504ms\nrtt min/avg/max/mdev = \
+                   0.061/75.5/151/75.4 ms\n";
+        assert_eq!(ping_rtts(out), vec![0.061, 151.0]);
+    }
+
+    #[test]
+    fn median_odd_and_even() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!((queue_delay_ms(1_875_000.0) - 150.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,110 @@
+//! `--latency` under a TCP load through the queue rig's long FIFO (see
+//! `netns/queue.rs`): the self probes (the loaded streams' own round trips,
+//! which a UDP load does not have) and the foreign ones both wait in the
+//! queue the streams keep, whose backlog over the rate is the ground truth.
+//! Four cubic streams hold it at about 40 ms here (TCP small queues, not the
+//! FIFO's length, limit it), growing slowly, without drops; the medians of
+//! the round trips and of the backlog, both taken over the run, agree.
+
+use std::time::{Duration, Instant};
+
+use crate::netns::queue::{between, median, median_queue_delay_ms, Fifo, QueueRig};
+use crate::netns::{self, count, json_doc, num, with_retries, Attempt, Side, DEV};
+use crate::netns_queue::{near, p50_of};
+use crate::RUN_TIMEOUT;
+
+/// Intervals from this late on are compared with the backlog from then on.
+const LATE: Duration = Duration::from_secs(2);
+
+fn tcp_load_against_the_queue() -> Attempt {
+    let Some(rig) = QueueRig::new(Fifo::Long, Side::Client) else {
+        return Attempt::Skip;
+    };
+    // TCP keeps at most about two of its packets per socket in the qdisc
+    // (TCP small queues): with the pair's one-segment packets that is a
+    // 1 ms queue, which stack delays swamp; whole 64 KB trains, the veth's
+    // default, make it about 40 ms.
+    rig.pair.on(
+        Side::Client,
+        &["ip", "link", "set", DEV, "gso_max_segs", "65535"],
+    );
+    let server = rig.pair.start_server();
+    let started = Instant::now();
+    let client = rig.pair.spawn_client(&["-P", "4", "-t", "5", "--latency"]);
+    let sampler = rig.sample_backlog();
+    let client = client.finish(RUN_TIMEOUT);
+    let samples = sampler.stop();
+    let doc = json_doc(&client);
+    json_doc(&server.finish(Duration::from_secs(5)));
+
+    let base = rig.base_ms();
+    let rtt = base + median_queue_delay_ms(&samples);
+    let late = between(&samples, started + LATE, Instant::now());
+    let late_rtt = base + median_queue_delay_ms(&late);
+    let self_count = count(&doc, "end.latency.loaded.self.count");
+    let p50 = |path: &str| p50_of(&doc, path).unwrap_or_else(|| panic!("no {path}"));
+    let late_rpm: Vec<f64> = doc["intervals"]
+        .as_array()
+        .expect("no intervals")
+        .iter()
+        .filter(|iv| num(iv, "sum.start") >= LATE.as_secs_f64())
+        .map(|iv| num(iv, "latency.rpm"))
+        .collect();
+    let checks = [
+        near(
+            "self p50 vs idle + queue",
+            p50("end.latency.loaded.self"),
+            rtt,
+            0.10,
+            0.0,
+        ),
+        near(
+            "foreign p50 vs idle + queue",
+            p50("end.latency.loaded.foreign"),
+            rtt,
+            0.10,
+            0.0,
+        ),
+        near(
+            "loaded p50 vs idle + queue",
+            p50("end.latency.loaded"),
+            rtt,
+            0.10,
+            0.0,
+        ),
+        near(
+            "late intervals' RPM vs 60000 / (idle + queue)",
+            median(&late_rpm),
+            60_000.0 / late_rtt,
+            0.10,
+            0.0,
+        ),
+    ];
+    let ctx = format!(
+        "TCP -P 4 through the long FIFO: idle {base:.3} ms, idle + queue {rtt:.3} ms over the \
+         run ({} backlog samples), {late_rtt:.3} ms from {LATE:?} on; {self_count} self \
+         probes\n{}\nend.latency: {}",
+        samples.len(),
+        checks
+            .iter()
+            .map(|c| c.as_ref().unwrap_or_else(|e| e).as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        doc["end"]["latency"]
+    );
+    eprintln!("{ctx}");
+    assert!(
+        samples.len() >= 50 && late.len() >= 30 && self_count >= 20,
+        "too few backlog samples or self probes\n{ctx}"
+    );
+    if checks.iter().any(Result::is_err) {
+        return Attempt::Disturbed(ctx);
+    }
+    Attempt::Pass
+}
+
+#[test]
+fn latency_18_tcp_load_self_and_foreign_probes_match_the_queue() {
+    let _one_at_a_time = netns::serial();
+    with_retries("--latency under a TCP load", tcp_load_against_the_queue);
+}
