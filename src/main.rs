@@ -13,6 +13,7 @@ mod iperf2;
 mod logger;
 mod output;
 mod plot;
+mod rpm;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -120,7 +121,7 @@ fn run_tests(
     let mut intr = install_signals().context("unable to install signal handlers")?;
     let outcome = match &cfg.role {
         Role::Client(cc) if cc.rpm.is_some() => {
-            anyhow::bail!("the responsiveness test (--rpm) cannot run in this build: its control flow is missing")
+            return Ok(rpm::run(prog, cfg, cc, auth, sink, &mut intr));
         }
         Role::Client(cc) => {
             let rep = output::reporter_to(prog, cfg, Side::Client, sink, None);

@@ -44,6 +44,7 @@ mod multi_test_kill;
 mod plot;
 mod prerelease;
 mod raw_server;
+mod rpm_client;
 mod rpm_server;
 mod sctp;
 mod server_ops;

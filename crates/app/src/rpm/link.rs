@@ -147,6 +147,16 @@ impl LoadHost {
         Ok(())
     }
 
+    /// The connections this end sends load on (for the self probes the server
+    /// pushes to the client).
+    pub(crate) fn senders(&self) -> Vec<Arc<TcpStream>> {
+        self.load
+            .senders()
+            .filter_map(|s| s.try_clone().ok())
+            .map(Arc::new)
+            .collect()
+    }
+
     /// Load connections open.
     pub fn len(&self) -> usize {
         self.load.len()

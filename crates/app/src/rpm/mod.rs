@@ -11,12 +11,15 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use rperf3_latency::{Action, Histogram, IntervalData, Load, Params, RpmRun, Stage, StagePlan};
+use rperf3_latency::{
+    Action, Histogram, IntervalData, Load, Params, RpmRun, Stage, StagePlan, StageResult,
+};
 
 use crate::config::RpmConfig;
 
 pub mod link;
 pub mod load;
+pub mod stage;
 
 /// What the loop needs from the sockets.
 pub trait Link {
@@ -103,6 +106,21 @@ fn run_stage(
             return Ok(StageEnd::Done);
         }
     }
+}
+
+/// Runs one stage over `link`: its result, and whether an interrupt cut it short.
+pub fn run_one(
+    link: &mut impl Link,
+    ticks: &mut impl Ticks,
+    stage: Stage,
+    params: Params,
+    budget: Duration,
+) -> (StageResult, io::Result<bool>) {
+    let mut plan = StagePlan::new(stage, params, budget);
+    let end = run_stage(link, ticks, &mut plan, &params, budget);
+    link.end_stage();
+    let end = end.map(|e| matches!(e, StageEnd::Interrupted));
+    (plan.result(), end)
 }
 
 /// Runs the stages of `cfg` one after the other; returns what they measured

@@ -298,6 +298,12 @@ impl Session {
                     match &mut self.load {
                         Some(l) => {
                             let _ = l.on_conn(conn, marker);
+                            // Its round trips are self probes of the loaded path.
+                            if let (Some(p), Some(run)) = (&self.probes, self.d.test.run()) {
+                                let mut senders = run.tcp_senders();
+                                senders.extend(l.senders());
+                                p.set_senders(senders);
+                            }
                         }
                         None => log::info!(
                             "test {}: closed a load connection: the test is not --rpm",
