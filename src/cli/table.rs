@@ -447,8 +447,9 @@ pub(crate) fn status_note(id: Opt) -> Option<&'static str> {
         }
         Opt::SetMss => "a server with `--max-tests` > 1 cannot put it on the SYN-ACK",
         Opt::Rpm | Opt::RpmStages | Opt::RpmTime => {
-            "checked, and an rperf3 server serves its load connections, but the \
-             client stops with an error: its control flow is missing from this build"
+            "needs an rperf3 server: a stock iperf3 server makes the client stop \
+             before any data with \"the server does not run the responsiveness test \
+             (it is not rperf3)\""
         }
         _ => return None,
     })
