@@ -129,3 +129,38 @@ fn rpm_against_a_stock_3_21_server_is_a_clear_error_issue18() {
         against_stock(&peer);
     }
 }
+
+#[test]
+fn rpm_interrupted_ends_at_once_with_the_stages_measured_issue18() {
+    let srv = Server::start(&[]);
+    let client = srv.spawn_client(&["--rpm", "--rpm-time", "5", "--rpm-stages", "down,up"]);
+    // Into the uplink stage: the server has served the downlink's test and
+    // taken the uplink's.
+    assert!(
+        srv.wait_stdout_until(Duration::from_secs(15), |s| {
+            s.matches("Accepted connection").count() >= 2
+        }),
+        "{}",
+        srv.stdout()
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let t = Instant::now();
+    client.signal(common::Signal::SIGINT);
+    let out = client.finish(Duration::from_secs(5));
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(out.code(), Some(0), "{out}");
+    assert!(out.stderr.is_empty(), "{out}");
+    for stage in ["downlink:", "uplink:"] {
+        assert!(out.stdout.lines().any(|l| l.starts_with(stage)), "{out}");
+    }
+    // The server is back to listening.
+    assert!(
+        srv.wait_banners(3, Duration::from_secs(5)),
+        "{}",
+        srv.stdout()
+    );
+}
