@@ -13,6 +13,7 @@ mod iperf2;
 mod logger;
 mod output;
 mod plot;
+mod rpm;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -119,6 +120,9 @@ fn run_tests(
 ) -> anyhow::Result<i32> {
     let mut intr = install_signals().context("unable to install signal handlers")?;
     let outcome = match &cfg.role {
+        Role::Client(cc) if cc.rpm.is_some() => {
+            return Ok(rpm::run(prog, cfg, cc, auth, sink, &mut intr));
+        }
         Role::Client(cc) => {
             let rep = output::reporter_to(prog, cfg, Side::Client, sink, None);
             rperf3_app::run_client(cc, &cfg.common, rep, &mut intr, auth.client.as_ref())

@@ -81,7 +81,7 @@ impl Sink {
         &self.out
     }
 
-    fn writers(&self) -> (Box<dyn Write + Send>, Box<dyn Write + Send>) {
+    pub(crate) fn writers(&self) -> (Box<dyn Write + Send>, Box<dyn Write + Send>) {
         (Box::new(self.out.writer()), Box::new(self.err.writer()))
     }
 

@@ -130,7 +130,6 @@ fn five_downlink_runs() -> Attempt {
 }
 
 #[test]
-#[ignore = "needs --rpm's load connections"]
 fn rpm_18_five_downlink_runs_through_a_long_fifo_agree_within_5_percent() {
     let _one_at_a_time = netns::serial();
     with_retries("five --rpm downlink runs", five_downlink_runs);

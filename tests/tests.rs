@@ -45,6 +45,8 @@ mod multi_test_kill;
 mod plot;
 mod prerelease;
 mod raw_server;
+mod rpm_client;
+mod rpm_server;
 mod sctp;
 mod server_ops;
 mod soak;

@@ -103,6 +103,9 @@ pub(crate) enum ParamError {
     BadCount(&'static str, i64),
     /// `--metrics` not an IP address and a port (no iperf3 number): the text.
     MetricsAddress(String),
+    /// `--rpm` with an option it cannot honour, or a bad `--rpm-*` value (no
+    /// iperf3 number): the text.
+    Rpm(String),
 }
 
 impl ParamError {
@@ -143,7 +146,9 @@ impl ParamError {
             Self::SkewThreshold => IE_SKEW_THRESHOLD,
             Self::ServerAuthUsers => IE_SERVER_AUTH_USERS,
             Self::Dscp => IE_BAD_DSCP,
-            Self::BadCount(..) | Self::MetricsAddress(_) | Self::NStreams => return None,
+            Self::BadCount(..) | Self::MetricsAddress(_) | Self::NStreams | Self::Rpm(_) => {
+                return None
+            }
         })
     }
 }
@@ -156,6 +161,7 @@ impl fmt::Display for ParamError {
             Self::BadCount(long, min) => {
                 write!(f, "--{long} must be a whole number, at least {min}")
             }
+            Self::Rpm(text) => f.write_str(text),
             Self::MetricsAddress(v) => write!(
                 f,
                 "--metrics wants <addr>:<port> (an IP address and a port 1-65535, \

@@ -14,6 +14,7 @@ mod help;
 mod man;
 mod qos;
 mod raw;
+mod rpm;
 mod table;
 mod units;
 mod validate;

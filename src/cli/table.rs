@@ -84,6 +84,9 @@ pub(crate) enum Opt {
     Username,
     RsaPublicKeyPath,
     Latency,
+    Rpm,
+    RpmStages,
+    RpmTime,
 }
 
 /// Whether an option takes an argument (getopt_long's `has_arg`).
@@ -317,6 +320,12 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "PKCS#1 v1.5 padding, for servers of iperf3 3.16 or older\n(rperf3 servers accept both)"),
     row!(Latency, None, "latency", NO, Optional, Client, true, "[=#]",
         "round trips idle and under the load, and RPM; # foreign\nprobes a second (default 10, at most 100)"),
+    row!(Rpm, None, "rpm", NO, None, Client, true, "",
+        "responsiveness test (rperf3 server only): round trips per\nminute under load, downlink, uplink and both at once"),
+    row!(RpmStages, None, "rpm-stages", NO, Required, Client, true, "list",
+        "with --rpm, the stages to run: down,up,bidir (default all)"),
+    row!(RpmTime, None, "rpm-time", NO, Required, Client, true, "#",
+        "with --rpm, the most seconds each stage runs (default 15)"),
 ];
 
 /// The options in iperf3 3.21's `longopts` order, each followed there by its
@@ -399,6 +408,9 @@ pub(crate) static LONG_ORDER: &[Opt] = &[
     Opt::Queue,
     Opt::Metrics,
     Opt::Latency,
+    Opt::Rpm,
+    Opt::RpmStages,
+    Opt::RpmTime,
 ];
 
 /// Every long name (aliases included) with its row, in [`LONG_ORDER`].
@@ -434,6 +446,11 @@ pub(crate) fn status_note(id: Opt) -> Option<&'static str> {
              goes on serving"
         }
         Opt::SetMss => "a server with `--max-tests` > 1 cannot put it on the SYN-ACK",
+        Opt::Rpm | Opt::RpmStages | Opt::RpmTime => {
+            "needs an rperf3 server: a stock iperf3 server makes the client stop \
+             before any data with \"the server does not run the responsiveness test \
+             (it is not rperf3)\""
+        }
         _ => return None,
     })
 }
@@ -565,6 +582,7 @@ mod tests {
             (Opt::Time, DEFAULT_DURATION.into()),
             (Opt::RcvTimeout, DEFAULT_RCV_TIMEOUT.as_millis()),
             (Opt::TimeSkewThreshold, skew.into()),
+            (Opt::RpmTime, super::super::rpm::DEFAULT_STAGE_SECS.into()),
         ] {
             let help = spec(id).help;
             assert!(help.contains(&format!("(default {default})")), "{help}");

@@ -100,6 +100,7 @@ fn client_defaults() {
             cport: None,
             file_ends_test: false,
             auth: None,
+            rpm: None,
         }
     );
 }

@@ -362,6 +362,11 @@ fn every_option_parses() {
             Opt::Help => assert!(matches!(r, Ok(Command::Help(_)))),
             Opt::Version => assert_eq!(r, Ok(Command::Version)),
             Opt::Bidir => assert!(r.is_err(), "-R with --bidir"),
+            // --rpm chooses its directions; its options need it (see cli/rpm.rs).
+            Opt::Rpm | Opt::RpmStages | Opt::RpmTime => {
+                let m = r.unwrap_err().message;
+                assert!(m.contains("-R cannot be used with it") || m.contains("needs --rpm"));
+            }
             // Each needs its partner (see auth_options_come_in_pairs).
             Opt::Username | Opt::RsaPublicKeyPath => {
                 assert_eq!(r.unwrap_err().code, Some(22), "{line:?}")

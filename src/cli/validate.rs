@@ -485,6 +485,7 @@ fn client(
             }),
             _ => None,
         },
+        rpm: super::rpm::config(raw)?,
     })
 }
 

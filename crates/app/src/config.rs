@@ -256,4 +256,20 @@ pub struct ClientConfig {
     pub file_ends_test: bool,
     /// `--username` and `--rsa-public-key-path`.
     pub auth: Option<ClientAuthConfig>,
+    /// `--rpm`: run the responsiveness test instead of a throughput test.
+    pub rpm: Option<RpmConfig>,
+}
+
+/// `--rpm`, `--rpm-stages` and `--rpm-time`: which stages of the responsiveness
+/// test run (always in this order) and how long each may take.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RpmConfig {
+    /// The server sends.
+    pub downlink: bool,
+    /// The client sends.
+    pub uplink: bool,
+    /// Both at once.
+    pub bidirectional: bool,
+    /// Each stage's budget (default 15 s).
+    pub stage_budget: Duration,
 }

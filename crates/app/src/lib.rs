@@ -14,6 +14,7 @@ pub mod config;
 mod interrupt;
 pub mod iperf2;
 mod latency;
+pub mod rpm;
 mod server;
 mod test;
 

@@ -12,6 +12,7 @@ pub mod figures;
 pub mod histogram;
 pub mod oneway;
 pub mod rpm;
+pub mod rpm_plan;
 pub mod stability;
 pub mod summary;
 
@@ -20,5 +21,6 @@ pub use figures::{Collector, Figures, Kind, Samples, Way};
 pub use histogram::Histogram;
 pub use oneway::OneWay;
 pub use rpm::{rpm, trimmed_mean_ms, Band, Responsiveness};
+pub use rpm_plan::{Action, IntervalData, Load, Params, RpmRun, Stage, StagePlan, StageResult};
 pub use stability::{Confidence, Stability};
 pub use summary::Summary;

@@ -76,6 +76,18 @@ impl Stability {
         }
     }
 
+    /// Adds one interval's figure that is already an aggregate over the last MAD
+    /// intervals (the method's responsiveness, computed from MAD intervals of
+    /// probes): it is taken as that interval's moving average as is, since
+    /// averaging it again would lag the series by another MAD intervals.
+    pub fn push_average(&mut self, avg: f64) {
+        self.intervals += 1;
+        if self.averages.len() == self.mad {
+            self.averages.pop_front();
+        }
+        self.averages.push_back(avg);
+    }
+
     /// Intervals pushed so far.
     pub fn intervals(&self) -> usize {
         self.intervals
@@ -151,6 +163,25 @@ mod tests {
             s.push(1000.0);
         }
         assert!(s.is_stable());
+    }
+
+    #[test]
+    fn aggregates_settle_after_mad_of_them() {
+        let mut s = Stability::default();
+        for v in [500.0, 900.0, 1000.0] {
+            s.push_average(v);
+            assert_eq!(s.confidence(), Confidence::Low);
+        }
+        s.push_average(1010.0);
+        // Four values, spread far beyond 5% of the last: Medium.
+        assert_eq!(s.confidence(), Confidence::Medium);
+        for v in [990.0, 1000.0, 1005.0] {
+            s.push_average(v);
+        }
+        // The last four (1010, 990, 1000, 1005): sd 7.5, within 5% of 1005.
+        assert_eq!(s.moving_average(), Some(1005.0));
+        assert_eq!(s.confidence(), Confidence::High);
+        assert_eq!(s.intervals(), 7);
     }
 
     #[test]

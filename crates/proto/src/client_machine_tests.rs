@@ -440,6 +440,7 @@ fn latency_machine(asked: bool) -> ClientMachine {
         latency: asked.then_some(crate::LatencyOffer {
             version: 1,
             rate: 10,
+            rpm: false,
         }),
         ..TestParams::default()
     };

@@ -156,6 +156,10 @@ pub struct LatencyOffer {
     pub version: u32,
     /// Foreign probes per second the client will open.
     pub rate: u32,
+    /// `--rpm`: the test is a stage of the responsiveness test, and the client
+    /// will open load connections (markers 'D' and 'U') besides its streams.
+    /// Written as `"rpm": 1` only when set, so `--latency` is unchanged.
+    pub rpm: bool,
 }
 
 impl LatencyOffer {
@@ -163,6 +167,9 @@ impl LatencyOffer {
         let mut m = Map::new();
         m.insert("v".into(), self.version.into());
         m.insert("rate".into(), self.rate.into());
+        if self.rpm {
+            m.insert("rpm".into(), 1.into());
+        }
         Value::Object(m)
     }
 
@@ -178,6 +185,7 @@ impl LatencyOffer {
         Some(Self {
             version: num("v")?,
             rate: num("rate").unwrap_or(0),
+            rpm: num("rpm").is_some_and(|n| n != 0),
         })
     }
 }

@@ -428,6 +428,7 @@ fn latency_key_only_when_asked_and_read_back() {
         latency: Some(LatencyOffer {
             version: 1,
             rate: 10,
+            rpm: false,
         }),
         ..plain.clone()
     };
@@ -455,7 +456,30 @@ fn latency_key_only_when_asked_and_read_back() {
         v2,
         Some(LatencyOffer {
             version: 2,
-            rate: 0
+            rate: 0,
+            rpm: false,
         })
     );
+}
+
+#[test]
+fn rpm_rides_in_the_latency_offer_only_when_set() {
+    let offer = |rpm| TestParams {
+        time: 2,
+        latency: Some(LatencyOffer {
+            version: 1,
+            rate: 10,
+            rpm,
+        }),
+        ..TestParams::default()
+    };
+    let with = text(&offer(true));
+    assert!(
+        with.ends_with(",\"rperf3_latency\":{\"v\":1,\"rate\":10,\"rpm\":1}}"),
+        "{with}"
+    );
+    assert_eq!(parse(&with).latency, offer(true).latency);
+    assert!(!text(&offer(false)).contains("rpm"));
+    let zero = parse(r#"{"tcp":true,"rperf3_latency":{"v":1,"rpm":0}}"#).latency;
+    assert_eq!(zero.map(|l| l.rpm), Some(false));
 }

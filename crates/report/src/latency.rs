@@ -22,7 +22,7 @@ use crate::interval::num;
 
 /// Milliseconds as the text prints them: three decimals (microseconds), which reads
 /// a loopback round trip (0.031) and a bloated queue (151.234) alike.
-fn ms(x: f64) -> String {
+pub(crate) fn ms(x: f64) -> String {
     format!("{x:.3}")
 }
 
@@ -124,7 +124,7 @@ pub(crate) fn end_lines(l: &LatencyFinal) -> Vec<String> {
     out
 }
 
-fn round_trips(s: &Summary) -> Map<String, Value> {
+pub(crate) fn round_trips(s: &Summary) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("count".into(), json!(s.count));
     m.insert("min_ms".into(), num(s.min_ms));

@@ -22,6 +22,7 @@ mod latency;
 pub mod model;
 pub mod queue;
 mod reporter;
+pub mod rpm;
 mod sink;
 pub mod start;
 pub mod text;

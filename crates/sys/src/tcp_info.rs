@@ -23,6 +23,12 @@ pub struct TcpInfo {
     pub unacked: u32,
     /// Bytes queued and not yet sent (0 on kernels too old to say).
     pub notsent_bytes: u32,
+    /// Bytes the peer has acknowledged over the connection's life (Linux 4.1+,
+    /// else 0): what a sender knows has arrived. The kernel counts the SYN's
+    /// sequence number as one byte, so differences are what to use.
+    pub bytes_acked: u64,
+    /// Bytes received over the connection's life (Linux 4.1+, else 0).
+    pub bytes_received: u64,
 }
 
 /// The kernel layout up to `tcpi_snd_wnd` (Linux 5.12+); older kernels return a
@@ -107,6 +113,7 @@ pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
     let have = |end_offset: usize| (len as usize) >= end_offset;
     let off_snd_wnd = std::mem::offset_of!(RawTcpInfo, snd_wnd) + 4;
     let off_reord = std::mem::offset_of!(RawTcpInfo, reord_seen) + 4;
+    let off_bytes = std::mem::offset_of!(RawTcpInfo, bytes_received) + 8;
     Some(TcpInfo {
         total_retrans: raw.total_retrans,
         snd_cwnd_bytes: u64::from(raw.snd_cwnd) * u64::from(raw.snd_mss),
@@ -120,6 +127,12 @@ pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
             i64::from(raw.reord_seen)
         } else {
             -1
+        },
+        bytes_acked: if have(off_bytes) { raw.bytes_acked } else { 0 },
+        bytes_received: if have(off_bytes) {
+            raw.bytes_received
+        } else {
+            0
         },
     })
 }
@@ -135,6 +148,27 @@ mod tests {
         let info = super::tcp_info(&c).expect("tcp_info");
         assert!(info.snd_cwnd_bytes > 0);
         assert!(info.pmtu > 0);
+    }
+
+    #[test]
+    fn byte_counts_are_the_kernels() {
+        use std::io::{Read, Write};
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        c.write_all(&[7u8; 100_000]).unwrap();
+        let mut buf = vec![0u8; 100_000];
+        s.read_exact(&mut buf).unwrap();
+        // What was read has been acknowledged once the receiver's ACKs are in:
+        // wait for them (loopback, a few microseconds) rather than sleep blindly.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while super::tcp_info(&c).unwrap().bytes_acked < 100_001 {
+            assert!(std::time::Instant::now() < deadline, "never acknowledged");
+            std::thread::yield_now();
+        }
+        // The data and, as the kernel counts it, the SYN.
+        assert_eq!(super::tcp_info(&c).unwrap().bytes_acked, 100_001);
+        assert_eq!(super::tcp_info(&s).unwrap().bytes_received, 100_000);
     }
 
     #[test]

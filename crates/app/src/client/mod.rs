@@ -21,6 +21,7 @@ use crate::auth::{ClientAuth, Padding};
 use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition};
 use crate::interrupt::Interrupt;
 use crate::latency::prober::{ProbeSetup, Prober, IDLE_BUDGET};
+use crate::rpm::stage::StageCtx;
 use crate::test::ctrl::{Ctrl, Read0};
 use crate::test::diskfile::DiskFile;
 use crate::test::driver::{Driver, Test, Wake};
@@ -43,9 +44,32 @@ const STREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub fn run(
     cc: &ClientConfig,
     common: &CommonConfig,
+    rep: Reporter,
+    intr: &mut Interrupt,
+    auth: Option<&ClientAuth>,
+) -> Outcome {
+    run_with(cc, common, rep, intr, auth, None)
+}
+
+/// Runs the iperf3 test that carries one `--rpm` stage (see [`crate::rpm::stage`]).
+pub(crate) fn run_stage(
+    cc: &ClientConfig,
+    common: &CommonConfig,
+    rep: Reporter,
+    intr: &mut Interrupt,
+    auth: Option<&ClientAuth>,
+    stage: &mut StageCtx,
+) -> Outcome {
+    run_with(cc, common, rep, intr, auth, Some(stage))
+}
+
+fn run_with(
+    cc: &ClientConfig,
+    common: &CommonConfig,
     mut rep: Reporter,
     intr: &mut Interrupt,
     auth: Option<&ClientAuth>,
+    mut rpm: Option<&mut StageCtx>,
 ) -> Outcome {
     let mut params = client_params(cc);
     match connect(cc, common, &mut params) {
@@ -58,7 +82,7 @@ pub fn run(
             let disk = match common.file.as_deref().map(|f| DiskFile::open(f, sending)) {
                 None => None,
                 Some(Ok(d)) => Some(d),
-                Some(Err(e)) => return Outcome::finish(&mut rep, Some(e)),
+                Some(Err(e)) => return failed(&mut rep, e, rpm),
             };
             let mut sized = cc.clone();
             if let Some(d) = disk.as_ref().filter(|_| sending && cc.file_ends_test) {
@@ -72,7 +96,7 @@ pub fn run(
                 let now = (rperf3_sys::time::unix_millis() / 1000) as i64;
                 match a.token(now) {
                     Ok(t) => params.authtoken = Some(t),
-                    Err(e) => return Outcome::finish(&mut rep, Some(e)),
+                    Err(e) => return failed(&mut rep, e, rpm),
                 }
             }
             let phases = PhaseLimits {
@@ -102,6 +126,7 @@ pub fn run(
                 peer: None,
                 test_end: None,
                 ctrl_connect,
+                rpm,
             };
             let res = c.drive(intr);
             if let (Some(a), Err(Stop::Error(e))) = (auth, &res) {
@@ -109,8 +134,16 @@ pub fn run(
             }
             c.conclude(res)
         }
-        Err(e) => Outcome::finish(&mut rep, Some(e)),
+        Err(e) => failed(&mut rep, e, rpm.take()),
     }
+}
+
+/// A test that failed before it began; an `--rpm` stage keeps the reason.
+fn failed(rep: &mut Reporter, e: IperfError, rpm: Option<&mut StageCtx>) -> Outcome {
+    if let Some(r) = rpm {
+        r.error = Some(e.text());
+    }
+    Outcome::finish(rep, Some(e))
 }
 
 /// Connects the control socket and sends the cookie. Returns the connection,
@@ -199,6 +232,8 @@ struct Client<'a> {
     /// The control connection's handshake (`--latency` against a stock server
     /// counts it as an idle round trip).
     ctrl_connect: Duration,
+    /// `--rpm`: the stage this test carries.
+    rpm: Option<&'a mut StageCtx>,
 }
 
 /// Why the test stopped early.
@@ -259,7 +294,7 @@ impl Client<'_> {
             }
             ClientEvent::LatencyReady => self.start_prober(true),
             ClientEvent::CreateStreams => {
-                self.before_streams();
+                self.before_streams()?;
                 self.create_streams(intr)?;
             }
             ClientEvent::TestStart => {
@@ -278,6 +313,9 @@ impl Client<'_> {
             ClientEvent::TestRunning => {
                 log::debug!("TEST_RUNNING: starting the stream workers");
                 self.d.run_workers()?;
+                if let Some(r) = self.rpm.as_deref_mut() {
+                    r.launch(self.server, self.cookie);
+                }
             }
             ClientEvent::ExchangeResults => {
                 log::debug!("EXCHANGE_RESULTS");
@@ -307,6 +345,10 @@ impl Client<'_> {
         if !matches!(self.d.test, Test::Running(_)) {
             return None;
         }
+        if self.rpm.is_some() {
+            // The stage's loop may end the test at any time.
+            return Some(Instant::now() + crate::rpm::link::STEP);
+        }
         match self.cc.end {
             EndCondition::Time(_) => self.test_end,
             EndCondition::Bytes(_) | EndCondition::Blocks(_) => Some(Instant::now() + LIMIT_CHECK),
@@ -319,21 +361,23 @@ impl Client<'_> {
             return Ok(());
         };
         let now = Instant::now();
-        let done = match self.cc.end {
-            EndCondition::Time(_) => self.test_end.is_some_and(|t| now >= t),
-            // Limits count only after the omit period, as in iperf3.
-            EndCondition::Bytes(_) | EndCondition::Blocks(_) if !run.past_omit() => false,
-            EndCondition::Bytes(n) | EndCondition::Blocks(n) => {
-                let blocks = matches!(self.cc.end, EndCondition::Blocks(_));
-                let pick = |c: CounterSnapshot| if blocks { c.blocks } else { c.bytes };
-                let (sent, recv) = run.totals();
-                // Senders stop by themselves when the budget is used up; a
-                // receiving client counts what arrived (iperf3 checks both).
-                (run.has_senders() && run.senders_done() && run.budget_exhausted())
-                    || pick(recv) >= n
-                    || (pick(sent) >= n && run.senders_done())
-            }
-        };
+        let stage_done = self.rpm.as_ref().is_some_and(|r| r.is_done());
+        let done = stage_done
+            || match self.cc.end {
+                EndCondition::Time(_) => self.test_end.is_some_and(|t| now >= t),
+                // Limits count only after the omit period, as in iperf3.
+                EndCondition::Bytes(_) | EndCondition::Blocks(_) if !run.past_omit() => false,
+                EndCondition::Bytes(n) | EndCondition::Blocks(n) => {
+                    let blocks = matches!(self.cc.end, EndCondition::Blocks(_));
+                    let pick = |c: CounterSnapshot| if blocks { c.blocks } else { c.bytes };
+                    let (sent, recv) = run.totals();
+                    // Senders stop by themselves when the budget is used up; a
+                    // receiving client counts what arrived (iperf3 checks both).
+                    (run.has_senders() && run.senders_done() && run.budget_exhausted())
+                        || pick(recv) >= n
+                        || (pick(sent) >= n && run.senders_done())
+                }
+            };
         if done {
             self.d.end_test();
             self.d.machine.end_test(Instant::now());
@@ -435,6 +479,7 @@ impl Client<'_> {
         let Some(rate) = self.cc.latency else {
             return;
         };
+        let rpm = self.rpm.is_some();
         let setup = ProbeSetup {
             server: self.server,
             bind: self.common.bind.clone(),
@@ -443,6 +488,12 @@ impl Client<'_> {
             with_server,
         };
         match (Prober::start(setup), self.d.plan_mut()) {
+            // The stage's loop takes the round trips, not the test's intervals.
+            (Ok(p), _) if rpm => {
+                if let Some(r) = self.rpm.as_deref_mut() {
+                    r.prober = Some(p);
+                }
+            }
             (Ok(p), Some(plan)) => plan.latency = Some(p),
             (Ok(_), None) => {}
             (Err(e), _) => log::warn!("latency: no prober thread: {e}"),
@@ -453,9 +504,18 @@ impl Client<'_> {
     /// rperf3 server; a stock server never said it answers probes, so the client
     /// measures alone (its control connection's handshake is the first idle
     /// round trip).
-    fn before_streams(&mut self) {
+    fn before_streams(&mut self) -> Result<(), Stop> {
+        if let Some(r) = self.rpm.as_deref_mut() {
+            // No LATENCY_READY before CREATE_STREAMS: a stock server.
+            let Some(p) = r.prober.as_mut() else {
+                r.error = Some(crate::rpm::stage::NOT_RPERF3.to_string());
+                return Err(Stop::Error(IperfError::new(IE_MESSAGE)));
+            };
+            p.wait_idle(Instant::now() + IDLE_BUDGET + Duration::from_millis(500));
+            return Ok(());
+        }
         if self.cc.latency.is_none() {
-            return;
+            return Ok(());
         }
         if self.d.plan().is_some_and(|p| p.latency.is_none()) {
             log::debug!("latency: the server does not answer probes: measuring alone");
@@ -465,6 +525,7 @@ impl Client<'_> {
         if let Some(p) = self.d.plan_mut().and_then(|p| p.latency.as_mut()) {
             p.wait_idle(Instant::now() + IDLE_BUDGET + Duration::from_millis(500));
         }
+        Ok(())
     }
 
     /// A connection's handshake, as an idle round trip when measuring alone.
@@ -515,6 +576,12 @@ impl Client<'_> {
 
     /// Prints the end of the test (full or partial) and the error, if any.
     fn conclude(mut self, res: Result<(), Stop>) -> Outcome {
+        if let Some(r) = self.rpm.as_deref_mut() {
+            r.stop();
+            if let (Err(Stop::Error(e)), None) = (&res, &r.error) {
+                r.error = Some(e.text());
+            }
+        }
         self.d.stop_test();
         let d = &mut self.d;
         // A failed test shows only the error, as iperf3; a finished or

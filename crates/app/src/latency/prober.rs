@@ -11,7 +11,7 @@
 //! times. Stopping shuts every probe socket, so the prober ends with the test.
 
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -66,6 +66,9 @@ struct Shared {
     forwarding: AtomicBool,
     /// Samples not yet sent to the server.
     forward: Mutex<Vec<(Kind, u64)>>,
+    /// `--rpm`: foreign probes per second, in thousandths, once set (0: the
+    /// setup's fixed rate).
+    rate_milli: AtomicU64,
 }
 
 /// Adds a sample the client measured (and queues it for the server).
@@ -164,7 +167,24 @@ impl Prober {
         // What came before the load (idle round trips, handshakes) belongs to
         // the whole test only: intervals report the loaded path.
         drop(lock(&self.shared.collector).take_interval());
+        self.set_senders(senders);
+    }
+
+    /// This side's sending TCP streams from now on (`--rpm` adds load
+    /// connections during a stage), keeping the samples taken so far.
+    pub(crate) fn set_senders(&self, senders: Vec<Arc<TcpStream>>) {
         *lock(&self.shared.load) = Some(senders);
+        self.wake();
+    }
+
+    /// `--rpm`: foreign probes per second from now on.
+    pub(crate) fn set_rate(&self, per_sec: f64) {
+        let milli = (per_sec.max(0.001) * 1000.0).round() as u64;
+        self.shared.rate_milli.store(milli, Ordering::SeqCst);
+        self.wake();
+    }
+
+    fn wake(&self) {
         if let Some(t) = &self.thread {
             t.thread().unpark();
         }
@@ -306,12 +326,10 @@ fn run(s: &Arc<Shared>, setup: &ProbeSetup, idle_done: &mpsc::Sender<()>) {
     while lock(&s.load).is_none() && !stopped(s) {
         std::thread::park_timeout(Duration::from_millis(100));
     }
-    let senders = lock(&s.load).clone().unwrap_or_default();
     let mut dec = ProbeDecoder::new();
     if let Some(p) = &probe {
         let _ = p.set_nonblocking(true);
     }
-    let gap = Duration::from_secs(1) / setup.rate.max(1);
     let mut next_foreign = Instant::now();
     let mut next_self = Instant::now();
     let mut seq = 0u32;
@@ -321,6 +339,7 @@ fn run(s: &Arc<Shared>, setup: &ProbeSetup, idle_done: &mpsc::Sender<()>) {
         let now = Instant::now();
         if now >= next_self {
             next_self += SELF_PERIOD;
+            let senders = lock(&s.load).clone().unwrap_or_default();
             sample_own(s, &senders);
             if let Some(p) = &probe {
                 if !pushed(s, p, &mut dec) || !forward(s, p, &mut out, &mut fseq) {
@@ -329,6 +348,10 @@ fn run(s: &Arc<Shared>, setup: &ProbeSetup, idle_done: &mpsc::Sender<()>) {
                 }
             }
         }
+        let gap = match s.rate_milli.load(Ordering::SeqCst) {
+            0 => Duration::from_secs(1) / setup.rate.max(1),
+            m => Duration::from_secs(1000) / u32::try_from(m).unwrap_or(u32::MAX),
+        };
         if setup.with_server && now >= next_foreign {
             next_foreign += gap;
             flying.retain(|t| !t.is_finished());

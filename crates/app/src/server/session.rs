@@ -17,6 +17,7 @@ use rperf3_report::Reporter;
 use crate::auth::ServerAuth;
 use crate::config::{CommonConfig, RateLimit};
 use crate::latency::responder::ProbeHost;
+use crate::rpm::link::LoadHost;
 use crate::server::budget::{StreamBudget, StreamPermit};
 use crate::server::mail::{Inbox, Mailbox, ToHost, ToSession};
 use crate::server::metrics::{Metrics, TestOutcome};
@@ -89,6 +90,8 @@ pub(super) struct Session {
     auth_failed: bool,
     /// `--latency` was asked for and answered: this test's probe connections.
     probes: Option<ProbeHost>,
+    /// `--rpm` was asked for: this test's load connections ('D', 'U').
+    load: Option<LoadHost>,
 }
 
 enum End {
@@ -130,6 +133,7 @@ impl Session {
             limits,
             auth_failed: false,
             probes: None,
+            load: None,
         })
     }
 
@@ -161,6 +165,10 @@ impl Session {
             self.d.ctrl.drain_until_closed(CLOSE_GRACE);
         }
         self.d.stop_test();
+        if let Some(mut l) = self.load.take() {
+            // No load connection outlives its test.
+            l.finish();
+        }
         if let Some(mut p) = self.probes.take() {
             // No probe connection outlives its test.
             self.metrics.record_latency(&p.finish());
@@ -286,6 +294,23 @@ impl Session {
                 ToSession::Stop => return Ok(Some(End::Interrupted)),
                 ToSession::Tcp(conn) => self.on_tcp(conn, false)?,
                 ToSession::Sctp(conn) => self.on_tcp(conn, true)?,
+                ToSession::Extra { conn, marker } if LoadHost::is_load(marker) => {
+                    match &mut self.load {
+                        Some(l) => {
+                            let _ = l.on_conn(conn, marker);
+                            // Its round trips are self probes of the loaded path.
+                            if let (Some(p), Some(run)) = (&self.probes, self.d.test.run()) {
+                                let mut senders = run.tcp_senders();
+                                senders.extend(l.senders());
+                                p.set_senders(senders);
+                            }
+                        }
+                        None => log::info!(
+                            "test {}: closed a load connection: the test is not --rpm",
+                            self.id
+                        ),
+                    }
+                }
                 ToSession::Extra { conn, marker } => match &mut self.probes {
                     Some(p) => p.on_conn(conn, marker, self.id),
                     None => log::info!(
@@ -381,6 +406,9 @@ impl Session {
         if p_latency.is_some_and(|l| l.version == LATENCY_VERSION) {
             // Said before CREATE_STREAMS: the client probes before its streams.
             self.probes = Some(ProbeHost::new());
+            if p_latency.is_some_and(|l| l.rpm) {
+                self.load = Some(LoadHost::new());
+            }
             self.d.machine.latency_ready();
         }
         match protocol {

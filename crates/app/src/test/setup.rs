@@ -58,6 +58,7 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
         latency: cc.latency.map(|rate| LatencyOffer {
             version: LATENCY_VERSION,
             rate,
+            rpm: cc.rpm.is_some(),
         }),
         congestion: cc.congestion.clone(),
         mss: cc.mss.unwrap_or(0),

@@ -1,0 +1,227 @@
+//! `--rpm` and its options: which stages of the responsiveness test run and for how
+//! long, and the throughput-test options it cannot honour (it chooses its own load:
+//! TCP connections added until the path is full, in the directions of its stages).
+
+use std::time::Duration;
+
+use rperf3_app::config::RpmConfig;
+
+use super::error::ParamError;
+use super::raw::RawArgs;
+use super::table::Opt;
+
+/// Each stage's budget when `--rpm-time` is not given (seconds): the latency
+/// core's `rpm_plan::DEFAULT_BUDGET`.
+pub(super) const DEFAULT_STAGE_SECS: u64 = 15;
+/// The longest `--rpm-time`: a stage that has not settled in this long will not.
+const MAX_STAGE_SECS: f64 = 300.0;
+
+/// Options that shape a throughput test, which `--rpm` decides itself.
+const CONFLICTS: &[Opt] = &[
+    Opt::Udp,
+    Opt::Sctp,
+    Opt::Reverse,
+    Opt::Bidir,
+    Opt::Time,
+    Opt::Bytes,
+    Opt::BlockCount,
+    Opt::Parallel,
+    Opt::File,
+    Opt::Omit,
+    Opt::Bitrate,
+    Opt::GetServerOutput,
+    Opt::JsonStream,
+    Opt::JsonStreamFullOutput,
+    // It measures round trips its own way.
+    Opt::Latency,
+];
+
+fn err(text: impl Into<String>) -> ParamError {
+    ParamError::Rpm(text.into())
+}
+
+fn stages(list: &str) -> Result<RpmConfig, ParamError> {
+    let mut c = RpmConfig {
+        downlink: false,
+        uplink: false,
+        bidirectional: false,
+        stage_budget: Duration::from_secs(DEFAULT_STAGE_SECS),
+    };
+    for word in list.split(',') {
+        match word.trim() {
+            "down" | "downlink" => c.downlink = true,
+            "up" | "uplink" => c.uplink = true,
+            "bidir" | "bidirectional" => c.bidirectional = true,
+            other => {
+                return Err(err(format!(
+                    "--rpm-stages takes a list of down, up and bidir, not \"{other}\""
+                )))
+            }
+        }
+    }
+    Ok(c)
+}
+
+fn budget(text: &str) -> Result<Duration, ParamError> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if (1.0..=MAX_STAGE_SECS).contains(&s) => Ok(Duration::from_secs_f64(s)),
+        _ => Err(err(format!(
+            "--rpm-time must be a number of seconds from 1 to {MAX_STAGE_SECS}, not \"{text}\""
+        ))),
+    }
+}
+
+/// The responsiveness test's settings, `None` without `--rpm`.
+pub(super) fn config(raw: &RawArgs) -> Result<Option<RpmConfig>, ParamError> {
+    if !raw.has(Opt::Rpm) {
+        if let Some(o) = raw
+            .occurrences
+            .iter()
+            .find(|o| matches!(o.spec.id, Opt::RpmStages | Opt::RpmTime))
+        {
+            return Err(err(format!("{} needs --rpm", o.spelled)));
+        }
+        return Ok(None);
+    }
+    if let Some(o) = raw
+        .occurrences
+        .iter()
+        .find(|o| CONFLICTS.contains(&o.spec.id))
+    {
+        return Err(err(format!(
+            "--rpm chooses its own load and directions: {} cannot be used with it",
+            o.spelled
+        )));
+    }
+    let mut c = stages(&raw.text(Opt::RpmStages).unwrap_or("down,up,bidir".into()))?;
+    if let Some(t) = raw.text(Opt::RpmTime) {
+        c.stage_budget = budget(&t)?;
+    }
+    Ok(Some(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::client;
+    use super::super::{parse, Command};
+    use super::*;
+    use std::ffi::OsString;
+
+    fn fails(args: &[&str]) -> String {
+        let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+        match parse("p", &argv) {
+            Err(e) => {
+                assert_eq!((e.status, e.code), (1, None), "{args:?}");
+                e.message
+            }
+            Ok(Command::Run(_)) | Ok(_) => panic!("{args:?} parsed"),
+        }
+    }
+
+    fn param(text: &str) -> String {
+        format!(
+            "p: parameter error - {text}\n\nUsage: p [-s|-c host] [options]\n\
+             Try `p --help' for more information.\n"
+        )
+    }
+
+    #[test]
+    fn rpm_runs_every_stage_for_15_seconds_by_default() {
+        assert_eq!(client(&["-c", "h"]).rpm, None);
+        let c = client(&["-c", "h", "--rpm"]).rpm.unwrap();
+        assert_eq!(
+            (c.downlink, c.uplink, c.bidirectional, c.stage_budget),
+            (true, true, true, Duration::from_secs(15))
+        );
+    }
+
+    #[test]
+    fn stages_and_budget_are_chosen() {
+        let c = client(&[
+            "-c",
+            "h",
+            "--rpm",
+            "--rpm-stages",
+            "up,down",
+            "--rpm-time=7.5",
+        ])
+        .rpm
+        .unwrap();
+        assert_eq!(
+            (c.downlink, c.uplink, c.bidirectional, c.stage_budget),
+            (true, true, false, Duration::from_millis(7500))
+        );
+        let c = client(&["-c", "h", "--rpm", "--rpm-stages", "bidirectional"])
+            .rpm
+            .unwrap();
+        assert_eq!(
+            (c.downlink, c.uplink, c.bidirectional),
+            (false, false, true)
+        );
+    }
+
+    #[test]
+    fn bad_values_say_what_is_wanted() {
+        assert_eq!(
+            fails(&["-c", "h", "--rpm", "--rpm-stages", "down,sideways"]),
+            param("--rpm-stages takes a list of down, up and bidir, not \"sideways\"")
+        );
+        assert_eq!(
+            fails(&["-c", "h", "--rpm", "--rpm-stages", ""]),
+            param("--rpm-stages takes a list of down, up and bidir, not \"\"")
+        );
+        for t in ["0.5", "301", "x"] {
+            assert_eq!(
+                fails(&["-c", "h", "--rpm", "--rpm-time", t]),
+                param(&format!(
+                    "--rpm-time must be a number of seconds from 1 to 300, not \"{t}\""
+                ))
+            );
+        }
+    }
+
+    #[test]
+    fn its_options_need_it() {
+        assert_eq!(
+            fails(&["-c", "h", "--rpm-time", "5"]),
+            param("--rpm-time needs --rpm")
+        );
+        assert_eq!(
+            fails(&["-c", "h", "--rpm-st=up"]),
+            param("--rpm-stages needs --rpm")
+        );
+    }
+
+    #[test]
+    fn throughput_test_options_are_refused() {
+        for (opt, typed) in [
+            (&["-u"][..], "-u"),
+            (&["-R"], "-R"),
+            (&["--bidir"], "--bidir"),
+            (&["-t", "5"], "-t"),
+            (&["-P", "4"], "-P"),
+            (&["-b", "1M"], "-b"),
+            (&["--json-stream"], "--json-stream"),
+            (&["--latency"], "--latency"),
+        ] {
+            let mut line = vec!["-c", "h", "--rpm"];
+            line.extend(opt);
+            assert_eq!(
+                fails(&line),
+                param(&format!(
+                    "--rpm chooses its own load and directions: {typed} cannot be used with it"
+                )),
+                "{line:?}"
+            );
+        }
+        // Options of the connections and the output still apply.
+        let c = client(&["-c", "h", "--rpm", "-C", "reno", "-w", "1M", "-J"]);
+        assert!(c.rpm.is_some());
+    }
+
+    #[test]
+    fn a_server_refuses_it_as_a_client_option() {
+        let argv: Vec<OsString> = ["-s", "--rpm"].iter().map(OsString::from).collect();
+        assert_eq!(parse("p", &argv).unwrap_err().code, Some(4));
+    }
+}
