@@ -246,7 +246,9 @@ fn iperf2_udp_loss_equals_iptables_drops() {
 
 /// `-b 2000pps`: the datagrams the sender's OUTPUT chain counts between two
 /// readings well inside the test, over the time between the readings (each
-/// reading timed at its midpoint), are 2000 per second within 0.5%.
+/// reading timed at its midpoint), are 2000 per second within 0.5% plus what the
+/// readings' own durations leave unknown (an iptables run takes tens of ms on a
+/// loaded machine).
 fn pps_counted_by_the_kernel() -> Attempt {
     let Some(pair) = Pair::new() else {
         return Attempt::Skip;
@@ -263,35 +265,37 @@ fn pps_counted_by_the_kernel() -> Attempt {
         let before = Instant::now();
         let n = pair.iptables_packets(Side::Client, "OUTPUT")[0];
         let after = Instant::now();
-        (n, before + (after - before) / 2)
+        (n, before + (after - before) / 2, (after - before) / 2)
     };
     // Readings at about 1.5 s and 5 s: none in the first datagrams' start-up.
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_millis(1500) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let (n1, at1) = read();
+    let (n1, at1, half1) = read();
     while t0.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let (n2, at2) = read();
+    let (n2, at2, half2) = read();
     let client = client.finish(RUN_TIMEOUT);
     assert!(client.success(), "client failed: {client}");
     let server = stop(server);
     let rate = (n2 - n1) as f64 / (at2 - at1).as_secs_f64();
     let ctx = format!(
-        "iperf 2 -b 2000pps: kernel counted {} datagrams in {:.3} s = {rate:.1}/s\nclient: \
-         {client}\nserver: {server}",
+        "iperf 2 -b 2000pps: kernel counted {} datagrams in {:.3} s (readings +-{:.1} ms) = \
+         {rate:.1}/s\nclient: {client}\nserver: {server}",
         n2 - n1,
-        (at2 - at1).as_secs_f64()
+        (at2 - at1).as_secs_f64(),
+        (half1 + half2).as_secs_f64() * 1e3
     );
     eprintln!("{}", ctx.lines().next().unwrap_or(""));
     let off = rel(rate, 2000.0);
-    if off.abs() <= 0.005 {
+    let unknown = (half1 + half2).as_secs_f64() / (at2 - at1).as_secs_f64();
+    if off.abs() <= 0.005 + unknown {
         return Attempt::Pass;
     }
     // A sender never runs ahead of its schedule.
-    assert!(off < 0.005, "faster than asked\n{ctx}");
+    assert!(off < 0.005 + unknown, "faster than asked\n{ctx}");
     Attempt::Disturbed(ctx)
 }
 
