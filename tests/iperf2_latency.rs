@@ -114,7 +114,7 @@ fn bounceback(peer: &Path, p: Pairing2) {
         .unwrap_or_else(|| panic!("RPS in {cols:?}\n{ctx}"));
     assert!((19.0..=22.0).contains(&count), "count {count}\n{ctx}");
     assert!(
-        rtt[1] > 0.0 && rtt[1] <= rtt[0] && rtt[0] <= rtt[2] && rtt[0] < 1.0,
+        rtt[1] > 0.0 && rtt[1] <= rtt[0] && rtt[0] <= rtt[2] && rtt[1] < 1.0,
         "round trips {rtt:?}\n{ctx}"
     );
     // RPS is 1 / mean round trip; the mean is printed to the microsecond.
