@@ -29,35 +29,9 @@ done
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer"
 [[ $secs =~ ^[1-9][0-9]*$ ]] || die "--time must be a positive whole number of seconds"
 
-if [ -n "${RPERF3:-}" ]; then
-    rperf3=$RPERF3
-else
-    (cd "$root" && cargo build --release --bin rperf3 >&2) || die "cargo build --release failed"
-    target=${CARGO_TARGET_DIR:-$root/target}
-    rperf3="$target/release/rperf3"
-fi
-[ -x "$rperf3" ] || die "rperf3 not found: $rperf3"
-iperf2=${IPERF2:-}
-if [ -z "$iperf2" ]; then
-    if [ -x "$root/../shared/peers/iperf-2.2.1" ]; then
-        iperf2="$root/../shared/peers/iperf-2.2.1"
-    else
-        iperf2=$(command -v iperf || true)
-    fi
-fi
-[ -n "$iperf2" ] && [ -x "$iperf2" ] || die "no iperf 2 found; pass IPERF2=path"
-
-work=$(mktemp -d /tmp/rperf3-bounceback.XXXXXX)
-server_pid=""
-cleanup() {
-    [ -n "$server_pid" ] && kill -TERM "$server_pid" 2> /dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-# rperf3 speaks iperf 2 under the name iperf.
-mkdir -p "$work/bin"
-ln -s "$(cd "$(dirname "$rperf3")" && pwd)/$(basename "$rperf3")" "$work/bin/iperf"
-ours="$work/bin/iperf"
+work_name=bounceback
+# shellcheck source=benches/lib2.sh
+. "$here/lib2.sh"
 
 listening() { # is a TCP socket listening on $port?
     local hex
