@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use crate::common::iperf2::{parse_row, sent_datagrams, Pairing2, Row, Server2};
+use crate::common::iperf2::{parse_row, run_pair as run, sent_datagrams, Pairing2, Row};
 
 /// The whole-test row of stream 1 and the words after its rate.
 fn total_cols(text: &str) -> Option<(Row, Vec<String>)> {
@@ -25,15 +25,6 @@ fn total_cols(text: &str) -> Option<(Row, Vec<String>)> {
 /// `a/b...` as numbers.
 fn nums(word: &str, sep: char) -> Vec<f64> {
     word.split(sep).filter_map(|w| w.parse().ok()).collect()
-}
-
-fn run(peer: &Path, p: Pairing2, server_args: &[&str], client_args: &[&str]) -> (String, String) {
-    let (client, server) = p.programs(peer);
-    let srv = Server2::start(&server, server_args);
-    let out = srv.client(&client, client_args);
-    let s = srv.stop();
-    assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
-    (out.stdout, s.stdout)
 }
 
 fn tcp(peer: &Path, p: Pairing2) {

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::common::iperf2::{parse_row, Pairing2, Row, Server2};
+use crate::common::iperf2::{parse_row, run_pair as run, Pairing2, Row};
 
 /// The whole-test row of stream 1 and the words after its rate.
 pub(crate) fn total_cols(text: &str) -> Option<(Row, Vec<String>)> {
@@ -24,20 +24,6 @@ pub(crate) fn nums(word: &str, sep: char) -> Vec<f64> {
     word.split([sep, '(', ')'])
         .filter_map(|w| w.parse().ok())
         .collect()
-}
-
-pub(crate) fn run(
-    peer: &Path,
-    p: Pairing2,
-    server_args: &[&str],
-    client_args: &[&str],
-) -> (String, String) {
-    let (client, server) = p.programs(peer);
-    let srv = Server2::start(&server, server_args);
-    let out = srv.client(&client, client_args);
-    let s = srv.stop();
-    assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
-    (out.stdout, s.stdout)
 }
 
 fn trip_times(peer: &Path, p: Pairing2) {

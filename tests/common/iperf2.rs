@@ -63,6 +63,22 @@ impl Pairing2 {
     }
 }
 
+/// One client run against a fresh server of the pairing: (client's stdout,
+/// server's stdout); the client must exit 0.
+pub(crate) fn run_pair(
+    peer: &Path,
+    p: Pairing2,
+    server_args: &[&str],
+    client_args: &[&str],
+) -> (String, String) {
+    let (client, server) = p.programs(peer);
+    let srv = Server2::start(&server, server_args);
+    let out = srv.client(&client, client_args);
+    let s = srv.stop();
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    (out.stdout, s.stdout)
+}
+
 /// Generates one test per pairing and stock version: `ours_to_218`,
 /// `v218_to_ours`, `ours_to_221`, `v221_to_ours`; `$body` takes the peer's
 /// path and the pairing.

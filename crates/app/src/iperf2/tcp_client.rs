@@ -91,6 +91,17 @@ impl<'a> Client<'a> {
         net::buffer_sizes(&s).0
     }
 
+    /// iperf 2's line for connection `id` that could not connect.
+    fn connect_failed(&self, id: u32, e: &io::Error) {
+        self.report.event(Event2::Message(format!(
+            "[{id:>3}] tcp connect to {} port {} failed ({}) on {}",
+            self.addrs[0].ip(),
+            self.c.port,
+            os_text(e),
+            rperf3_sys::time::strftime_now("%Y-%m-%d %H:%M:%S (%Z)")
+        )));
+    }
+
     fn connect(&self) -> io::Result<(TcpStream, Duration)> {
         let bind = self.c.bind.as_ref();
         let prep = |fd: std::os::fd::BorrowedFd<'_>, v6: bool| apply_opts(fd, v6, self.c);
@@ -145,13 +156,7 @@ impl<'a> Client<'a> {
                 Ok(x) => x,
                 Err(e) => {
                     // iperf 2 reports a failed connect and exits 0.
-                    self.report.event(Event2::Message(format!(
-                        "[{id:>3}] tcp connect to {} port {} failed ({}) on {}",
-                        self.addrs[0].ip(),
-                        self.c.port,
-                        os_text(&e),
-                        rperf3_sys::time::strftime_now("%Y-%m-%d %H:%M:%S (%Z)")
-                    )));
+                    self.connect_failed(id, &e);
                     return Ok(0);
                 }
             };
@@ -239,13 +244,7 @@ impl<'a> Client<'a> {
         let (s, ct) = match self.connect() {
             Ok(x) => x,
             Err(e) => {
-                self.report.event(Event2::Message(format!(
-                    "[  1] tcp connect to {} port {} failed ({}) on {}",
-                    self.addrs[0].ip(),
-                    self.c.port,
-                    os_text(&e),
-                    rperf3_sys::time::strftime_now("%Y-%m-%d %H:%M:%S (%Z)")
-                )));
+                self.connect_failed(1, &e);
                 return Ok(0);
             }
         };
