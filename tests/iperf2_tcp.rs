@@ -54,7 +54,8 @@ fn streams(text: &str) -> Vec<u64> {
 }
 
 /// Runs a test both ways: client `extra` against a `-y C` server; returns
-/// (client output, server output).
+/// (client output, server output), each stdout then stderr (the rows are
+/// stdout's; stderr says why one is missing).
 fn run(peer: &Path, pairing: Pairing2, extra: &[&str]) -> (String, String) {
     let (client, server) = pairing.programs(peer);
     let srv = Server2::start(&server, &["-y", "C"]);
@@ -62,10 +63,15 @@ fn run(peer: &Path, pairing: Pairing2, extra: &[&str]) -> (String, String) {
     args.extend_from_slice(extra);
     let out = srv.client(&client, &args);
     out.assert_ok();
-    // A stock server prints a -r connection back after the client ended.
-    std::thread::sleep(Duration::from_millis(300));
-    let served = srv.stop();
-    (out.stdout, served.stdout)
+    // The server may still be reading what the client wrote (and a stock one
+    // prints a -r connection back after the client ended): stop it once it
+    // has a row for each of the client's streams.
+    let want = streams(&out.stdout).len();
+    let served = srv.stop_when(Duration::from_millis(300), |s| streams(s).len() >= want);
+    (
+        format!("{}{}", out.stdout, out.stderr),
+        format!("{}{}", served.stdout, served.stderr),
+    )
 }
 
 fn same_streams(peer: &Path, pairing: Pairing2, extra: &[&str], n: usize) {
@@ -205,15 +211,15 @@ fn iperf2_tcp_hostile_first_bytes() {
     liar.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     assert_eq!(liar.read(&mut b).unwrap(), 0);
     // The header deadline (4 s) ends the silent client and the trickler.
-    std::thread::sleep(Duration::from_millis(4500));
-    let served = srv.stop();
-    let all = format!("{}{}", served.stdout, served.stderr);
-    for want in [
+    let wants = [
         "1000000 parallel streams requested, more than the limit of 256",
         "test header truncated: 6 of 64 bytes",
         "test header incomplete after 4.0 s (10 of 64 bytes)",
         "test header incomplete after 4.0 s (0 of 4 bytes)",
-    ] {
+    ];
+    let served = srv.stop_when(Duration::ZERO, |all| wants.iter().all(|w| all.contains(w)));
+    let all = format!("{}{}", served.stdout, served.stderr);
+    for want in wants {
         assert!(all.contains(want), "{want}\n{all}");
     }
     assert_eq!(served.code(), Some(0), "{all}");
@@ -226,40 +232,31 @@ fn iperf2_tcp_sigint_flushes_the_server() {
     let Some(peer) = crate::common::iperf2::iperf2_221() else {
         return;
     };
-    let srv = Server2::start(&ours(), &["-y", "C"]);
+    let srv = Server2::start(&ours(), &["-y", "C", "-i", "0.2"]);
     let t = Instant::now();
     let client = crate::common::Proc::spawn(&peer, &srv.args(&["-t", "20", "-y", "C"]));
-    // The server's end of the connection is in the kernel's table once it is up.
-    while !established(srv.port) {
-        assert!(t.elapsed() < Duration::from_secs(5), "no connection");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(500));
+    // The session runs once its first interval row is out.
+    assert!(srv.wait_output(|s| !csv(s).is_empty()), "no interval row");
     let served = srv.stop();
     assert_eq!(served.code(), Some(0), "{served}");
-    let got = streams(&served.stdout);
-    assert_eq!(got.len(), 1, "{served}");
-    assert!(got[0] > 0);
+    // One stream; its final row (from 0 to the interrupt) is the largest.
+    let rows = csv(&served.stdout);
+    assert!(rows.iter().all(|r| r.id == rows[0].id), "{served}");
+    let last = rows.last().expect("rows");
+    assert!(
+        last.interval.starts_with("0.0-") && last.bytes > 0,
+        "{served}"
+    );
+    assert!(rows.iter().all(|r| r.bytes <= last.bytes), "{served}");
     let out = client.finish(Duration::from_secs(10));
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     // The client counted at least what the server read.
     assert!(
-        streams(&out.stdout).first().is_some_and(|&c| c >= got[0]),
+        streams(&out.stdout)
+            .first()
+            .is_some_and(|&c| c >= last.bytes),
         "{out}"
     );
-}
-
-/// Is a TCP connection established with local port `port`?
-fn established(port: u16) -> bool {
-    let want = format!(":{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|t| {
-            t.lines().skip(1).any(|l| {
-                let w: Vec<&str> = l.split_whitespace().collect();
-                w.len() > 3 && w[1].ends_with(&want) && w[3] == "01"
-            })
-        })
-    })
 }
 
 /// `-I`: the client sends its standard input (after the header) and ends at

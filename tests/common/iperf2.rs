@@ -128,11 +128,14 @@ pub(crate) struct Server2 {
     /// The port.
     pub port: u16,
     proc: Option<Proc>,
+    /// A stock iperf 2 (not rperf3): it holds its lines until it exits.
+    stock: bool,
 }
 
 impl Server2 {
     /// Starts `program -s -p PORT args...`.
     pub(crate) fn start(program: &Path, args: &[&str]) -> Self {
+        let stock = program != ours();
         let udp = args.iter().any(|a| *a == "-u" || *a == "--udp");
         if !udp {
             let s = Server::start_program(program, args);
@@ -140,6 +143,7 @@ impl Server2 {
             return Self {
                 port: s.port,
                 proc: s.proc.take(),
+                stock,
             };
         }
         let port = free_port();
@@ -165,6 +169,7 @@ impl Server2 {
         Self {
             port,
             proc: Some(proc),
+            stock,
         }
     }
 
@@ -183,6 +188,34 @@ impl Server2 {
     /// Runs `program` as a client of this server, to its end.
     pub(crate) fn client(&self, program: &Path, extra: &[&str]) -> Output {
         super::run_program(program, &self.args(extra), CLIENT_TIMEOUT)
+    }
+
+    /// Waits (up to 10 s) until the server's output satisfies `done`, both
+    /// streams as one text. True at once for a stock server: it holds its
+    /// lines until it exits, so the caller's own grace has to do.
+    pub(crate) fn wait_output(&self, done: impl Fn(&str) -> bool) -> bool {
+        let p = self.proc.as_ref().expect("running");
+        self.stock
+            || p.wait_stdout_until(Duration::from_secs(10), |out| {
+                done(&format!("{out}{}", p.stderr()))
+            })
+    }
+
+    /// Ends the server once its output satisfies `done` (our server prints
+    /// each row when it is made, so that is the event); a stock server after
+    /// `grace`, as no event shows its rows are made.
+    pub(crate) fn stop_when(self, grace: Duration, done: impl Fn(&str) -> bool) -> Output {
+        if self.stock {
+            std::thread::sleep(grace);
+        } else {
+            assert!(
+                self.wait_output(done),
+                "server output incomplete after 10 s:\n{}\n{}",
+                self.proc.as_ref().expect("running").stdout(),
+                self.proc.as_ref().expect("running").stderr()
+            );
+        }
+        self.stop()
     }
 
     /// Ends the server as a person does (SIGINT) and returns what it printed:

@@ -68,23 +68,38 @@ pub(crate) fn same_host(a: IpAddr, b: IpAddr) -> bool {
     canon(a) == canon(b)
 }
 
+/// How often a refused connection back is tried again: the client sends its
+/// header before its listener is up, so the first try can come too early.
+const RETRY_EVERY: Duration = Duration::from_millis(20);
+
 /// Connects back to the client at `peer`'s address on `port`, with the
-/// server's socket options, giving up after [`CONNECT_LIMIT`].
+/// server's socket options, giving up after [`CONNECT_LIMIT`] in all (a
+/// refused try is repeated until then).
 pub(crate) fn connect_back(peer: SocketAddr, port: u16, c: &Common2) -> io::Result<TcpStream> {
     let to = SocketAddr::new(net::unmap(peer).ip(), port);
     let prep = |fd: std::os::fd::BorrowedFd<'_>, v6: bool| apply_opts(fd, v6, c);
-    net::connect_tcp_prepared(
-        &[to],
-        None,
-        0,
-        None,
-        Some(CONNECT_LIMIT),
-        net::Transport::Tcp,
-        &prep,
-    )
-    .map_err(|e| match e {
-        net::Prepared::Options(e) | net::Prepared::Connect(e) => e,
-    })
+    let deadline = Instant::now() + CONNECT_LIMIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let got = net::connect_tcp_prepared(
+            &[to],
+            None,
+            0,
+            None,
+            Some(left.max(Duration::from_millis(1))),
+            net::Transport::Tcp,
+            &prep,
+        )
+        .map_err(|e| match e {
+            net::Prepared::Options(e) | net::Prepared::Connect(e) => e,
+        });
+        match got {
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused && left > RETRY_EVERY => {
+                std::thread::sleep(RETRY_EVERY);
+            }
+            other => return other,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -124,6 +139,50 @@ mod tests {
         )
         .unwrap();
         assert!(got.is_some());
+    }
+
+    #[test]
+    fn a_listener_that_comes_up_late_is_reached() {
+        // A port nobody listens on yet; the client's listener opens 200 ms on.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            let l = TcpListener::bind(("127.0.0.1", port)).unwrap();
+            l.accept().map(|_| ())
+        });
+        let peer: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let t = Instant::now();
+        let s = connect_back(peer, port, &Common2::default());
+        assert!(s.is_ok(), "{s:?}");
+        assert!(
+            t.elapsed() >= Duration::from_millis(150),
+            "{:?}",
+            t.elapsed()
+        );
+        late.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn nobody_listening_ends_at_the_limit() {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let peer: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let t = Instant::now();
+        let e = connect_back(peer, port, &Common2::default()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
+        assert!(
+            t.elapsed() >= CONNECT_LIMIT - RETRY_EVERY * 2,
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(t.elapsed() < CONNECT_LIMIT + Duration::from_secs(1));
     }
 
     #[test]

@@ -152,8 +152,14 @@ impl Shared {
     }
 }
 
+/// Ends a session's connections on SIGINT: blocked reads and writes return,
+/// and the last close resets the connection (linger 0). A plain FIN can leave
+/// a stock client blocked for a minute: if our receive window was closed when
+/// we stopped reading, its zero-window probes are answered by the orphaned
+/// socket and never see an error.
 fn shut(socks: &[Arc<TcpStream>]) {
     for s in socks {
+        let _ = socket2::SockRef::from(&**s).set_linger(Some(Duration::ZERO));
         let _ = s.shutdown(std::net::Shutdown::Both);
     }
 }
