@@ -345,21 +345,23 @@ fn nodelay_sends_small_blocks_as_small_segments() {
     if !tools() {
         return;
     }
-    // Without -N, Nagle merges 100-byte blocks written in bursts; with it, each
-    // block leaves as its own segment.
+    // Without -N, Nagle merges 100-byte blocks written in bursts (thousands of
+    // bytes per segment here, below 800 seen once under load); with it, each
+    // block leaves as its own segment, except that a loaded machine stalling
+    // the sender mid-burst lets a few leave together (a mean of 220 seen).
     let peer = PathBuf::from("iperf3");
     let server = Server::start_program(&peer, &["-1"]);
     let args = ["-t", "1", "-l", "100", "-b", "8M/50", "-N"];
     let segs = captured(server.port, || server.client(&args));
     let mean = mean_len(&payload(&segs, false, server.port));
-    assert!(mean < 200.0, "client with -N: mean segment {mean}");
+    assert!(mean < 500.0, "client with -N: mean segment {mean}");
 
     let server = Server::start(&["-1"]);
     let args = ["-t", "1", "-l", "100", "-b", "8M/50", "-N", "-R"];
     let segs = captured(server.port, || stock_client(&peer, &server, &args));
     let mean = mean_len(&payload(&segs, true, server.port));
     assert!(
-        mean < 200.0,
+        mean < 500.0,
         "server asked for nodelay: mean segment {mean}"
     );
 }
