@@ -71,7 +71,6 @@ fn within(d: Duration, lo_ms: u64, hi_ms: u64) -> bool {
     (Duration::from_millis(lo_ms)..Duration::from_millis(hi_ms)).contains(&d)
 }
 
-#[test]
 fn a_trickled_cookie_is_cut_at_10_s() {
     let srv = Server::start(&[]);
     let mut s = connect(&srv);
@@ -84,7 +83,6 @@ fn a_trickled_cookie_is_cut_at_10_s() {
         .wait_stderr("unable to receive cookie at server: timed out", READY));
 }
 
-#[test]
 fn trickled_parameters_are_cut_10_s_after_param_exchange() {
     let srv = Server::start(&["--max-tests", "2"]);
     let s = handshake(&srv);
@@ -100,7 +98,6 @@ fn trickled_parameters_are_cut_10_s_after_param_exchange() {
     assert!(within(held, 9_900, 11_000), "held {held:?}");
 }
 
-#[test]
 fn trickled_results_are_cut_30_s_after_test_end() {
     let srv = Server::start(&["--max-tests", "2"]);
     let (mut ctl, data) = running_test(&srv);
@@ -119,7 +116,6 @@ fn trickled_results_are_cut_30_s_after_test_end() {
     assert!(within(held, 29_900, 31_000), "held {held:?}");
 }
 
-#[test]
 fn repeated_test_start_bytes_do_not_extend_stream_setup() {
     // TEST_START from a client is ignored, as by iperf3; after CREATE_STREAMS a
     // client that opens no stream and repeats it is cut after 30 s + 250 ms.
@@ -209,7 +205,6 @@ fn a_bidir_test_without_end_stops_when_the_client_stops_sending() {
     frozen.signal(Signal::SIGKILL);
 }
 
-#[test]
 fn a_client_whose_server_freezes_gives_up_at_the_results_deadline() {
     let srv = Server::start(&[]);
     let client = srv.spawn_client(&["-t", "2"]);
@@ -307,4 +302,25 @@ fn out_of_descriptors_the_server_neither_spins_nor_locks_clients_out() {
         t.elapsed()
     );
     drop(idle);
+}
+
+/// The control deadlines (10 s: cookie, parameters; 30 s: results, stream
+/// setup, a frozen server) wait side by side: each holds its own server, and
+/// the waits are idle time.
+#[test]
+fn control_deadlines_hold() {
+    std::thread::scope(|s| {
+        let runs = [
+            s.spawn(a_trickled_cookie_is_cut_at_10_s),
+            s.spawn(trickled_parameters_are_cut_10_s_after_param_exchange),
+            s.spawn(trickled_results_are_cut_30_s_after_test_end),
+            s.spawn(repeated_test_start_bytes_do_not_extend_stream_setup),
+            s.spawn(a_client_whose_server_freezes_gives_up_at_the_results_deadline),
+        ];
+        for r in runs {
+            if let Err(e) = r.join() {
+                std::panic::resume_unwind(e);
+            }
+        }
+    });
 }

@@ -60,11 +60,14 @@ fn no_back(mode: &str, due_after: f64) {
     sink.set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
     let port = sink.local_addr().unwrap().port().to_string();
+    // Counts datagrams until the client has ended (or 15 s at most).
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let drained = done.clone();
     let drain = std::thread::spawn(move || {
         let mut buf = [0u8; 2048];
         let mut n = 0u32;
         let end = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < end {
+        while Instant::now() < end && !drained.load(std::sync::atomic::Ordering::Relaxed) {
             if sink.recv(&mut buf).is_ok() {
                 n += 1;
             }
@@ -87,6 +90,7 @@ fn no_back(mode: &str, due_after: f64) {
     ];
     let out = run_program(ours(), &args, CLIENT_TIMEOUT);
     let took = t.elapsed().as_secs_f64();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
     let ctx = format!("{mode} took {took:.2} s\n{}\n{}", out.stdout, out.stderr);
     assert!(
         // Warnings go to stderr, as iperf 2's do.

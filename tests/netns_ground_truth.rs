@@ -10,11 +10,13 @@
 //! `netns_iperf2.rs` holds the same checks for the iperf 2 personality, and
 //! `netns_mcast2*.rs` its multicast (a bridge of namespaces, stock peers on it).
 //! `netns_queue*.rs` hold latency under load to a tbf's FIFO kept full (its
-//! backlog over the rate, and `ping` beside the load).
+//! backlog over the rate, and `ping` beside the load); `netns_latency_cost.rs`
+//! holds `--latency`'s throughput to a run without it.
 
 mod netns;
 mod netns_iperf2;
 mod netns_jitter;
+mod netns_latency_cost;
 mod netns_mcast2;
 mod netns_mcast2_peers;
 mod netns_queue;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::{fd_count, require_tool, rss_kib, thread_count, Proc, Server, Signal};
 
-const TESTS: usize = 400;
+const TESTS: usize = 240;
 /// Every this many tests, a client is killed in the middle of a long test.
 const KILL_EVERY: usize = 25;
 /// Tests before the baseline is taken: allocator arenas and the like settle.

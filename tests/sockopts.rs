@@ -67,6 +67,16 @@ struct Capture(Tshark);
 
 impl Capture {
     fn start(port: u16) -> Self {
+        Self::start_filtered(&format!("tcp port {port}"))
+    }
+
+    /// Only the SYN and SYN-ACK segments: an MSS check needs nothing else,
+    /// and dissecting a second of loopback data costs tshark seconds of CPU.
+    fn start_syns(port: u16) -> Self {
+        Self::start_filtered(&format!("tcp port {port} and tcp[tcpflags] & tcp-syn != 0"))
+    }
+
+    fn start_filtered(filter: &str) -> Self {
         let fields = [
             "ip.dsfield",
             "tcp.srcport",
@@ -75,7 +85,7 @@ impl Capture {
             "tcp.flags.syn",
             "tcp.options.mss_val",
         ];
-        Self(Tshark::start(&format!("tcp port {port}"), &fields))
+        Self(Tshark::start(filter, &fields))
     }
 
     /// Stops tshark and parses what it saw.
@@ -151,6 +161,13 @@ fn captured(port: u16, client: impl FnOnce() -> Output) -> Vec<Segment> {
     cap.stop()
 }
 
+/// The SYN and SYN-ACK segments of `tcp port P` while `client` runs.
+fn captured_syns(port: u16, client: impl FnOnce() -> Output) -> Vec<Segment> {
+    let cap = Capture::start_syns(port);
+    client().assert_ok();
+    cap.stop()
+}
+
 fn end_congestion(doc: &serde_json::Value) -> (String, String) {
     let end = &doc["end"];
     let s = |k: &str| end[k].as_str().unwrap_or("").to_string();
@@ -213,7 +230,7 @@ fn set_mss_is_in_the_data_streams_syn() {
     }
     for peer in peers() {
         let server = Server::start_program(&peer, &["-1"]);
-        let segs = captured(server.port, || server.client(&["-t", "1", "-M", "1000"]));
+        let segs = captured_syns(server.port, || server.client(&["-t", "1", "-M", "1000"]));
         let syn_mss: Vec<u32> = segs
             .iter()
             .filter(|s| s.syn && s.dst == server.port)
@@ -233,7 +250,7 @@ fn set_mss_asked_by_stock_clients_is_in_the_servers_syn_ack() {
         // One test slot (the default): the listener carries the client's MSS
         // while its streams connect, as iperf3's reopened listener does.
         let server = Server::start(&[]);
-        let segs = captured(server.port, || {
+        let segs = captured_syns(server.port, || {
             stock_client(&peer, &server, &["-t", "1", "-M", "1000", "-R"])
         });
         let syn_ack_mss: Vec<u32> = segs
@@ -246,7 +263,7 @@ fn set_mss_asked_by_stock_clients_is_in_the_servers_syn_ack() {
             "SYN-ACK MSS values {syn_ack_mss:?}"
         );
         // The next test without -M gets the kernel's own MSS again.
-        let segs = captured(server.port, || stock_client(&peer, &server, &["-t", "1"]));
+        let segs = captured_syns(server.port, || stock_client(&peer, &server, &["-t", "1"]));
         assert!(
             segs.iter()
                 .filter(|s| s.syn && s.src == server.port)
@@ -264,7 +281,10 @@ fn tos_marks_the_data_of_the_client() {
     for peer in peers() {
         for (opt, value, tos) in [("-S", "0x20", 0x20u8), ("--dscp", "ef", 0xb8)] {
             let server = Server::start_program(&peer, &["-1"]);
-            let segs = captured(server.port, || server.client(&["-t", "1", opt, value]));
+            // 200 Mbit/s: enough segments, few enough for tshark to dissect fast.
+            let segs = captured(server.port, || {
+                server.client(&["-t", "1", "-b", "200M", opt, value])
+            });
             let data = payload(&segs, false, server.port);
             let share = share_with_tos(&data, tos);
             assert!(
@@ -283,7 +303,11 @@ fn tos_asked_by_stock_clients_marks_the_servers_data() {
     for peer in peers() {
         let server = Server::start(&["-1"]);
         let segs = captured(server.port, || {
-            stock_client(&peer, &server, &["-t", "1", "-R", "-S", "0x20"])
+            stock_client(
+                &peer,
+                &server,
+                &["-t", "1", "-b", "200M", "-R", "-S", "0x20"],
+            )
         });
         let data = payload(&segs, true, server.port);
         let share = share_with_tos(&data, 0x20);
@@ -566,7 +590,9 @@ fn flowlabel_is_on_the_data_streams_packets() {
     let cap = Tshark::start(&filter, &["ipv6.flow", "tcp.len"]);
     let port = server.port.to_string();
     let out = common::run_client(
-        &["-c", "::1", "-p", &port, "-t", "1", "-L", "0x12345"],
+        &[
+            "-c", "::1", "-p", &port, "-t", "1", "-b", "200M", "-L", "0x12345",
+        ],
         CLIENT_TIMEOUT,
     );
     out.assert_ok();
