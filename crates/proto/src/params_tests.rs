@@ -491,7 +491,7 @@ fn bounceback_offer_is_sent_only_when_asked_and_read_back() {
         time: 2,
         ..TestParams::default()
     };
-    let offer = crate::bounceback::BouncebackOffer {
+    let offer = BouncebackOffer {
         version: 1,
         request: 100,
         reply: 200,
