@@ -306,7 +306,7 @@ impl Session {
                             }
                         }
                         None => log::info!(
-                            "test {}: closed a load connection: the test has no load",
+                            "test {}: closed a load connection: the test is not --rpm",
                             self.id
                         ),
                     }
