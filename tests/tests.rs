@@ -11,6 +11,7 @@ mod affinity;
 mod auth;
 mod auth_inputs;
 mod blocked_output;
+mod bounceback;
 mod contrib;
 mod copy_options;
 mod e2e_cli;

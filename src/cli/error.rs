@@ -106,6 +106,9 @@ pub(crate) enum ParamError {
     /// `--rpm` with an option it cannot honour, or a bad `--rpm-*` value (no
     /// iperf3 number): the text.
     Rpm(String),
+    /// `--bounceback` with an option it cannot honour, or a bad
+    /// `--bounceback-*` value (no iperf3 number): the text.
+    Bounceback(String),
 }
 
 impl ParamError {
@@ -146,9 +149,11 @@ impl ParamError {
             Self::SkewThreshold => IE_SKEW_THRESHOLD,
             Self::ServerAuthUsers => IE_SERVER_AUTH_USERS,
             Self::Dscp => IE_BAD_DSCP,
-            Self::BadCount(..) | Self::MetricsAddress(_) | Self::NStreams | Self::Rpm(_) => {
-                return None
-            }
+            Self::BadCount(..)
+            | Self::MetricsAddress(_)
+            | Self::NStreams
+            | Self::Rpm(_)
+            | Self::Bounceback(_) => return None,
         })
     }
 }
@@ -161,7 +166,7 @@ impl fmt::Display for ParamError {
             Self::BadCount(long, min) => {
                 write!(f, "--{long} must be a whole number, at least {min}")
             }
-            Self::Rpm(text) => f.write_str(text),
+            Self::Rpm(text) | Self::Bounceback(text) => f.write_str(text),
             Self::MetricsAddress(v) => write!(
                 f,
                 "--metrics wants <addr>:<port> (an IP address and a port 1-65535, \

@@ -214,8 +214,23 @@ fn match_long(name: &str) -> Result<(&'static str, &'static OptSpec), Vec<&'stat
     }
     match first {
         Some(found) if ambiguous.is_empty() => Ok(found),
-        Some(_) => Err(ambiguous),
+        Some(_) => Err(iperf3_candidates(ambiguous)),
         None => Err(Vec::new()),
+    }
+}
+
+/// An abbreviation iperf3 finds ambiguous lists iperf3's candidates only, as
+/// iperf3 does (`--b`), not rperf3's own options beside them.
+fn iperf3_candidates(names: Vec<&'static str>) -> Vec<&'static str> {
+    let theirs: Vec<&'static str> = names
+        .iter()
+        .copied()
+        .filter(|n| table::long_names().any(|(l, s)| l == *n && !table::is_own(s.id)))
+        .collect();
+    if theirs.len() >= 2 {
+        theirs
+    } else {
+        names
     }
 }
 

@@ -6,6 +6,7 @@
 //! the `Config` ([`validate`]).
 
 mod auth;
+mod bounceback;
 mod commands;
 mod complete;
 mod error;

@@ -87,6 +87,12 @@ pub(crate) enum Opt {
     Rpm,
     RpmStages,
     RpmTime,
+    Bounceback,
+    BouncebackRequest,
+    BouncebackReply,
+    BouncebackHold,
+    BouncebackPeriod,
+    BouncebackLoad,
 }
 
 /// Whether an option takes an argument (getopt_long's `has_arg`).
@@ -326,6 +332,18 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "with --rpm, the stages to run: down,up,bidir (default all)"),
     row!(RpmTime, None, "rpm-time", NO, Required, Client, true, "#",
         "with --rpm, the most seconds each stage runs (default 15)"),
+    row!(Bounceback, None, "bounceback", NO, None, Client, true, "",
+        "round-trip test (rperf3 server only): the TCP streams carry\nrequests and replies; transactions/sec and round trips"),
+    row!(BouncebackRequest, None, "bounceback-request", NO, Required, Client, true, "#",
+        "with --bounceback, request size, K/M suffixes (default 100)"),
+    row!(BouncebackReply, None, "bounceback-reply", NO, Required, Client, true, "#",
+        "with --bounceback, reply size, K/M suffixes (default 100)"),
+    row!(BouncebackHold, None, "bounceback-hold", NO, Required, Client, true, "#",
+        "with --bounceback, seconds the server holds each request\nbefore replying (default 0)"),
+    row!(BouncebackPeriod, None, "bounceback-period", NO, Required, Client, true, "#",
+        "with --bounceback, seconds from one request to the next\n(default 0: back to back)"),
+    row!(BouncebackLoad, None, "bounceback-load", NO, Required, Client, true, "dir",
+        "with --bounceback, a bulk TCP load beside the round trips:\nup, down or bidir"),
 ];
 
 /// The options in iperf3 3.21's `longopts` order, each followed there by its
@@ -411,7 +429,19 @@ pub(crate) static LONG_ORDER: &[Opt] = &[
     Opt::Rpm,
     Opt::RpmStages,
     Opt::RpmTime,
+    Opt::Bounceback,
+    Opt::BouncebackRequest,
+    Opt::BouncebackReply,
+    Opt::BouncebackHold,
+    Opt::BouncebackPeriod,
+    Opt::BouncebackLoad,
 ];
+
+/// Whether `id` is rperf3's own option (after iperf3's in [`LONG_ORDER`]).
+pub(crate) fn is_own(id: Opt) -> bool {
+    let at = |o: Opt| LONG_ORDER.iter().position(|x| *x == o);
+    at(id) >= at(Opt::MaxTests)
+}
 
 /// Every long name (aliases included) with its row, in [`LONG_ORDER`].
 pub(crate) fn long_names() -> impl Iterator<Item = (&'static str, &'static OptSpec)> {
@@ -450,6 +480,11 @@ pub(crate) fn status_note(id: Opt) -> Option<&'static str> {
             "needs an rperf3 server: a stock iperf3 server makes the client stop \
              before any data with \"the server does not run the responsiveness test \
              (it is not rperf3)\""
+        }
+        Opt::Bounceback => {
+            "needs an rperf3 server: a stock iperf3 server makes the client stop \
+             before any data with \"test initialization failed: the server is not \
+             rperf3 (--bounceback needs an rperf3 server)\""
         }
         _ => return None,
     })

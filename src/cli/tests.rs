@@ -101,6 +101,7 @@ fn client_defaults() {
             file_ends_test: false,
             auth: None,
             rpm: None,
+            bounceback: None,
         }
     );
 }

@@ -367,6 +367,19 @@ fn every_option_parses() {
                 let m = r.unwrap_err().message;
                 assert!(m.contains("-R cannot be used with it") || m.contains("needs --rpm"));
             }
+            // --bounceback's streams go one way; its options need it (cli/bounceback.rs).
+            Opt::Bounceback
+            | Opt::BouncebackRequest
+            | Opt::BouncebackReply
+            | Opt::BouncebackHold
+            | Opt::BouncebackPeriod
+            | Opt::BouncebackLoad => {
+                let m = r.unwrap_err().message;
+                assert!(
+                    m.contains("-R cannot be used with it") || m.contains("needs --bounceback"),
+                    "{m}"
+                );
+            }
             // Each needs its partner (see auth_options_come_in_pairs).
             Opt::Username | Opt::RsaPublicKeyPath => {
                 assert_eq!(r.unwrap_err().code, Some(22), "{line:?}")

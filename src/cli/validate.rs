@@ -486,6 +486,7 @@ fn client(
             _ => None,
         },
         rpm: super::rpm::config(raw)?,
+        bounceback: super::bounceback::config(raw)?,
     })
 }
 

@@ -258,6 +258,9 @@ pub struct ClientConfig {
     pub auth: Option<ClientAuthConfig>,
     /// `--rpm`: run the responsiveness test instead of a throughput test.
     pub rpm: Option<RpmConfig>,
+    /// `--bounceback` and its options: the TCP streams carry request/response
+    /// transactions (an rperf3 server only); sent as the parameters' offer.
+    pub bounceback: Option<rperf3_proto::bounceback::BouncebackOffer>,
 }
 
 /// `--rpm`, `--rpm-stages` and `--rpm-time`: which stages of the responsiveness

@@ -107,7 +107,8 @@ pub struct ClientMachine {
     cookie: [u8; COOKIE_LEN],
     params: Vec<u8>,
     streams: usize,
-    /// Our parameters asked for latency probes: [`LATENCY_READY`] may come.
+    /// Our parameters asked for latency probes or bounceback: [`LATENCY_READY`]
+    /// (an rperf3 server) may come.
     latency_asked: bool,
     latency_seen: bool,
     phases: PhaseLimits,
@@ -130,7 +131,7 @@ impl ClientMachine {
             cookie,
             params: params.encode(),
             streams: params.streams_expected(),
-            latency_asked: params.latency.is_some(),
+            latency_asked: params.latency.is_some() || params.bounceback.is_some(),
             latency_seen: false,
             phases,
             out: Outbox::default(),

@@ -473,3 +473,23 @@ fn latency_ready_only_when_asked_once_and_before_create_streams() {
 fn latency_ready_is_no_iperf3_state() {
     assert_eq!(Msg::from_byte(LATENCY_READY), None);
 }
+
+#[test]
+fn bounceback_alone_waits_for_latency_ready_as_an_rperf3_server_sign() {
+    let p = TestParams {
+        time: 2,
+        bounceback: Some(crate::bounceback::BouncebackOffer {
+            version: 1,
+            request: 100,
+            reply: 100,
+            hold_us: 0,
+            period_us: 0,
+            load: None,
+        }),
+        ..TestParams::default()
+    };
+    let mut m = ClientMachine::new(make_cookie(&[7; 36]), &p, PhaseLimits::default(), t0());
+    assert_eq!(feed(&mut m, &[9], false).unwrap(), [ClientEvent::Accepted]);
+    let ev = feed(&mut m, &[LATENCY_READY, 10], false).unwrap();
+    assert_eq!(ev, [ClientEvent::LatencyReady, ClientEvent::CreateStreams]);
+}

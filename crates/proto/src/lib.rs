@@ -14,6 +14,7 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 pub mod auth;
+pub mod bounceback;
 mod client_machine;
 pub mod constants;
 mod cookie;

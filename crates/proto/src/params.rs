@@ -9,6 +9,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::bounceback::{BouncebackOffer, BOUNCEBACK_PARAM_KEY};
 use crate::constants::{
     CLIENT_VERSION, DEFAULT_DURATION, DEFAULT_GSRO_BF_SIZE, DEFAULT_PACING_TIMER,
     DEFAULT_TCP_BLKSIZE, LATENCY_PARAM_KEY,
@@ -146,6 +147,9 @@ pub struct TestParams {
     /// rperf3's `--latency` ([`LATENCY_PARAM_KEY`]): absent unless asked for, so
     /// the document is byte for byte a 3.21 client's otherwise.
     pub latency: Option<LatencyOffer>,
+    /// rperf3's `--bounceback` ([`crate::bounceback::BOUNCEBACK_PARAM_KEY`]):
+    /// absent unless asked for, as `latency`.
+    pub bounceback: Option<BouncebackOffer>,
 }
 
 /// What an rperf3 client asks for under [`LATENCY_PARAM_KEY`]:
@@ -232,6 +236,7 @@ impl Default for TestParams {
             authtoken: None,
             client_version: None,
             latency: None,
+            bounceback: None,
         }
     }
 }
@@ -371,6 +376,9 @@ impl TestParams {
         if let Some(l) = self.latency {
             put(LATENCY_PARAM_KEY, l.to_json());
         }
+        if let Some(b) = self.bounceback {
+            put(BOUNCEBACK_PARAM_KEY, b.to_json());
+        }
         Value::Object(m)
     }
 
@@ -479,6 +487,9 @@ impl TestParams {
         p.authtoken = string("authtoken");
         p.client_version = string("client_version");
         p.latency = m.get(LATENCY_PARAM_KEY).and_then(LatencyOffer::from_json);
+        p.bounceback = m
+            .get(BOUNCEBACK_PARAM_KEY)
+            .and_then(BouncebackOffer::from_json);
         p
     }
 }

@@ -275,6 +275,7 @@ prop_compose! {
             gro_bf_size: if udp { gsro[4] } else { d.gro_bf_size },
             client_version: if bools[10] { Some("3.21".into()) } else { None },
             latency: None,
+            bounceback: None,
         }
     }
 }
@@ -482,4 +483,36 @@ fn rpm_rides_in_the_latency_offer_only_when_set() {
     assert!(!text(&offer(false)).contains("rpm"));
     let zero = parse(r#"{"tcp":true,"rperf3_latency":{"v":1,"rpm":0}}"#).latency;
     assert_eq!(zero.map(|l| l.rpm), Some(false));
+}
+
+#[test]
+fn bounceback_offer_is_sent_only_when_asked_and_read_back() {
+    let plain = TestParams {
+        time: 2,
+        ..TestParams::default()
+    };
+    let offer = BouncebackOffer {
+        version: 1,
+        request: 100,
+        reply: 200,
+        hold_us: 0,
+        period_us: 50_000,
+        load: None,
+    };
+    let asked = TestParams {
+        bounceback: Some(offer),
+        ..plain.clone()
+    };
+    let without = text(&plain);
+    assert!(!without.contains("rperf3"));
+    let with = text(&asked);
+    assert_eq!(
+        with,
+        format!(
+            "{},\"rperf3_bounceback\":{{\"v\":1,\"request\":100,\"reply\":200,\"hold_us\":0,\"period_us\":50000}}}}",
+            &without[..without.len() - 1]
+        )
+    );
+    assert_eq!(parse(&with).bounceback, Some(offer));
+    assert_eq!(parse(&without).bounceback, None);
 }

@@ -205,12 +205,16 @@ impl ServerMachine {
         self.out.pop()
     }
 
-    /// Queues [`LATENCY_READY`]: the client asked for latency probes (its
-    /// parameters carried [`crate::LatencyOffer`]) and this server answers them.
+    /// Queues [`LATENCY_READY`]: the client asked for latency probes or bounceback (its
+    /// parameters carried [`crate::LatencyOffer`] or a bounceback offer) and this
+    /// server answers them.
     /// Only after [`ServerEvent::ParamsReady`] and before CREATE_STREAMS; never
     /// for a client that did not ask (a stock client would fail on it).
     pub fn latency_ready(&mut self) {
-        let asked = self.params.as_ref().is_some_and(|p| p.latency.is_some());
+        let asked = self
+            .params
+            .as_ref()
+            .is_some_and(|p| p.latency.is_some() || p.bounceback.is_some());
         if asked && self.phase == ServerPhase::CreateStreams {
             self.out.message_bytes(vec![LATENCY_READY]);
         }

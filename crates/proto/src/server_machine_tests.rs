@@ -497,3 +497,17 @@ fn latency_ready_only_for_a_client_that_asked() {
     m.latency_ready();
     assert_eq!(sent(&mut m), []);
 }
+
+#[test]
+fn latency_ready_answers_a_bounceback_offer_too() {
+    let asked = r#"{"tcp":true,"time":2,"parallel":1,"len":131072,"client_version":"3.21","rperf3_bounceback":{"v":1,"request":100,"reply":100,"hold_us":0,"period_us":0}}"#;
+    let mut m = ServerMachine::new(ServerLimits::default(), PhaseLimits::default(), t0());
+    feed(&mut m, &cookie_and_params(asked), false).unwrap();
+    sent(&mut m);
+    m.latency_ready();
+    m.begin_create_streams();
+    assert_eq!(
+        sent(&mut m),
+        [(vec![LATENCY_READY], 111), (vec![0x0A], 111)]
+    );
+}

@@ -297,6 +297,7 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], fin: &FinalInput) -> EndRe
         remote_congestion: fin.peer.as_ref().and_then(|p| p.congestion.clone()),
         retransmits_header,
         latency: fin.latency.clone(),
+        bounceback: fin.bounceback.clone(),
     }
 }
 
@@ -464,6 +465,9 @@ pub fn to_json(r: &EndReport) -> Value {
     if let Some(l) = &r.latency {
         end.insert("latency".into(), crate::latency::end_json(l));
     }
+    if let Some(b) = &r.bounceback {
+        end.insert("bounceback".into(), crate::bounceback::to_json(b));
+    }
     Value::Object(end)
 }
 
@@ -486,6 +490,7 @@ mod tests {
         };
         let fin = FinalInput {
             latency: None,
+            bounceback: None,
             streams: vec![StreamFinal {
                 bytes: 1000,
                 duration: 2.0,
@@ -535,6 +540,7 @@ mod tests {
         let streams = [stream(5, 1, false, "127.0.0.1:1", "127.0.0.1:2")];
         let fin = FinalInput {
             latency: None,
+            bounceback: None,
             streams: vec![StreamFinal {
                 bytes: 5000,
                 duration: 3.002293,

@@ -98,6 +98,7 @@ fn client_run(
     }
     r.end(&FinalInput {
         latency: lat,
+        bounceback: None,
         streams,
         cpu: Cpu::default(),
         congestion: Some("cubic".into()),

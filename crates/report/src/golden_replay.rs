@@ -183,6 +183,7 @@ impl Replay {
             .collect();
         IntervalInput {
             latency: None,
+            bounceback: None,
             streams: samples,
         }
     }
@@ -335,6 +336,7 @@ impl Replay {
         let local_sender_mode = t.bidir || (client != t.reverse);
         Some(FinalInput {
             latency: None,
+            bounceback: None,
             streams: finals,
             cpu: Cpu {
                 total: f(&cpu["host_total"]),

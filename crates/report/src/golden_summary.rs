@@ -86,6 +86,7 @@ fn server_summary(name: &str) -> Vec<String> {
     let cpu = &e["cpu_utilization_percent"];
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![stream],
         cpu: Cpu {
             total: f(&cpu["remote_total"]),

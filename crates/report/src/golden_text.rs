@@ -26,6 +26,7 @@ fn tcp_client_matches_fixture() {
     )]));
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![tcp_fin(3_800_000_000, 2.0, 11)],
         cpu: Cpu::default(),
         congestion: Some("bbr".into()),
@@ -58,6 +59,7 @@ fn tcp_server_matches_fixture() {
     r.interval(&iv(vec![plain(2.00176, 2.0018, 0)]));
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![fin(3_800_000_000, 2.0)],
         cpu: Cpu::default(),
         congestion: Some("bbr".into()),
@@ -84,6 +86,7 @@ fn tcp_verbose_client_matches_fixture() {
     r.interval(&iv(vec![tcp_tx(1.0, 1.996, 2_980_704_281, 0, 1_572_864)]));
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![tcp_fin(5_346_820_287, 1.996, 9)],
         cpu: Cpu {
             total: 40.6,
@@ -150,6 +153,7 @@ fn tcp_bidir_p2_client_matches_fixture() {
     let tr = 1.9998;
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![
             tcp_fin(2_226_131_217, ts, 16),
             tcp_fin(2_353_429_534, ts, 5),
@@ -220,6 +224,7 @@ fn tcp_server_verbose_notes_missing_sender_statistics() {
     r.interval(&iv(vec![plain(1.0, 1.004, 4_194_304)]));
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![fin(914_194_304, 1.004)],
         cpu: Cpu {
             total: 39.3,
@@ -263,6 +268,7 @@ fn tcp_bidir_verbose_client_summary_order() {
     ]));
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![tcp_fin(2_385_000_000, 2.0, 15), fin(972_000_000, 2.0)],
         cpu: Cpu {
             total: 36.5,
@@ -304,6 +310,7 @@ fn reverse_client_prints_reverse_line_and_peer_retransmits() {
     r.interval(&iv(vec![plain(1.0, 2.0, 837_000_000)]));
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![fin(1_755_000_000, 2.0)],
         cpu: Cpu::default(),
         congestion: Some("bbr".into()),
@@ -360,6 +367,7 @@ fn omitted_interval_title_and_timestamps() {
     ));
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![tcp_fin(598_000_000, 1.0, 10)],
         cpu: Cpu::default(),
         congestion: None,
@@ -400,6 +408,7 @@ fn server_text_capture_starts_at_accepted_connection() {
     r.interval(&iv(vec![plain(0.0, 1.0, 2_974_000_000)]));
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![fin(2_974_000_000, 1.0)],
         cpu: Cpu::default(),
         congestion: None,

@@ -20,6 +20,7 @@ fn udp_client_matches_fixture() {
     };
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![StreamFinal {
             udp: Some(udp),
             ..fin(250_600, 2.0)
@@ -62,6 +63,7 @@ fn udp_server_matches_fixture() {
     };
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![StreamFinal {
             udp: Some(udp),
             ..fin(250_600, 2.0)
@@ -158,6 +160,7 @@ fn udp_bidir_p2_client_matches_capture() {
     }
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![
             udp_tx_fin(),
             udp_tx_fin(),
@@ -215,6 +218,7 @@ fn udp_bidir_p2_server_matches_capture() {
     }
     r.end(&FinalInput {
         latency: None,
+        bounceback: None,
         streams: vec![
             udp_rx_fin(0.0004),
             udp_rx_fin(0.0012),

@@ -36,6 +36,7 @@ impl IntervalHistory {
             layout: layout.clone(),
             input: IntervalInput {
                 latency: iv.latency.clone(),
+                bounceback: iv.bounceback.clone(),
                 streams: iv.streams[..n].to_vec(),
             },
         });
@@ -81,6 +82,7 @@ mod tests {
             &streams,
             &IntervalInput {
                 latency: None,
+                bounceback: None,
                 streams: samples,
             },
         );
@@ -174,6 +176,7 @@ mod tests {
                             }
                             let iv = IntervalInput {
                                 latency: None,
+                                bounceback: None,
                                 streams: samples,
                             };
                             let built = interval::build(&layout, known, &iv);

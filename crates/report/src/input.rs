@@ -181,6 +181,23 @@ pub struct IntervalInput {
     /// `--latency`: the interval's round trips and delays (boxed: `-J` keeps every
     /// interval, and most tests have none).
     pub latency: Option<Box<rperf3_latency::Figures>>,
+    /// `--bounceback`: the interval's transactions.
+    pub bounceback: Option<Box<BouncebackFigures>>,
+}
+
+/// `--bounceback`: the transactions of one span (an interval, or the test).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BouncebackFigures {
+    /// Transactions completed (client) or requests answered (server).
+    pub count: u64,
+    /// `count` over the span's seconds.
+    pub tps: f64,
+    /// The client's round trips, from the latency core; `None` on the server,
+    /// which times nothing.
+    pub rtt: Option<rperf3_latency::Summary>,
+    /// `--bounceback-load`: the working load's bits per second, up and down
+    /// (what the peer acknowledged, what arrived).
+    pub load_bps: Option<(f64, f64)>,
 }
 
 /// A local TCP sender's totals from tcp_info.
@@ -298,6 +315,8 @@ pub struct FinalInput {
     pub diskfile: Option<DiskFileFacts>,
     /// `--latency`: the whole test's round trips and delays.
     pub latency: Option<LatencyFinal>,
+    /// `--bounceback`: the whole test's transactions.
+    pub bounceback: Option<BouncebackFigures>,
 }
 
 /// The test's latency at the end (`--latency`).

@@ -152,6 +152,7 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], iv: &IntervalInput) -> Int
     IntervalReport {
         groups,
         latency: iv.latency.clone(),
+        bounceback: iv.bounceback.clone(),
     }
 }
 
@@ -219,7 +220,7 @@ fn sum_json(s: &IntervalSum) -> Value {
 }
 
 /// The `intervals[]` element: `streams`, `sum`, `sum_bidir_reverse` in bidir mode, and
-/// `latency` with `--latency`.
+/// `latency` with `--latency`, `bounceback` with `--bounceback`.
 pub fn to_json(report: &IntervalReport) -> Value {
     let streams: Vec<Value> = report
         .groups
@@ -240,6 +241,9 @@ pub fn to_json(report: &IntervalReport) -> Value {
     }
     if let Some(f) = &report.latency {
         m.insert("latency".into(), crate::latency::interval_json(f));
+    }
+    if let Some(b) = &report.bounceback {
+        m.insert("bounceback".into(), crate::bounceback::to_json(b));
     }
     Value::Object(m)
 }
@@ -289,6 +293,7 @@ mod tests {
         };
         let iv = IntervalInput {
             latency: None,
+            bounceback: None,
             streams: vec![sample],
         };
         let r = build(&layout, &[info(4, 1, true)], &iv);
@@ -316,6 +321,7 @@ mod tests {
         };
         let iv = IntervalInput {
             latency: None,
+            bounceback: None,
             streams: vec![sample],
         };
         let r = build(&layout, &[info(5, 1, false)], &iv);
@@ -344,16 +350,19 @@ mod tests {
         };
         let empty = IntervalInput {
             latency: None,
+            bounceback: None,
             streams: vec![s(3.0, 3.0001, 0), s(3.0, 3.0001, 0)],
         };
         assert!(!should_report(&empty, 1.0));
         let some = IntervalInput {
             latency: None,
+            bounceback: None,
             streams: vec![s(3.0, 3.0001, 0), s(3.0, 3.0001, 5)],
         };
         assert!(should_report(&some, 1.0));
         let long = IntervalInput {
             latency: None,
+            bounceback: None,
             streams: vec![s(3.0, 3.2, 0)],
         };
         assert!(should_report(&long, 1.0));
@@ -381,6 +390,7 @@ mod tests {
         };
         let iv = IntervalInput {
             latency: None,
+            bounceback: None,
             streams: vec![tx, rx],
         };
         let r = build(&layout, &[info(4, 1, true), info(6, 3, false)], &iv);

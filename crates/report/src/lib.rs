@@ -11,6 +11,7 @@
 // which the integration tests may use and the unit tests not.
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
+mod bounceback;
 mod cfmt;
 pub mod cjson;
 pub mod end;
@@ -28,6 +29,8 @@ pub mod start;
 pub mod text;
 pub mod units;
 
+#[cfg(test)]
+mod golden_bounceback;
 #[cfg(test)]
 mod golden_json;
 #[cfg(test)]

@@ -190,6 +190,8 @@ pub struct IntervalReport {
     pub groups: Vec<IntervalGroup>,
     /// `--latency`: the interval's round trips and delays.
     pub latency: Option<Box<rperf3_latency::Figures>>,
+    /// `--bounceback`: the interval's transactions.
+    pub bounceback: Option<Box<crate::input::BouncebackFigures>>,
 }
 
 /// Start, end and volume of one direction of a summary row.
@@ -346,6 +348,8 @@ pub struct EndReport {
     pub retransmits_header: bool,
     /// `--latency`: the whole test's round trips and delays.
     pub latency: Option<LatencyFinal>,
+    /// `--bounceback`: the whole test's transactions.
+    pub bounceback: Option<crate::input::BouncebackFigures>,
 }
 
 impl EndReport {

@@ -489,6 +489,7 @@ mod tests {
     fn sample() -> IntervalInput {
         IntervalInput {
             latency: None,
+            bounceback: None,
             streams: vec![StreamSample {
                 start: 0.0,
                 end: 1.0,

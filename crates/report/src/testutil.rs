@@ -212,6 +212,7 @@ pub(crate) fn peer(id: u32, bytes: u64, retransmits: i64, duration: f64) -> Peer
 pub(crate) fn iv(streams: Vec<StreamSample>) -> IntervalInput {
     IntervalInput {
         latency: None,
+        bounceback: None,
         streams,
     }
 }

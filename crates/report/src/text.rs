@@ -230,7 +230,7 @@ fn sum_line(s: &IntervalSum, role: Option<&str>, bidir: bool, fmt: char) -> Stri
 
 /// One interval block: the header before the first one, a separator between
 /// blocks when `-P` > 1, stream lines, `[SUM]` lines when `-P` > 1, and with
-/// `--latency` the `[LAT]` lines.
+/// `--latency` the `[LAT]` lines, with `--bounceback` the `[ BB]` line.
 pub fn interval(layout: &Layout, report: &IntervalReport, first: bool, fmt: char) -> Vec<String> {
     let mut out = Vec::new();
     let multi = layout.num_streams > 1;
@@ -259,6 +259,15 @@ pub fn interval(layout: &Layout, report: &IntervalReport, first: bool, fmt: char
         let role = if layout.bidir { "      " } else { "" };
         let lead = format!("[LAT]{role} {start:6.2}-{end:<6.2} sec");
         out.extend(crate::latency::interval_lines(&lead, f, omitted(om)));
+    }
+    if let Some(b) = &report.bounceback {
+        let (start, end, om) = report
+            .groups
+            .iter()
+            .find_map(|g| g.sum.as_ref())
+            .map_or((0.0, 0.0, false), |s| (s.start, s.end, s.omitted));
+        let lead = format!("[ BB] {start:6.2}-{end:<6.2} sec");
+        out.push(crate::bounceback::interval_line(&lead, b, fmt, omitted(om)));
     }
     out
 }
@@ -536,6 +545,10 @@ pub fn end(report: &EndReport, fmt: char, verbose: bool) -> Vec<String> {
     if let Some(l) = &report.latency {
         out.push(SEPARATOR.to_string());
         out.extend(crate::latency::end_lines(l));
+    }
+    if let Some(b) = &report.bounceback {
+        out.push(SEPARATOR.to_string());
+        out.extend(crate::bounceback::end_lines(b, fmt));
     }
     out
 }

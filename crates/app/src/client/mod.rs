@@ -32,6 +32,9 @@ use crate::Outcome;
 use connect::{connect_sctp_stream, connect_tcp_stream, SctpOptions, StreamEnds};
 use rperf3_latency::Kind;
 
+/// Why `--bounceback` stops against a server that did not say it is rperf3.
+pub(crate) const NOT_RPERF3_BOUNCEBACK: &str =
+    "the server is not rperf3 (--bounceback needs an rperf3 server)";
 /// How often a byte/block-limited client checks its totals.
 const LIMIT_CHECK: Duration = Duration::from_millis(10);
 /// Longest wait for the cookie's ACK before reading the control MSS.
@@ -127,6 +130,7 @@ fn run_with(
                 test_end: None,
                 ctrl_connect,
                 rpm,
+                rperf3_server: false,
             };
             let res = c.drive(intr);
             if let (Some(a), Err(Stop::Error(e))) = (auth, &res) {
@@ -234,6 +238,8 @@ struct Client<'a> {
     ctrl_connect: Duration,
     /// `--rpm`: the stage this test carries.
     rpm: Option<&'a mut StageCtx>,
+    /// The server sent LATENCY_READY: it is rperf3 (`--bounceback` needs one).
+    rperf3_server: bool,
 }
 
 /// Why the test stopped early.
@@ -292,7 +298,10 @@ impl Client<'_> {
                     self.d.accept(plan);
                 }
             }
-            ClientEvent::LatencyReady => self.start_prober(true),
+            ClientEvent::LatencyReady => {
+                self.rperf3_server = true;
+                self.start_prober(true);
+            }
             ClientEvent::CreateStreams => {
                 self.before_streams()?;
                 self.create_streams(intr)?;
@@ -313,6 +322,7 @@ impl Client<'_> {
             ClientEvent::TestRunning => {
                 log::debug!("TEST_RUNNING: starting the stream workers");
                 self.d.run_workers()?;
+                self.start_bounceback_load()?;
                 if let Some(r) = self.rpm.as_deref_mut() {
                     r.launch(self.server, self.cookie);
                 }
@@ -514,6 +524,14 @@ impl Client<'_> {
             p.wait_idle(Instant::now() + IDLE_BUDGET + Duration::from_millis(500));
             return Ok(());
         }
+        if self.cc.bounceback.is_some() && !self.rperf3_server {
+            // Before any data connection: a stock server would take the
+            // transactions for bulk data.
+            return Err(Stop::Error(IperfError::with_detail(
+                IE_INIT_TEST,
+                NOT_RPERF3_BOUNCEBACK,
+            )));
+        }
         if self.cc.latency.is_none() {
             return Ok(());
         }
@@ -524,6 +542,19 @@ impl Client<'_> {
         }
         if let Some(p) = self.d.plan_mut().and_then(|p| p.latency.as_mut()) {
             p.wait_idle(Instant::now() + IDLE_BUDGET + Duration::from_millis(500));
+        }
+        Ok(())
+    }
+
+    /// `--bounceback-load`: the load connections, once the streams run.
+    fn start_bounceback_load(&mut self) -> Result<(), Stop> {
+        let Some(load) = self.cc.bounceback.and_then(|b| b.load) else {
+            return Ok(());
+        };
+        let set = crate::test::bounceback::open_load(self.server, self.cookie, load)
+            .map_err(|e| IperfError::from_io(IE_STREAM_CONNECT, &e))?;
+        if let Test::Running(run) = &mut self.d.test {
+            run.attach_bounceback_load(set);
         }
         Ok(())
     }

@@ -62,14 +62,24 @@ impl<P: Probes> SocketLink<P> {
     }
 
     fn connect(&self, marker: u8) -> io::Result<TcpStream> {
-        let mut s = TcpStream::connect_timeout(&self.server, CONNECT_LIMIT)?;
-        let mut c = self.cookie;
-        c[COOKIE_LEN - 1] = marker;
-        s.set_write_timeout(Some(CONNECT_LIMIT))?;
-        s.write_all(&c)?;
-        s.set_write_timeout(None)?;
-        Ok(s)
+        connect_marked(self.server, self.cookie, marker)
     }
+}
+
+/// A load connection to `server` for the test of `cookie`, marked `marker`
+/// (also `--bounceback-load`'s).
+pub(crate) fn connect_marked(
+    server: SocketAddr,
+    cookie: [u8; COOKIE_LEN],
+    marker: u8,
+) -> io::Result<TcpStream> {
+    let mut s = TcpStream::connect_timeout(&server, CONNECT_LIMIT)?;
+    let mut c = cookie;
+    c[COOKIE_LEN - 1] = marker;
+    s.set_write_timeout(Some(CONNECT_LIMIT))?;
+    s.write_all(&c)?;
+    s.set_write_timeout(None)?;
+    Ok(s)
 }
 
 impl<P: Probes> Link for SocketLink<P> {

@@ -392,6 +392,9 @@ impl Session {
             .set_peer_labels(p.title.clone(), p.extra_data.clone());
         let protocol = p.protocol;
         let p_latency = p.latency;
+        let p_bounceback = p
+            .bounceback
+            .filter(|b| b.version == bounceback::BOUNCEBACK_VERSION);
         let peer = Peer::AcceptedFrom(self.peer);
         let mut plan = TestPlan::new(
             p,
@@ -409,6 +412,12 @@ impl Session {
             if p_latency.is_some_and(|l| l.rpm) {
                 self.load = Some(LoadHost::new());
             }
+        }
+        if p_bounceback.is_some_and(|b| b.load.is_some()) && self.load.is_none() {
+            self.load = Some(LoadHost::new());
+        }
+        if self.probes.is_some() || p_bounceback.is_some() {
+            // Once, also the sign of an rperf3 server a bounceback client needs.
             self.d.machine.latency_ready();
         }
         match protocol {

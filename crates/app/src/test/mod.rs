@@ -3,6 +3,7 @@
 //! workers, interval sampling and the final figures. The client and the server
 //! differ only in who connects the streams and who decides the end.
 
+pub(crate) mod bounceback;
 pub(crate) mod cpu;
 pub(crate) mod ctrl;
 pub(crate) mod diskfile;

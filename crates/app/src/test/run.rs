@@ -20,6 +20,8 @@ use rperf3_report::input::{
 
 use crate::config::RateLimit;
 use crate::latency::prober::Prober;
+use crate::rpm::load::LoadSet;
+use crate::test::bounceback::BbTally;
 use crate::test::cpu::CpuMeter;
 use crate::test::diskfile::DiskFile;
 use crate::test::ratelimit::RateGuard;
@@ -54,6 +56,8 @@ pub(crate) struct TestRun {
     diskfile: Option<DiskFile>,
     /// `--latency` on the client: the prober, whose samples go with each interval.
     latency: Option<Prober>,
+    /// `--bounceback`: this side's transactions, taken at each interval.
+    bounceback: Option<BbTally>,
 }
 
 /// How long a test may go without progress in each direction before it is
@@ -123,6 +127,15 @@ impl TestRun {
             },
             rate: None,
             latency: None,
+            bounceback: None,
+        }
+    }
+
+    /// `--bounceback-load`: the load connections beside the streams, whose
+    /// rates go with each interval and the end.
+    pub(crate) fn attach_bounceback_load(&mut self, load: LoadSet) {
+        if let Some(b) = &mut self.bounceback {
+            b.attach_load(load);
         }
     }
 
@@ -146,6 +159,10 @@ impl TestRun {
     pub(crate) fn spawn_workers(&mut self, send: &SendSpec) -> io::Result<()> {
         self.diskfile.clone_from(&send.file);
         let payload = SharedPayload::default();
+        self.bounceback = send
+            .bounceback
+            .as_ref()
+            .map(|b| BbTally::new(b.stats.clone(), self.has_senders(), Instant::now()));
         if let Some(p) = &self.latency {
             p.load_started(self.tcp_senders());
         }
@@ -255,6 +272,9 @@ impl TestRun {
             log_figures("interval", &f);
             iv.latency = Some(Box::new(f));
         }
+        if let Some(b) = &mut self.bounceback {
+            iv.bounceback = Some(Box::new(b.interval(now, !self.sampler.omitting())));
+        }
         iv
     }
 
@@ -315,6 +335,10 @@ impl TestRun {
             s.drain_below_mark();
         }
         let last = (now > self.sampler.last_tick()).then(|| self.sample(now));
+        if let Some(b) = &mut self.bounceback {
+            // The load ends with the test; its last interval is counted.
+            b.stop_load();
+        }
         self.cpu_final = Some(self.cpu.read(&self.workers));
         last
     }
@@ -420,6 +444,7 @@ impl TestRun {
     /// The report's end input, with the peer's results when known.
     pub(crate) fn final_input(&self, peer: Option<&TestResults>) -> FinalInput {
         FinalInput {
+            bounceback: self.bounceback.as_ref().map(BbTally::total),
             latency: self.latency.as_ref().map(|p| {
                 let figures = p.total().figures();
                 log_figures(

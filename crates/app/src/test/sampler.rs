@@ -145,6 +145,7 @@ impl Sampler {
         self.last_tick = now;
         IntervalInput {
             latency: None,
+            bounceback: None,
             streams: out,
         }
     }

@@ -60,6 +60,7 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
             rate,
             rpm: cc.rpm.is_some(),
         }),
+        bounceback: cc.bounceback,
         congestion: cc.congestion.clone(),
         mss: cc.mss.unwrap_or(0),
         nodelay: cc.nodelay,
@@ -99,6 +100,11 @@ pub(crate) fn send_spec(p: &TestParams) -> crate::test::workers::SendSpec {
         skip_rx_copy: p.skip_rx_copy,
         file: None,
         zerocopy: p.zerocopy,
+        bounceback: p
+            .bounceback
+            .as_ref()
+            .filter(|b| b.version == rperf3_proto::bounceback::BOUNCEBACK_VERSION)
+            .map(crate::test::bounceback::BbSpec::of),
     }
 }
 

@@ -12,6 +12,7 @@ use rperf3_engine::udp::UdpSendSpec;
 use rperf3_engine::worker::Worker;
 use rperf3_sys::zerocopy::PayloadFile;
 
+use crate::test::bounceback::{self, BbSpec};
 use crate::test::diskfile::DiskFile;
 use crate::test::streams::{DataSock, LiveStream};
 
@@ -37,6 +38,8 @@ pub(crate) struct SendSpec {
     pub(crate) file: Option<DiskFile>,
     /// `-Z`: TCP senders always send with sendfile, as asked.
     pub(crate) zerocopy: bool,
+    /// `--bounceback`: TCP streams carry transactions instead of bulk data.
+    pub(crate) bounceback: Option<BbSpec>,
 }
 
 /// How many TCP streams one side of a test sends and receives on: how a
@@ -85,6 +88,10 @@ pub(crate) enum WorkerPlan {
     UdpSend,
     /// UDP datagrams with loss and jitter statistics.
     UdpRecv,
+    /// `--bounceback`, client: requests out, replies timed.
+    BouncebackClient,
+    /// `--bounceback`, server: requests answered.
+    BouncebackServer,
 }
 
 /// What decides a stream's worker: its socket and role, the test's options
@@ -132,7 +139,16 @@ impl Choice<'_> {
     ///   also runs the receive path, then wakes it once a block instead of once
     ///   a segment: one stream 1.64x, `-R` 1.58x the rate of plain reads); with
     ///   several receivers the mark cost 15% at `-P 2`, so they copy.
+    /// - `--bounceback` turns every TCP stream into a transaction loop (the
+    ///   client's streams are its senders), whatever else is set.
     pub(crate) fn decide(&self, kernel_paces: impl FnOnce() -> bool) -> WorkerPlan {
+        if self.kind == Kind::Tcp && self.send.bounceback.is_some() {
+            return if self.sender {
+                WorkerPlan::BouncebackClient
+            } else {
+                WorkerPlan::BouncebackServer
+            };
+        }
         let file = self.send.file.as_ref();
         if self.kind != Kind::Udp && file.is_some_and(|f| f.sending == self.sender) {
             return if self.sender {
@@ -242,6 +258,21 @@ pub(crate) fn spawn(
                 rperf3_engine::udp::recv_loop(&u, blksize, c64, c, &counters, &stats)
             })
         }
+        (DataSock::Tcp(t), WorkerPlan::BouncebackClient | WorkerPlan::BouncebackServer) => {
+            let t = t.clone();
+            let bb = send
+                .bounceback
+                .clone()
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no bounceback spec"))?;
+            let client = plan == WorkerPlan::BouncebackClient;
+            Worker::spawn(name, ctl, client, move |c| {
+                if client {
+                    bounceback::client_loop(&t, &bb, c, &counters)
+                } else {
+                    bounceback::server_loop(&t, &bb, c, &counters)
+                }
+            })
+        }
         _ => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("no {plan:?} worker for this socket"),
@@ -263,6 +294,7 @@ mod tests {
             skip_rx_copy: false,
             file: None,
             zerocopy: false,
+            bounceback: None,
         }
     }
 
@@ -391,5 +423,44 @@ mod tests {
         // Another test gets its own.
         let q = SharedPayload::default();
         assert!(!Arc::ptr_eq(&a, &q.bytes(&send)));
+    }
+
+    #[test]
+    fn bounceback_turns_tcp_streams_into_transaction_loops() {
+        let offer = rperf3_proto::bounceback::BouncebackOffer {
+            version: 1,
+            request: 100,
+            reply: 100,
+            hold_us: 0,
+            period_us: 0,
+            load: None,
+        };
+        let bb = SendSpec {
+            bounceback: Some(BbSpec::of(&offer)),
+            // Options of bulk transfer do not change it.
+            skip_rx_copy: true,
+            zerocopy: true,
+            ..spec(128 * 1024)
+        };
+        assert_eq!(
+            plan(Kind::Tcp, true, &bb, crowd(4, 0), true),
+            WorkerPlan::BouncebackClient
+        );
+        assert_eq!(
+            plan(Kind::Tcp, false, &bb, crowd(0, 1), false),
+            WorkerPlan::BouncebackServer
+        );
+        // Not TCP: the usual worker (the command line refuses -u with it).
+        assert_eq!(
+            plan(Kind::Udp, true, &bb, crowd(0, 0), false),
+            WorkerPlan::UdpSend
+        );
+        let choice = Choice {
+            kind: Kind::Tcp,
+            sender: true,
+            send: &bb,
+            crowd: crowd(2, 0),
+        };
+        choice.decide(|| panic!("a transaction loop does not depend on pacing"));
     }
 }
