@@ -13,8 +13,9 @@ use crate::common::{
     CLIENT_TIMEOUT,
 };
 
-/// Calls a run may make besides its requests' writes and reads: start-up,
-/// threads, the report, the close (about 150 seen for either side).
+/// Calls a 1 s run may make besides its requests' writes and reads: start-up,
+/// threads, the report, the close, the client's look at its interrupt pipe
+/// every 10 ms (about 290 seen for either side).
 const FIXED: u64 = 400;
 
 /// (writes, all calls) of an `strace -f -c` summary: `sendto` carries each
@@ -34,14 +35,16 @@ fn calls(log: &Path) -> (u64, u64) {
 fn assert_two_per_request(log: &Path, side: &str, peer_out: &str) {
     let (writes, total) = calls(log);
     let summary = std::fs::read_to_string(log).unwrap_or_default();
-    // Even traced, a 1 s run makes thousands of round trips.
+    // Even traced, a 1 s run makes thousands of round trips; at 1000 a third
+    // call per request is beyond the slack below.
     assert!(
-        writes >= 500,
+        writes >= 1000,
         "{side}: only {writes} writes\n{summary}\n{peer_out}"
     );
+    // 2.1 a request: a read may now and then return part of one.
     assert!(
-        total <= 2 * writes + FIXED,
-        "{side}: {total} calls for {writes} requests (want 2 each + {FIXED})\n{summary}\n{peer_out}"
+        total * 10 <= 21 * writes + 10 * FIXED,
+        "{side}: {total} calls for {writes} requests (want 2 each, 2.1 at most, + {FIXED})\n{summary}\n{peer_out}"
     );
 }
 
