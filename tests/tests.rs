@@ -26,6 +26,7 @@ mod interop_p128;
 mod interop_tcp;
 mod interop_udp;
 mod interop_v6;
+mod iperf2_bounceback_calls;
 mod iperf2_cli;
 mod iperf2_enhanced;
 mod iperf2_latency;

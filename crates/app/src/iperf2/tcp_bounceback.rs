@@ -31,6 +31,8 @@ const MAX_REQUEST: u32 = 1 << 20;
 const REPLY_LIMIT: Duration = Duration::from_secs(10);
 /// How long a server waits for a client's next request.
 const IDLE_LIMIT: Duration = Duration::from_secs(60);
+/// How often a client running requests back to back looks for an interrupt.
+const INTR_EVERY: Duration = Duration::from_millis(10);
 /// Bin width of the histogram line (2.2.1's 100 µs).
 const BIN_NS: u64 = 100_000;
 
@@ -58,6 +60,15 @@ struct Span {
     rx: u64,
 }
 
+impl Span {
+    /// Adds `other`'s round trips and bytes.
+    fn merge(&mut self, other: &Self) {
+        self.rtt.merge(&other.rtt);
+        self.tx += other.tx;
+        self.rx += other.rx;
+    }
+}
+
 /// The client's interval clock and the interval's round trips.
 struct Run<'a> {
     s: &'a TcpStream,
@@ -66,6 +77,9 @@ struct Run<'a> {
     next: Option<Instant>,
     last: Instant,
     iv: Span,
+    /// The test's spans before `iv`: a request is recorded once, in `iv`,
+    /// and each interval is added here when it ends.
+    done: Span,
     retrans: u64,
     addrs: Option<(SocketAddr, SocketAddr)>,
 }
@@ -81,7 +95,7 @@ impl Run<'_> {
         let row = bb_row(&self.iv, span, retrans.saturating_sub(self.retrans));
         self.retrans = retrans;
         report.event(Event2::Interval(with_tcp(row, tcp, self.addrs)));
-        self.iv = Span::default();
+        self.done.merge(&std::mem::take(&mut self.iv));
         self.last = t;
         self.next = self.every.map(|e| t + e);
     }
@@ -134,21 +148,30 @@ pub(crate) fn client(
         next: every.map(|e| start + e),
         last: start,
         iv: Span::default(),
+        done: Span::default(),
         retrans: tcp_now(s).0,
         addrs,
     };
     let retrans0 = run.retrans;
-    let mut total = Span::default();
     let period = Duration::from_secs_f64(bb.period.max(0.0));
     let mut burst_start = start;
     let mut burst_id = 0u32;
     let mut result = Ok(());
-    'test: while Instant::now() < end && !intr.triggered() {
+    // The interrupt pipe is read at most once per INTR_EVERY: a read per
+    // request was a third system call beside its write and read.
+    let mut intr_at = start;
+    let mut now = start;
+    'test: while now < end {
+        if now >= intr_at {
+            if intr.triggered() {
+                break;
+            }
+            intr_at = now + INTR_EVERY;
+        }
         burst_id = burst_id.wrapping_add(1);
         req[8..12].copy_from_slice(&burst_id.to_be_bytes());
         let n = if bb.period > 0.0 { bb.count.max(1) } else { 1 };
         for _ in 0..n {
-            let now = Instant::now();
             if now >= end {
                 break 'test;
             }
@@ -164,12 +187,11 @@ pub(crate) fn client(
                 result = Err(failure(&e));
                 break 'test;
             }
-            let rtt = sent.elapsed();
-            for sp in [&mut run.iv, &mut total] {
-                sp.rtt.record_duration(rtt);
-                sp.tx += size as u64;
-                sp.rx += reply as u64;
-            }
+            now = Instant::now();
+            let rtt = now - sent;
+            run.iv.rtt.record_duration(rtt);
+            run.iv.tx += size as u64;
+            run.iv.rx += reply as u64;
         }
         if bb.period > 0.0 {
             burst_start += period;
@@ -182,11 +204,14 @@ pub(crate) fn client(
                 });
                 tcp_setup::wait(&[intr.fd()], Some(left));
             }
+            now = Instant::now();
         }
     }
     // An interval that ends with the test is still reported.
     run.tick(Instant::now(), report);
     let fin = Instant::now();
+    let mut total = std::mem::take(&mut run.done);
+    total.merge(&run.iv);
     // An interval cut short by the end is in the final row only, as 2.2.1.
     let _ = s.shutdown(std::net::Shutdown::Write);
     drain_until_eof(s, Instant::now() + Duration::from_secs(2));
@@ -332,8 +357,11 @@ pub(crate) fn serve(s: TcpStream, first: Vec<u8>, accepted: Instant, sh: &Arc<Sh
         k,
         FlowSpec::of(Tag2::Id(id), Dir::Recv, &st, &s, addrs_of(&s)),
     );
-    // A reply longer than the request is padded with the pattern.
-    let pad: Vec<u8> = (0..reply).map(|i| b'0' + (i % 10) as u8).collect();
+    // One buffer for every request and reply: requests are read into its
+    // first `size` bytes, and a reply longer than the request is padded with
+    // the pattern kept past them.
+    buf.truncate(size);
+    buf.extend((size..reply).map(|i| b'0' + (i % 10) as u8));
     let hold = Duration::from_micros(u64::from(h.hold_us));
     // A client that goes quiet for longer than any sensible period is gone.
     let _ = s.set_read_timeout(Some(IDLE_LIMIT));
@@ -343,21 +371,11 @@ pub(crate) fn serve(s: TcpStream, first: Vec<u8>, accepted: Instant, sh: &Arc<Sh
             std::thread::sleep(hold);
         }
         stamp_reply(&mut buf, recv, wall());
-        let out = if reply <= buf.len() {
-            &buf[..reply]
-        } else {
-            let mut p = pad.clone();
-            p[..buf.len()].copy_from_slice(&buf);
-            buf = p;
-            &buf[..]
-        };
-        if (&*s).write_all(out).is_err() {
+        if (&*s).write_all(&buf[..reply]).is_err() {
             break;
         }
-        st.read(out.len());
-        buf.truncate(size);
-        buf.resize(size, 0);
-        match read_request(&s, &mut buf, &st) {
+        st.read(reply);
+        match read_request(&s, &mut buf[..size], &st) {
             Ok(true) => {}
             _ => break,
         }
