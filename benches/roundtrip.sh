@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Round trips on loopback, side by side, in interleaved rounds: rperf3 as iperf 2
-# (`iperf --bounceback --bounceback-period 0`), iperf 2 the same, and sockperf's
-# TCP ping-pong; each program against its own server on 127.0.0.1, one request
+# (`iperf --bounceback --bounceback-period 0`), iperf 2 the same, sockperf's
+# TCP ping-pong, and rperf3's iperf3 personality (`rperf3 -c --bounceback`,
+# "rperf3rt"); each program against its own server on 127.0.0.1, one request
 # at a time, every request and reply SIZE bytes (iperf 2 `--bounceback-request`,
 # whose reply is the request's size; sockperf `-m`). Prints each program's median
 # transactions per second and mean round trip, and the two ratios asked of
@@ -10,7 +11,7 @@
 #
 # Usage: benches/roundtrip.sh [--rounds N] [--time T] [--port P] [--size BYTES]
 #                             [--pin CLIENT_CPU,SERVER_CPU] [--rt PRIORITY]
-#   defaults: 5 rounds of 3 s, port 27980, 100 bytes (iperf 2's default request),
+#   defaults: 5 rounds of 3 s, ports 27980 and up (one per program), 100 bytes (iperf 2's default request),
 #   placement left to the scheduler. `--pin 0,0` puts every client and server on
 #   CPU 0, `--pin 0,1` each client on 0 and its server on 1 (taskset); `--rt 50`
 #   runs all of them SCHED_FIFO at that priority (chrt, needs root), so other
@@ -145,13 +146,26 @@ prog_sockperf() {
         END { if (t > 0 && half > 0) printf "%.6g %.6g\n", n / t, 2 * half }'
 }
 
-# ---- The place for a fourth program ----------------------------------------
-# rperf3's own round-trip mode in its iperf3 personality (`rperf3 -c 127.0.0.1
-# --bounceback ...`) joins here: define prog_rperf3rt above (one measurement
-# against its own `rperf3 -s` on $port, printing "tps mean_rtt_us" at SIZE
-# bytes a request) and echo its name from this function.
+# rperf3's own round-trip mode in its iperf3 personality: `rperf3 -c HOST
+# --bounceback`, SIZE-byte requests and replies, back to back, figures from
+# its -J `end.bounceback` (transactions per second, mean round trip).
+prog_rperf3rt() {
+    serve "$rperf3" -s -p "$port"
+    timeout -k 2 $((secs + 20)) "${client_pre[@]}" "$rperf3" -c 127.0.0.1 -p "$port" -t "$secs" \
+        --bounceback --bounceback-request "$size" --bounceback-reply "$size" -J \
+        > "$work/client.txt" 2> "$work/client.err" || true
+    unserve
+    python3 -c '
+import json, sys
+try:
+    b = json.load(open(sys.argv[1]))["end"]["bounceback"]
+    print("%.6g %.6g" % (b["tps"], b["mean_ms"] * 1000))
+except Exception:
+    pass' "$work/client.txt"
+}
+
 extra_programs() {
-    :
+    echo rperf3rt
 }
 # -----------------------------------------------------------------------------
 
@@ -161,6 +175,7 @@ echo "iperf 2: $iperf2 ($("$iperf2" -v 2>&1 | head -1))"
 echo "sockperf: $sockperf ($("$sockperf" --version 2>&1 | sed 's/\x1b\[[0-9;]*m//g' | grep -o 'version [^ ]*' | head -1))"
 echo "$rounds rounds of $secs s, $size-byte requests and replies;" \
     "placement: ${pin:-left to the scheduler}${rt:+, SCHED_FIFO $rt}; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+base_port=$port
 records="$work/records.txt"
 : > "$records"
 n=${#programs[@]}
@@ -168,7 +183,11 @@ for ((r = 1; r <= rounds; r++)); do
     # Each round starts with the next program, so drift in the machine's load
     # falls on all of them alike.
     for ((i = 0; i < n; i++)); do
-        p=${programs[$(((r - 1 + i) % n))]}
+        k=$(((r - 1 + i) % n))
+        p=${programs[$k]}
+        # A port of its own per program: a server that closed first leaves
+        # TIME-WAIT sockets on its port, which sockperf's server cannot bind.
+        port=$((base_port + k))
         f=$("prog_$p")
         echo "$r $p ${f:-nan nan}" | tee -a "$records" >&2
     done
@@ -212,6 +231,9 @@ def ratio(name, i, a, b, goal):
 
 ratio("rperf3 / sockperf mean round trip", 1, "rperf3", "sockperf", "<= 1.1")
 ratio("rperf3 / iperf 2 transactions/s", 0, "rperf3", "iperf2", ">= 1.2")
+if "rperf3rt" in progs:
+    ratio("rperf3 -c --bounceback / sockperf rtt", 1, "rperf3rt", "sockperf", "<= 1.1")
+    ratio("rperf3 -c --bounceback / iperf 2 tps", 0, "rperf3rt", "iperf2", ">= 1.2")
 if failed:
     print(f"{failed} run(s) gave no figures", file=sys.stderr)
 sys.exit(1 if failed else 0)
