@@ -29,6 +29,8 @@ pub mod text;
 pub mod units;
 
 #[cfg(test)]
+mod golden_data_owd;
+#[cfg(test)]
 mod golden_json;
 #[cfg(test)]
 mod golden_latency;
