@@ -17,4 +17,5 @@ pub mod payload;
 pub mod tcp;
 pub mod udp;
 pub mod udp2;
+pub mod udp_owd;
 pub mod worker;

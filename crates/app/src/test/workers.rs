@@ -231,15 +231,24 @@ pub(crate) fn spawn(
                 burst,
                 counters_64bit: send.counters_64bit,
             };
+            let wall = s.owd.is_some();
             Worker::spawn(name, ctl, true, move |c| {
-                rperf3_engine::udp::send_loop(&u, &payload, spec, c, &counters)
+                if wall {
+                    rperf3_engine::udp_owd::send_loop_wall(&u, &payload, spec, c, &counters)
+                } else {
+                    rperf3_engine::udp::send_loop(&u, &payload, spec, c, &counters)
+                }
             })
         }
         (DataSock::Udp(u), WorkerPlan::UdpRecv) => {
             let (u, stats) = (u.clone(), s.udp_stats.clone().unwrap_or_default());
             let c64 = send.counters_64bit;
-            Worker::spawn(name, ctl, false, move |c| {
-                rperf3_engine::udp::recv_loop(&u, blksize, c64, c, &counters, &stats)
+            let owd = s.owd.clone();
+            Worker::spawn(name, ctl, false, move |c| match &owd {
+                Some(o) => {
+                    rperf3_engine::udp_owd::recv_loop_owd(&u, blksize, c64, c, &counters, &stats, o)
+                }
+                None => rperf3_engine::udp::recv_loop(&u, blksize, c64, c, &counters, &stats),
             })
         }
         _ => Err(io::Error::new(
