@@ -133,3 +133,46 @@ fn udp_data_one_way_warns_which_clock_is_behind_issue18() {
         "{text}"
     );
 }
+
+/// TCP: each block is timed from its write to its read. The client times the
+/// blocks it reads itself: every block whose stamp arrived, counted by bytes.
+#[test]
+fn tcp_data_one_way_times_every_block_read_issue18() {
+    let srv = Server::start(&[]);
+    let out = srv.client(&[
+        "-b",
+        "50M",
+        "-l",
+        "1000",
+        "-t",
+        "1",
+        "--bidir",
+        "--latency",
+        "-J",
+    ]);
+    out.assert_ok();
+    let doc = out.json();
+    let d = data(&doc);
+    assert_eq!(d.get("clock_warning"), None, "{d}");
+    let bytes = doc["end"]["sum_received_bidir_reverse"]["bytes"]
+        .as_u64()
+        .unwrap();
+    // Blocks of 1000 bytes; a last one is timed once its 12-byte stamp is in.
+    let blocks = bytes / 1000 + u64::from(bytes % 1000 >= 12);
+    assert_eq!(
+        d["down"]["count"].as_u64(),
+        Some(blocks),
+        "{bytes} bytes: {d}"
+    );
+    let up = d["up"]["count"].as_u64().unwrap();
+    let up_bytes = doc["end"]["sum_received"]["bytes"].as_u64().unwrap();
+    assert!(
+        up <= up_bytes / 1000 + 1 && up * 10 >= up_bytes / 1000 * 7,
+        "{up}: {d}"
+    );
+    for way in ["up", "down"] {
+        assert!(f(&d[way]["min_ms"]) >= 0.0, "{way}: {d}");
+        // Paced at half a percent of loopback's speed: nothing waits long.
+        assert!(f(&d[way]["p50_ms"]) < 10.0, "{way}: {d}");
+    }
+}

@@ -59,9 +59,9 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
             version: LATENCY_VERSION,
             rate,
             rpm: cc.rpm.is_some(),
-            // UDP data is timed whenever latency is measured: the datagram
-            // header already carries a send time, only its clock changes.
-            owd: udp && cc.rpm.is_none(),
+            // The data is timed whenever latency is measured (UDP datagrams
+            // and TCP blocks; not during the responsiveness test's stages).
+            owd: cc.rpm.is_none(),
         }),
         congestion: cc.congestion.clone(),
         mss: cc.mss.unwrap_or(0),

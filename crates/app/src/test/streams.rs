@@ -90,10 +90,10 @@ impl LiveStream {
         }
     }
 
-    /// The ends agreed to time the data: a UDP stream starts doing so (a no-op
-    /// for TCP and SCTP streams, whose data is not timed).
+    /// The ends agreed to time the data: a UDP or TCP stream starts doing so
+    /// (SCTP's data is not timed).
     pub(crate) fn time_data(&mut self) {
-        if self.is_udp() {
+        if matches!(self.sock, DataSock::Udp(_) | DataSock::Tcp(_)) {
             self.owd = Some(Arc::default());
         }
     }
@@ -170,6 +170,17 @@ impl LiveStream {
                 .and_then(rperf3_sys::net::tcp_congestion)
                 .is_some_and(|cc| paces_itself(&cc))
         });
+        let plan = match plan {
+            // A timed TCP stream stamps each block in user space, and reads
+            // every byte itself to find the stamps by offset.
+            WorkerPlan::TcpSend { .. } if self.owd.is_some() => {
+                WorkerPlan::TcpSend { sendfile: false }
+            }
+            WorkerPlan::Recv(RecvMode::OnMark) if self.owd.is_some() => {
+                WorkerPlan::Recv(RecvMode::Copy)
+            }
+            p => p,
+        };
         if plan != WorkerPlan::Recv(RecvMode::OnMark) {
             return plan;
         }

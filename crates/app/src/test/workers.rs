@@ -213,14 +213,30 @@ pub(crate) fn spawn(
             let file = matches!(plan, WorkerPlan::TcpSend { sendfile: true })
                 .then(|| PayloadFile::new(&buf).ok())
                 .flatten();
+            let stamped = s.owd.is_some() && matches!(plan, WorkerPlan::TcpSend { .. });
             Worker::spawn(name, ctl, true, move |c| {
-                rperf3_engine::tcp::send_loop(&t, &buf, file.as_ref(), pacer, burst, c, &counters)
+                if stamped {
+                    rperf3_engine::tcp_owd::send_loop_stamped(&t, &buf, pacer, burst, c, &counters)
+                } else {
+                    rperf3_engine::tcp::send_loop(
+                        &t,
+                        &buf,
+                        file.as_ref(),
+                        pacer,
+                        burst,
+                        c,
+                        &counters,
+                    )
+                }
             })
         }
         (DataSock::Tcp(t) | DataSock::Sctp(t), WorkerPlan::Recv(mode)) => {
             let t = t.clone();
-            Worker::spawn(name, ctl, false, move |c| {
-                rperf3_engine::tcp::recv_loop(&t, blksize, mode, c, &counters)
+            // --skip-rx-copy reads no byte: its data is not timed.
+            let owd = s.owd.clone().filter(|_| mode == RecvMode::Copy);
+            Worker::spawn(name, ctl, false, move |c| match &owd {
+                Some(o) => rperf3_engine::tcp_owd::recv_loop_stamped(&t, blksize, c, &counters, o),
+                None => rperf3_engine::tcp::recv_loop(&t, blksize, mode, c, &counters),
             })
         }
         (DataSock::Udp(u), WorkerPlan::UdpSend) => {
