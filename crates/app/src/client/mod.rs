@@ -300,12 +300,6 @@ impl Client<'_> {
             ClientEvent::TestStart => {
                 log::debug!("TEST_START");
                 self.d.start_test();
-                let owd = self.d.plan().and_then(|p| p.params.latency);
-                if let Test::Running(run) = &mut self.d.test {
-                    if owd.is_some_and(|l| l.owd) && run.probes_with_server() {
-                        run.time_data();
-                    }
-                }
                 if let (Test::Running(run), Some(plan)) = (&self.d.test, self.d.plan()) {
                     self.test_end = match self.cc.end {
                         // -t 0: no time limit, as iperf3.
