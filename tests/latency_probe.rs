@@ -158,11 +158,11 @@ fn without_latency_the_parameters_are_unchanged_bytes() {
     let plain = String::from_utf8(params_sent(&[])).unwrap();
     let asked = String::from_utf8(params_sent(&["--latency=30"])).unwrap();
     assert!(!plain.contains("rperf3"), "{plain}");
-    // The same document, with one key more at its end.
+    // The same document, with one key more at its end (the data is timed too).
     assert_eq!(
         asked,
         format!(
-            "{},\"rperf3_latency\":{{\"v\":1,\"rate\":30}}}}",
+            "{},\"rperf3_latency\":{{\"v\":1,\"rate\":30,\"owd\":1}}}}",
             &plain[..plain.len() - 1]
         )
     );

@@ -3,8 +3,9 @@
 //! rig is proven first: `ping` beside the load must see the idle round trip
 //! plus the qdisc's backlog over the rate, within 3%. Then rperf3's own
 //! `--latency` figures are held to the same queue: loaded round trips, idle
-//! round trips against `ping`'s, one-way delay against the queueing delay
-//! alone (both namespaces share one clock), RPM against 60000 / round trip,
+//! round trips against `ping`'s, one-way delay (of the probes and of the load's
+//! own datagrams) against the queueing delay alone (both namespaces share one
+//! clock), RPM against 60000 / round trip,
 //! and the probes' own bytes against the capacity, counted by iptables.
 
 use std::time::{Duration, Instant};
@@ -197,7 +198,37 @@ fn latency_checks(doc: &Value, sender: Side, fifo: Fifo, q: &Queue) -> Vec<Resul
     let p50 = per(&|iv| p50_of(iv, "latency.loaded").expect("an interval without round trips"));
     let rpm = per(&|iv| num(iv, "latency.rpm"));
     let one_way = per(&|iv| num(iv, &format!("latency.one_way.{way}.mean_ms")));
+    // The load's own datagrams wait in the queue itself: their one-way delay
+    // is the backlog over the rate (plus a frame's time and half the idle
+    // round trip, well inside the tolerance).
+    let data_key = |iv: &Value| format!("{}", iv["latency"]["data_one_way"][way]);
+    let data_late = per(&|iv| num(iv, &format!("latency.data_one_way.{way}.p50_ms")));
+    let data_end = num(doc, &format!("end.latency.data_one_way.{way}.p50_ms"));
+    checks.push(
+        match doc["end"]["latency"]["data_one_way"].get("clock_warning") {
+            None => Ok(format!("data one-way {way}: no clock warning on one clock")),
+            Some(w) => Err(format!("data one-way {way} on one clock warned: {w}")),
+        },
+    );
+    checks.push(near(
+        &format!("data one-way {way} p50 over the run vs queue"),
+        data_end,
+        q.run,
+        0.10,
+        0.0,
+    ));
+    eprintln!(
+        "last interval's data one-way {way}: {}",
+        data_key(late[late.len() - 1])
+    );
     checks.extend([
+        near(
+            &format!("late intervals' data one-way {way} p50 vs queue"),
+            data_late,
+            q.full,
+            0.10,
+            0.0,
+        ),
         near(
             "late intervals' loaded p50 vs idle + queue",
             p50,

@@ -36,6 +36,7 @@ mod iperf2_udp;
 mod iperf2_udp_dual;
 mod iperf2_udp_text;
 mod json_shape;
+mod latency_data_owd;
 mod latency_interop;
 mod latency_probe;
 mod logging;

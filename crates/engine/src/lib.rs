@@ -15,6 +15,8 @@ pub mod file;
 pub mod pacing;
 pub mod payload;
 pub mod tcp;
+pub mod tcp_owd;
 pub mod udp;
 pub mod udp2;
+pub mod udp_owd;
 pub mod worker;

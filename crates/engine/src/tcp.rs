@@ -15,8 +15,34 @@ use rperf3_sys::zerocopy::PayloadFile;
 /// rate is checked once per `burst` blocks (`-b rate/N`): iperf3 writes the N
 /// blocks back to back, so the kernel can coalesce small ones.
 pub fn send_loop(
+    sock: &TcpStream,
+    mut buf: &[u8],
+    file: Option<&PayloadFile>,
+    pacer: Option<Pacer>,
+    burst: u32,
+    ctl: &RunControl,
+    counters: &StreamCounters,
+) -> io::Result<()> {
+    send_blocks(sock, &mut buf, file, pacer, burst, ctl, counters)
+}
+
+/// Where each block a sender writes comes from.
+pub(crate) trait Blocks {
+    /// The next block (called once per block, before it is written).
+    fn next_block(&mut self) -> &[u8];
+}
+
+impl Blocks for &[u8] {
+    fn next_block(&mut self) -> &[u8] {
+        self
+    }
+}
+
+/// [`send_loop`] with the blocks from `blocks` (with `file`, the file's bytes
+/// go out instead).
+pub(crate) fn send_blocks(
     mut sock: &TcpStream,
-    buf: &[u8],
+    blocks: &mut impl Blocks,
     file: Option<&PayloadFile>,
     pacer: Option<Pacer>,
     burst: u32,
@@ -35,6 +61,7 @@ pub fn send_loop(
             burst_left = burst.max(1);
         }
         burst_left = burst_left.saturating_sub(1);
+        let buf = blocks.next_block();
         let n = match ctl.budget() {
             Some(b) => b.claim(buf.len()),
             None => buf.len(),

@@ -43,6 +43,10 @@ pub struct Samples {
     pub up: OneWay,
     /// One-way delays server to client.
     pub down: OneWay,
+    /// One-way delays of the test's own data, client to server (UDP datagrams).
+    pub data_up: OneWay,
+    /// One-way delays of the test's own data, server to client.
+    pub data_down: OneWay,
 }
 
 impl Samples {
@@ -64,6 +68,14 @@ impl Samples {
         }
     }
 
+    /// Adds the one-way delays of the test's data sent `way`.
+    pub fn merge_data(&mut self, way: Way, o: &OneWay) {
+        match way {
+            Way::Up => self.data_up.merge(o),
+            Way::Down => self.data_down.merge(o),
+        }
+    }
+
     /// Adds another span's samples.
     pub fn merge(&mut self, o: &Self) {
         self.idle.merge(&o.idle);
@@ -72,6 +84,8 @@ impl Samples {
         self.self_l.merge(&o.self_l);
         self.up.merge(&o.up);
         self.down.merge(&o.down);
+        self.data_up.merge(&o.data_up);
+        self.data_down.merge(&o.data_down);
     }
 
     /// Every loaded round trip, foreign and self.
@@ -100,6 +114,12 @@ impl Samples {
             up: self.up.summary(),
             down: self.down.summary(),
             clock_warning: self.up.warning().or_else(|| self.down.warning()),
+            data_up: self.data_up.summary(),
+            data_down: self.data_down.summary(),
+            data_clock_warning: self
+                .data_up
+                .data_warning(true)
+                .or_else(|| self.data_down.data_warning(false)),
         }
     }
 }
@@ -123,6 +143,12 @@ pub struct Figures {
     pub down: Summary,
     /// Set when a negative one-way delay showed the clocks disagree.
     pub clock_warning: Option<String>,
+    /// One-way delays of the test's data client to server (empty when not measured).
+    pub data_up: Summary,
+    /// One-way delays of the test's data server to client.
+    pub data_down: Summary,
+    /// Set when a negative data delay showed the clocks disagree; says which way.
+    pub data_clock_warning: Option<String>,
 }
 
 /// Samples per interval and for the whole test.
@@ -148,6 +174,12 @@ impl Collector {
     pub fn record_one_way(&mut self, way: Way, sent_ns: i64, recv_ns: i64) {
         self.interval.record_one_way(way, sent_ns, recv_ns);
         self.total.record_one_way(way, sent_ns, recv_ns);
+    }
+
+    /// Adds the one-way delays of the test's data sent `way`.
+    pub fn merge_data(&mut self, way: Way, o: &OneWay) {
+        self.interval.merge_data(way, o);
+        self.total.merge_data(way, o);
     }
 
     /// Adds samples gathered elsewhere (the other end's, or another thread's).
@@ -200,5 +232,22 @@ mod tests {
         let f = c.total().figures();
         assert_eq!((f.up.count, f.down.count), (1, 0));
         assert!(f.clock_warning.is_some());
+    }
+
+    #[test]
+    fn data_delays_are_kept_apart_from_the_probes() {
+        let mut c = Collector::new();
+        let mut d = OneWay::new();
+        d.record(0, 9_000_000);
+        c.merge_data(Way::Up, &d);
+        let mut late = OneWay::new();
+        late.record(1_000_000_000, 0);
+        c.merge_data(Way::Down, &late);
+        let f = c.take_interval().figures();
+        assert_eq!((f.up.count, f.data_up.count, f.data_up.p50_ms), (0, 1, 9.0));
+        assert_eq!(f.clock_warning, None);
+        assert!(f.data_clock_warning.unwrap().contains("server to client"));
+        assert_eq!(c.total().figures().data_up.count, 1);
+        assert_eq!(c.take_interval().figures().data_up.count, 0);
     }
 }

@@ -198,6 +198,56 @@ impl Histogram {
     }
 }
 
+/// A histogram's exact state as plain numbers, to carry it to the other end of a
+/// test: each bucket's highest equivalent value and count, and the exact sums.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Parts {
+    /// (highest value the bucket holds, samples in it), smallest first.
+    pub buckets: Vec<(u64, u64)>,
+    /// Exact smallest sample (`u64::MAX` when empty).
+    pub min: u64,
+    /// Exact largest sample.
+    pub max: u64,
+    /// Exact sum.
+    pub sum: u128,
+    /// Exact sum of squares.
+    pub sum_sq: u128,
+}
+
+impl Histogram {
+    /// The state to send; [`Histogram::from_parts`] rebuilds the same histogram.
+    pub fn parts(&self) -> Parts {
+        Parts {
+            buckets: self
+                .hdr
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+            min: self.min,
+            max: self.max,
+            sum: self.sum,
+            sum_sq: self.sum_sq,
+        }
+    }
+
+    /// Rebuilds a histogram from [`Histogram::parts`]: each bucket's value falls
+    /// in the same bucket again, so every percentile is the sender's. Values beyond
+    /// what a histogram records are clamped, as [`Histogram::record`] does.
+    pub fn from_parts(p: &Parts) -> Self {
+        let mut h = Self::new();
+        for &(v, n) in &p.buckets {
+            let _ = h.hdr.record_n(v.min(i64::MAX as u64 / 2), n);
+        }
+        if !h.is_empty() {
+            h.min = p.min.min(p.max);
+            h.max = p.max;
+            h.sum = p.sum;
+            h.sum_sq = p.sum_sq;
+        }
+        h
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,5 +330,16 @@ mod tests {
         }
         let p50 = h.quantile_ns(0.5);
         assert!(p50.abs_diff(23_999) <= 24, "{p50}");
+    }
+
+    #[test]
+    fn parts_rebuild_the_same_histogram() {
+        let h = of(&[0.031, 0.5, 9.0, 9.001, 151.2, 151.3]);
+        let back = Histogram::from_parts(&h.parts());
+        assert_eq!(back, h);
+        assert_eq!(back.summary(), h.summary());
+        let empty = Histogram::from_parts(&Histogram::new().parts());
+        assert!(empty.is_empty());
+        assert_eq!(empty.min_ns(), 0);
     }
 }

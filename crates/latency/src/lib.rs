@@ -11,6 +11,7 @@ pub mod clock;
 pub mod figures;
 pub mod histogram;
 pub mod oneway;
+pub mod oneway_wire;
 pub mod rpm;
 pub mod rpm_plan;
 pub mod stability;
@@ -18,7 +19,7 @@ pub mod summary;
 
 pub use clock::{wall_ns, Clock};
 pub use figures::{Collector, Figures, Kind, Samples, Way};
-pub use histogram::Histogram;
+pub use histogram::{Histogram, Parts};
 pub use oneway::OneWay;
 pub use rpm::{rpm, trimmed_mean_ms, Band, Responsiveness};
 pub use rpm_plan::{Action, IntervalData, Load, Params, RpmRun, Stage, StagePlan, StageResult};

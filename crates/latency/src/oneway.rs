@@ -47,6 +47,42 @@ impl OneWay {
         *self = Self::default();
     }
 
+    /// Delays rebuilt from their parts (see [`crate::oneway_wire`]).
+    pub fn from_raw(hist: Histogram, negative: u64, most_negative_ns: i64) -> Self {
+        Self {
+            hist,
+            negative,
+            most_negative_ns,
+        }
+    }
+
+    /// The most negative delay, in nanoseconds (0 when none was negative).
+    pub fn most_negative_ns(&self) -> i64 {
+        self.most_negative_ns
+    }
+
+    /// Whether no delay was recorded, negative or not.
+    pub fn is_empty(&self) -> bool {
+        self.hist.is_empty() && self.negative == 0
+    }
+
+    /// The warning for the test's own data sent `way` (client to server when
+    /// `up`): which end's clock is behind, by at least how much.
+    pub fn data_warning(&self, up: bool) -> Option<String> {
+        (self.negative > 0).then(|| {
+            let (what, behind, ahead) = if up {
+                ("client to server", "server", "client")
+            } else {
+                ("server to client", "client", "server")
+            };
+            format!(
+                "warning: {} one-way delays of the data {what} were negative (down to {:.3} ms): the {behind}'s clock is behind the {ahead}'s, data one-way figures are wrong",
+                self.negative,
+                self.most_negative_ns as f64 / 1e6
+            )
+        })
+    }
+
     /// The non-negative delays.
     pub fn histogram(&self) -> &Histogram {
         &self.hist
@@ -109,5 +145,18 @@ mod tests {
         let mut all = OneWay::new();
         all.merge(&o);
         assert!(!all.clocks_in_sync());
+    }
+
+    #[test]
+    fn the_data_warning_names_the_direction_and_the_clock_behind() {
+        let mut o = OneWay::new();
+        assert_eq!(o.data_warning(false), None);
+        o.record(2_000_000_000, 1_000_500_000);
+        let w = o.data_warning(false).unwrap();
+        assert!(
+            w.contains("1 one-way delays of the data server to client were negative (down to -999.500 ms): the client's clock is behind the server's"),
+            "{w}"
+        );
+        assert!(o.data_warning(true).unwrap().contains("client to server"));
     }
 }

@@ -441,6 +441,7 @@ fn latency_machine(asked: bool) -> ClientMachine {
             version: 1,
             rate: 10,
             rpm: false,
+            owd: false,
         }),
         ..TestParams::default()
     };

@@ -31,6 +31,7 @@ mod params_check;
 pub mod probe;
 mod results;
 mod server_machine;
+pub mod tcp_stamp;
 mod transmit;
 mod udp;
 mod udp_stats;

@@ -164,6 +164,10 @@ pub struct LatencyOffer {
     /// will open load connections (markers 'D' and 'U') besides its streams.
     /// Written as `"rpm": 1` only when set, so `--latency` is unchanged.
     pub rpm: bool,
+    /// UDP senders stamp the wall clock in the datagram header instead of the
+    /// monotonic clock, so the receiver can time each datagram's one-way delay.
+    /// Written as `"owd": 1` only when set.
+    pub owd: bool,
 }
 
 impl LatencyOffer {
@@ -173,6 +177,9 @@ impl LatencyOffer {
         m.insert("rate".into(), self.rate.into());
         if self.rpm {
             m.insert("rpm".into(), 1.into());
+        }
+        if self.owd {
+            m.insert("owd".into(), 1.into());
         }
         Value::Object(m)
     }
@@ -190,6 +197,7 @@ impl LatencyOffer {
             version: num("v")?,
             rate: num("rate").unwrap_or(0),
             rpm: num("rpm").is_some_and(|n| n != 0),
+            owd: num("owd").is_some_and(|n| n != 0),
         })
     }
 }

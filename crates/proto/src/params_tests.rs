@@ -430,6 +430,7 @@ fn latency_key_only_when_asked_and_read_back() {
             version: 1,
             rate: 10,
             rpm: false,
+            owd: false,
         }),
         ..plain.clone()
     };
@@ -459,6 +460,7 @@ fn latency_key_only_when_asked_and_read_back() {
             version: 2,
             rate: 0,
             rpm: false,
+            owd: false,
         })
     );
 }
@@ -471,6 +473,7 @@ fn rpm_rides_in_the_latency_offer_only_when_set() {
             version: 1,
             rate: 10,
             rpm,
+            owd: false,
         }),
         ..TestParams::default()
     };
@@ -515,4 +518,31 @@ fn bounceback_offer_is_sent_only_when_asked_and_read_back() {
     );
     assert_eq!(parse(&with).bounceback, Some(offer));
     assert_eq!(parse(&without).bounceback, None);
+}
+
+#[test]
+fn owd_rides_in_the_latency_offer_only_when_set_issue18() {
+    let offer = |owd| TestParams {
+        time: 2,
+        latency: Some(LatencyOffer {
+            version: 1,
+            rate: 10,
+            rpm: false,
+            owd,
+        }),
+        ..TestParams::default()
+    };
+    let with = text(&offer(true));
+    assert!(
+        with.ends_with(",\"rperf3_latency\":{\"v\":1,\"rate\":10,\"owd\":1}}"),
+        "{with}"
+    );
+    assert_eq!(parse(&with).latency, offer(true).latency);
+    assert!(!text(&offer(false)).contains("owd"));
+    assert_eq!(
+        parse(r#"{"tcp":true,"rperf3_latency":{"v":1,"owd":0}}"#)
+            .latency
+            .map(|l| l.owd),
+        Some(false)
+    );
 }

@@ -9,7 +9,10 @@
 //! connection the server may also push [`Frame::Sample`]: round trips it measured
 //! itself (its sending TCP streams' TCP_INFO), which the client cannot see; and
 //! the client sends the same frames the other way with what it measured, so the
-//! server's metrics hold every kind.
+//! server's metrics hold every kind. When the test's own data is timed (`"owd"`
+//! in the latency parameters), the end that receives UDP data pushes
+//! [`Frame::Delays`] on the dedicated connection: the one-way delays of the
+//! datagrams since its last push, as an opaque body the latency core encodes.
 //!
 //! Every frame starts with the same 12 bytes: `"RP"`, a type byte, the version,
 //! the frame's total length (u32, big endian, header included) and a sequence
@@ -37,6 +40,11 @@ pub const MAX_PROBE_FRAME: u32 = 64 * 1024;
 const TYPE_REQUEST: u8 = b'Q';
 const TYPE_ANSWER: u8 = b'A';
 const TYPE_SAMPLE: u8 = b'S';
+const TYPE_DELAYS: u8 = b'O';
+/// Smallest delays frame: header, direction and three reserved bytes.
+pub const DELAYS_MIN_LEN: u32 = PROBE_HEADER_LEN as u32 + 4;
+/// Longest body of a delays frame.
+pub const MAX_DELAYS_BODY: usize = MAX_PROBE_FRAME as usize - DELAYS_MIN_LEN as usize;
 
 /// What a sample timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,8 +118,19 @@ pub struct Sample {
     pub server_ns: i64,
 }
 
+/// One-way delays of the test's data, measured where it arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delays {
+    /// Numbers the frames of one connection.
+    pub seq: u32,
+    /// The data went client to server (else server to client).
+    pub up: bool,
+    /// The delays, as the latency core encodes them (at most [`MAX_DELAYS_BODY`]).
+    pub body: Vec<u8>,
+}
+
 /// One frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
     /// Client to server.
     Request(Request),
@@ -119,6 +138,8 @@ pub enum Frame {
     Answer(Answer),
     /// Either way on the dedicated probe connection, unasked.
     Sample(Sample),
+    /// On the dedicated probe connection, unasked, from the end the data reached.
+    Delays(Delays),
 }
 
 /// Why bytes are not a frame: the connection is closed.
@@ -183,6 +204,11 @@ impl Frame {
                 a.request.reply_size.max(ANSWER_MIN_LEN),
             ),
             Self::Sample(s) => (TYPE_SAMPLE, s.seq, SAMPLE_LEN),
+            Self::Delays(d) => (
+                TYPE_DELAYS,
+                d.seq,
+                DELAYS_MIN_LEN + d.body.len().min(MAX_DELAYS_BODY) as u32,
+            ),
         };
         let mut b = Vec::with_capacity(len as usize);
         b.extend_from_slice(&PROBE_MAGIC);
@@ -201,6 +227,10 @@ impl Frame {
                 b.extend_from_slice(&[s.kind.code(), 0, 0, 0]);
                 b.extend_from_slice(&s.rtt_ns.to_be_bytes());
                 b.extend_from_slice(&s.server_ns.to_be_bytes());
+            }
+            Self::Delays(d) => {
+                b.extend_from_slice(&[u8::from(d.up), 0, 0, 0]);
+                b.extend_from_slice(&d.body[..d.body.len().min(MAX_DELAYS_BODY)]);
             }
         }
         b.resize(len as usize, 0);
@@ -260,6 +290,7 @@ impl ProbeDecoder {
             TYPE_REQUEST => REQUEST_MIN_LEN,
             TYPE_ANSWER => ANSWER_MIN_LEN,
             TYPE_SAMPLE => SAMPLE_LEN,
+            TYPE_DELAYS => DELAYS_MIN_LEN,
             t => return Err(ProbeError::UnknownType(t)),
         };
         if !(min..=MAX_PROBE_FRAME).contains(&len) {
@@ -281,6 +312,11 @@ impl ProbeDecoder {
                 request: request(),
                 server_recv_ns: be_i64(&f[16..24]),
                 server_send_ns: be_i64(&f[24..32]),
+            }),
+            TYPE_DELAYS => Frame::Delays(Delays {
+                seq,
+                up: f[0] != 0,
+                body: f[4..].to_vec(),
             }),
             _ => Frame::Sample(Sample {
                 seq,

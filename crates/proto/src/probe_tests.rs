@@ -163,3 +163,30 @@ fn every_sample_kind_round_trips_and_the_codes_are_fixed() {
         assert_eq!(decode_all(&b), Err(ProbeError::UnknownSample(bad)));
     }
 }
+
+#[test]
+fn delays_frames_carry_their_body_and_direction_issue18() {
+    let f = Frame::Delays(Delays {
+        seq: 9,
+        up: true,
+        body: vec![1, 2, 3, 4, 5],
+    });
+    let wire = f.encode();
+    assert_eq!(&wire[..4], b"RPO\x01");
+    assert_eq!(wire.len(), DELAYS_MIN_LEN as usize + 5);
+    assert_eq!(&wire[12..16], &[1, 0, 0, 0]);
+    let mut d = ProbeDecoder::new();
+    // Split anywhere: the frame comes out whole, once.
+    d.push(&wire[..14]);
+    assert_eq!(d.next_frame().unwrap(), None);
+    d.push(&wire[14..]);
+    assert_eq!(d.next_frame().unwrap(), Some(f));
+    assert_eq!(d.buffered(), 0);
+    let down = Frame::Delays(Delays {
+        seq: 1,
+        up: false,
+        body: Vec::new(),
+    });
+    d.push(&down.encode());
+    assert_eq!(d.next_frame().unwrap(), Some(down));
+}

@@ -91,6 +91,19 @@ impl UdpRecvStats {
         counters_64bit: bool,
         now: Duration,
     ) -> (u64, u64) {
+        self.on_message_each(msg, seg, counters_64bit, now, |_| {})
+    }
+
+    /// [`UdpRecvStats::on_message`], handing each counted datagram's header to
+    /// `each` (the one-way delay of the data reads its send time).
+    pub fn on_message_each(
+        &mut self,
+        msg: &[u8],
+        seg: usize,
+        counters_64bit: bool,
+        now: Duration,
+        mut each: impl FnMut(&UdpHeader),
+    ) -> (u64, u64) {
         // Work on a local copy: its fields live in registers for the whole
         // train instead of going through memory once per datagram.
         let mut st = self.clone();
@@ -100,6 +113,7 @@ impl UdpRecvStats {
                 continue;
             };
             st.on_datagram(h.seq, h.sec, h.usec, now, d.len());
+            each(&h);
             blocks += 1;
             bytes += d.len() as u64;
         }

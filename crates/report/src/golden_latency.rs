@@ -8,7 +8,7 @@ use crate::cjson;
 use crate::input::*;
 use crate::testutil::*;
 
-fn summary(count: u64, v: [f64; 6]) -> Summary {
+pub(crate) fn summary(count: u64, v: [f64; 6]) -> Summary {
     let [min_ms, mean_ms, p50_ms, p90_ms, p99_ms, max_ms] = v;
     Summary {
         count,
@@ -53,14 +53,14 @@ fn end_figures() -> Figures {
     }
 }
 
-struct Run {
-    text_or_doc: String,
-    err: String,
+pub(crate) struct Run {
+    pub(crate) text_or_doc: String,
+    pub(crate) err: String,
 }
 
 /// A client TCP test of two intervals; `lat` adds `--latency` figures to both
 /// intervals and the end.
-fn client_run(
+pub(crate) fn client_run(
     opts: impl FnOnce(&mut crate::ReportOptions),
     bidir: bool,
     lat: Option<LatencyFinal>,
@@ -118,7 +118,7 @@ fn client_run(
     }
 }
 
-fn with_server(with_server: bool) -> Option<LatencyFinal> {
+pub(crate) fn with_server(with_server: bool) -> Option<LatencyFinal> {
     Some(LatencyFinal {
         figures: end_figures(),
         with_server,
@@ -186,7 +186,7 @@ const INTERVAL_JSON: &str = r#"{"idle":{"count":0,"min_ms":0,"p50_ms":0,"p90_ms"
 
 const END_JSON: &str = r#"{"idle":{"count":10,"min_ms":0.045,"p50_ms":0.05,"p90_ms":0.061,"p99_ms":0.07,"max_ms":0.072},"loaded":{"count":840,"min_ms":9.9,"p50_ms":151.234,"p90_ms":160.5,"p99_ms":170.25,"max_ms":180,"foreign":{"count":400,"min_ms":9.9,"p50_ms":150.5,"p90_ms":159,"p99_ms":169,"max_ms":175},"self":{"count":440,"min_ms":10,"p50_ms":152,"p90_ms":161,"p99_ms":171,"max_ms":180}},"rpm":398,"one_way":{"up":{"count":500,"min_ms":1,"mean_ms":2.5,"p99_ms":6,"max_ms":7.25},"down":{"count":0,"min_ms":0,"mean_ms":0,"p99_ms":0,"max_ms":0}},"with_server":true}"#;
 
-fn keys(v: &Value) -> Vec<&str> {
+pub(crate) fn keys(v: &Value) -> Vec<&str> {
     v.as_object().unwrap().keys().map(String::as_str).collect()
 }
 

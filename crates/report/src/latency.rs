@@ -8,10 +8,12 @@
 //! JSON key order (fixed; consumers may rely on it), in `intervals[].latency` and
 //! `end.latency`:
 //! `idle`, `loaded`, `rpm`, then `one_way` only when a one-way delay was measured or
-//! the clocks disagreed, then (in `end` only) `with_server`. `idle` and `loaded` hold
+//! the clocks disagreed, then `data_one_way` only when the test's own datagrams were
+//! timed or their clocks disagreed, then (in `end` only) `with_server`. `idle` and `loaded` hold
 //! `count, min_ms, p50_ms, p90_ms, p99_ms, max_ms`; `loaded` then `foreign` and `self`
 //! with the same fields. `one_way` holds `up` and `down`, each
-//! `count, min_ms, mean_ms, p99_ms, max_ms`, then `clock_warning` when set. An empty
+//! `count, min_ms, mean_ms, p99_ms, max_ms`, then `clock_warning` when set.
+//! `data_one_way` has the same shape, with `p50_ms` after `mean_ms`. An empty
 //! set of samples has `count` 0 and every other field 0.
 
 use rperf3_latency::{Figures, Summary};
@@ -51,10 +53,15 @@ pub(crate) fn interval_lines(lead: &str, f: &Figures, omitted: &str) -> Vec<Stri
             f.responsiveness.rpm
         ));
     }
-    for (name, s) in [("up", &f.up), ("down", &f.down)] {
+    for (name, s, what) in [
+        ("one-way up", &f.up, "samples"),
+        ("one-way down", &f.down, "samples"),
+        ("data one-way up", &f.data_up, "datagrams"),
+        ("data one-way down", &f.data_down, "datagrams"),
+    ] {
         if !s.is_empty() {
             out.push(format!(
-                "{lead}  one-way {name} min/mean/p99/max {}/{}/{}/{} ms, {} samples{tail}\n",
+                "{lead}  {name} min/mean/p99/max {}/{}/{}/{} ms, {} {what}{tail}\n",
                 ms(s.min_ms),
                 ms(s.mean_ms),
                 ms(s.p99_ms),
@@ -104,6 +111,8 @@ pub(crate) fn end_lines(l: &LatencyFinal) -> Vec<String> {
         ("  self", &f.self_loaded),
         ("one-way up", &f.up),
         ("one-way down", &f.down),
+        ("data up", &f.data_up),
+        ("data down", &f.data_down),
     ] {
         if !s.is_empty() {
             out.push(table_row(name, s));
@@ -118,7 +127,10 @@ pub(crate) fn end_lines(l: &LatencyFinal) -> Vec<String> {
     if !l.with_server {
         out.push(STOCK_SERVER_NOTE.to_string());
     }
-    if let Some(w) = &f.clock_warning {
+    for w in [&f.clock_warning, &f.data_clock_warning]
+        .into_iter()
+        .flatten()
+    {
         out.push(format!("{w}\n"));
     }
     out
@@ -136,10 +148,18 @@ pub(crate) fn round_trips(s: &Summary) -> Map<String, Value> {
 }
 
 fn one_way(s: &Summary) -> Value {
+    one_way_with(s, false)
+}
+
+/// A one-way object; `p50` adds the median after the mean (the data's delays).
+fn one_way_with(s: &Summary, p50: bool) -> Value {
     let mut m = Map::new();
     m.insert("count".into(), json!(s.count));
     m.insert("min_ms".into(), num(s.min_ms));
     m.insert("mean_ms".into(), num(s.mean_ms));
+    if p50 {
+        m.insert("p50_ms".into(), num(s.p50_ms));
+    }
     m.insert("p99_ms".into(), num(s.p99_ms));
     m.insert("max_ms".into(), num(s.max_ms));
     Value::Object(m)
@@ -161,6 +181,15 @@ fn figures_map(f: &Figures) -> Map<String, Value> {
             ow.insert("clock_warning".into(), json!(w));
         }
         m.insert("one_way".into(), Value::Object(ow));
+    }
+    if !f.data_up.is_empty() || !f.data_down.is_empty() || f.data_clock_warning.is_some() {
+        let mut ow = Map::new();
+        ow.insert("up".into(), one_way_with(&f.data_up, true));
+        ow.insert("down".into(), one_way_with(&f.data_down, true));
+        if let Some(w) = &f.data_clock_warning {
+            ow.insert("clock_warning".into(), json!(w));
+        }
+        m.insert("data_one_way".into(), Value::Object(ow));
     }
     m
 }

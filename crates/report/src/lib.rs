@@ -32,6 +32,8 @@ pub mod units;
 #[cfg(test)]
 mod golden_bounceback;
 #[cfg(test)]
+mod golden_data_owd;
+#[cfg(test)]
 mod golden_json;
 #[cfg(test)]
 mod golden_latency;

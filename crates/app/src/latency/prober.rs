@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rperf3_latency::{wall_ns, Collector, Kind, Samples, Way};
+use rperf3_latency::{oneway_wire, wall_ns, Collector, Kind, OneWay, Samples, Way};
 use rperf3_proto::probe::{Frame, ProbeDecoder, Request, Sample, SampleKind};
 use rperf3_proto::{marked_cookie, COOKIE_LEN, MARKER_FOREIGN, MARKER_PROBE};
 
@@ -188,6 +188,11 @@ impl Prober {
         if let Some(t) = &self.thread {
             t.thread().unpark();
         }
+    }
+
+    /// Adds the one-way delays of the test's data sent `way`.
+    pub(crate) fn merge_data(&self, way: Way, d: &OneWay) {
+        lock(&self.shared.collector).merge_data(way, d);
     }
 
     /// The samples since the last call.
@@ -380,6 +385,7 @@ fn run(s: &Arc<Shared>, setup: &ProbeSetup, idle_done: &mpsc::Sender<()>) {
     // The last samples, best effort, before the connection is shut.
     if let Some(p) = &probe {
         forward(s, p, &mut out, &mut fseq);
+        pushed(s, p, &mut dec);
         let _ = p.shutdown(std::net::Shutdown::Both);
     }
     shut_all(s);
@@ -482,6 +488,14 @@ fn pushed(s: &Shared, c: &TcpStream, dec: &mut ProbeDecoder) -> bool {
             Ok(Some(Frame::Sample(x))) => {
                 lock(&s.collector).record(Kind::SelfLoaded, x.rtt_ns);
             }
+            // The server's data delays: it received what this client sent.
+            Ok(Some(Frame::Delays(d))) => match oneway_wire::decode(&d.body) {
+                Some(o) => {
+                    let way = if d.up { Way::Up } else { Way::Down };
+                    lock(&s.collector).merge_data(way, &o);
+                }
+                None => log::warn!("latency: the server's data delays are not readable"),
+            },
             Ok(Some(_)) => {}
             Ok(None) => return true,
             Err(e) => {

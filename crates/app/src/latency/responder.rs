@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rperf3_latency::{wall_ns, Kind, Samples};
-use rperf3_proto::probe::{Frame, ProbeDecoder, Sample, SampleKind};
+use rperf3_latency::{oneway_wire, wall_ns, Kind, OneWay, Samples, Way};
+use rperf3_proto::probe::{Delays, Frame, ProbeDecoder, Sample, SampleKind};
 use rperf3_proto::{MARKER_FOREIGN, MARKER_PROBE};
 
 use crate::latency::frame_io::{read_frame, timed_out, write_all};
@@ -39,6 +39,8 @@ struct Shared {
     senders: Mutex<Vec<Arc<TcpStream>>>,
     /// What the server measured itself (for its metrics).
     samples: Mutex<Samples>,
+    /// The session's receiving UDP streams' data delays, when the data is timed.
+    data: Mutex<Vec<Arc<Mutex<OneWay>>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -106,6 +108,12 @@ impl ProbeHost {
     /// The session's streams run: these send (their round trips are pushed).
     pub(crate) fn set_senders(&self, senders: Vec<Arc<TcpStream>>) {
         *lock(&self.shared.senders) = senders;
+    }
+
+    /// The session's receiving streams time their data into these: what they
+    /// hold is pushed to the client with the round trips.
+    pub(crate) fn set_data_delays(&self, sinks: Vec<Arc<Mutex<OneWay>>>) {
+        *lock(&self.shared.data) = sinks;
     }
 
     /// Ends every probe connection; returns what the server measured.
@@ -177,6 +185,7 @@ fn serve(s: &Shared, c: &TcpStream, dedicated: bool) -> std::io::Result<()> {
         if dedicated && now >= next_push {
             next_push = now + PUSH_PERIOD;
             push_own(s, c, &mut seq)?;
+            push_data(s, c, &mut seq)?;
         }
     }
     Ok(())
@@ -216,4 +225,24 @@ fn push_own(s: &Shared, c: &TcpStream, seq: &mut u32) -> std::io::Result<()> {
         return Ok(());
     }
     write_all(c, &out, Instant::now() + WRITE_LIMIT)
+}
+
+/// Pushes the data delays the receiving streams gathered since the last push
+/// (one frame; nothing when no datagram arrived). The client sent that data.
+fn push_data(s: &Shared, c: &TcpStream, seq: &mut u32) -> std::io::Result<()> {
+    let mut all = OneWay::new();
+    for m in lock(&s.data).iter() {
+        all.merge(&std::mem::take(&mut *lock(m)));
+    }
+    if all.is_empty() {
+        return Ok(());
+    }
+    lock(&s.samples).merge_data(Way::Up, &all);
+    *seq = seq.wrapping_add(1);
+    let f = Frame::Delays(Delays {
+        seq: *seq,
+        up: true,
+        body: oneway_wire::encode(&all),
+    });
+    write_all(c, &f.encode(), Instant::now() + WRITE_LIMIT)
 }

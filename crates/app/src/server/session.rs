@@ -23,7 +23,7 @@ use crate::server::mail::{Inbox, Mailbox, ToHost, ToSession};
 use crate::server::metrics::{Metrics, TestOutcome};
 use crate::server::refuse::access_denied;
 use crate::test::ctrl::Ctrl;
-use crate::test::driver::{Driver, Wake};
+use crate::test::driver::{Driver, Test, Wake};
 use crate::test::plan::{Peer, TestPlan};
 use crate::test::run::TestRun;
 use crate::test::streams::LiveStream;
@@ -92,6 +92,9 @@ pub(super) struct Session {
     probes: Option<ProbeHost>,
     /// `--rpm` was asked for: this test's load connections ('D', 'U').
     load: Option<LoadHost>,
+    /// The client offered to time the data (`"owd"`) and probes are answered:
+    /// UDP senders stamp the wall clock, receivers push their delays.
+    owd: bool,
 }
 
 enum End {
@@ -134,6 +137,7 @@ impl Session {
             auth_failed: false,
             probes: None,
             load: None,
+            owd: false,
         })
     }
 
@@ -409,6 +413,7 @@ impl Session {
         if p_latency.is_some_and(|l| l.version == LATENCY_VERSION) {
             // Said before CREATE_STREAMS: the client probes before its streams.
             self.probes = Some(ProbeHost::new());
+            self.owd = p_latency.is_some_and(|l| l.owd);
             if p_latency.is_some_and(|l| l.rpm) {
                 self.load = Some(LoadHost::new());
             }
@@ -530,10 +535,14 @@ impl Session {
         // Before counting starts, as the client starts counting on TEST_START.
         self.d.flush()?;
         self.d.start_test();
+        if let (true, Test::Running(run)) = (self.owd, &mut self.d.test) {
+            run.time_data();
+        }
         if let Some(run) = self.d.test.run() {
             self.metrics.test_started(self.id, &run.streams);
             if let Some(p) = &self.probes {
                 p.set_senders(run.tcp_senders());
+                p.set_data_delays(run.data_delay_sinks());
             }
         }
         self.d.run_workers()

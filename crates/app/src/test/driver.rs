@@ -215,6 +215,10 @@ impl<M: Machine> Driver<M> {
         }
         if let Some(p) = plan.latency.take() {
             run.attach_prober(p);
+            // The client times the data once an rperf3 server took its offer.
+            if plan.params.latency.is_some_and(|l| l.owd) && run.probes_with_server() {
+                run.time_data();
+            }
         }
         self.rep.start(&plan.start, &plan.info);
         self.test = Test::Running(run);

@@ -4,13 +4,14 @@
 //! dropped stops and joins its workers and closes its sockets.
 
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rperf3_engine::budget::Budget;
 use rperf3_engine::control::RunControl;
 use rperf3_engine::counters::CounterSnapshot;
 use rperf3_engine::worker::Worker;
+use rperf3_latency::{OneWay, Way};
 use rperf3_proto::{
     IperfError, StreamResult, TestResults, IE_NO_MSG, IE_STREAM_READ, IE_STREAM_WRITE,
 };
@@ -144,6 +145,29 @@ impl TestRun {
         self.latency = Some(p);
     }
 
+    /// The ends agreed to time the data (`"owd"`): before the workers start,
+    /// UDP senders stamp the wall clock and receivers time each datagram.
+    pub(crate) fn time_data(&mut self) {
+        for s in &mut self.streams {
+            s.time_data();
+        }
+    }
+
+    /// Whether an rperf3 server answers this client's probes (so it agreed to
+    /// what the client offered in the latency parameters).
+    pub(crate) fn probes_with_server(&self) -> bool {
+        self.latency.as_ref().is_some_and(Prober::with_server)
+    }
+
+    /// The receiving streams' delay sinks (the server pushes what they hold).
+    pub(crate) fn data_delay_sinks(&self) -> Vec<Arc<Mutex<OneWay>>> {
+        self.streams
+            .iter()
+            .filter(|s| !s.info.sender)
+            .filter_map(|s| s.owd.clone())
+            .collect()
+    }
+
     /// `--server-bitrate-limit`: the test fails (error 27) when its total
     /// rate over the limit's window is above it.
     pub(crate) fn limit_rate(&mut self, limit: RateLimit) {
@@ -268,6 +292,10 @@ impl TestRun {
     fn sample(&mut self, now: Instant) -> IntervalInput {
         let mut iv = self.sampler.sample(&self.streams, now);
         if let Some(p) = &self.latency {
+            // What this client received came from the server.
+            for d in self.streams.iter().filter_map(LiveStream::take_data_delays) {
+                p.merge_data(Way::Down, &d);
+            }
             let f = p.take_interval().figures();
             log_figures("interval", &f);
             iv.latency = Some(Box::new(f));

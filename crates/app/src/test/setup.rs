@@ -59,6 +59,9 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
             version: LATENCY_VERSION,
             rate,
             rpm: cc.rpm.is_some(),
+            // The data is timed whenever latency is measured (UDP datagrams
+            // and TCP blocks; not during the responsiveness test's stages).
+            owd: cc.rpm.is_none(),
         }),
         bounceback: cc.bounceback,
         congestion: cc.congestion.clone(),

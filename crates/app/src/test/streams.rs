@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use rperf3_engine::counters::{CounterSnapshot, StreamCounters};
 use rperf3_engine::tcp::RecvMode;
 use rperf3_engine::worker::Worker;
+use rperf3_latency::OneWay;
 use rperf3_proto::UdpRecvStats;
 use rperf3_report::input::StreamInfo;
 use rperf3_sys::net::unmap;
@@ -52,6 +53,9 @@ pub(crate) struct LiveStream {
     /// A TCP receiver's SO_RCVLOWAT mark, 0 for none: its final sample drains
     /// the tail below the mark first.
     recv_mark: AtomicUsize,
+    /// The ends agreed to time the data (UDP): a sender stamps the wall clock,
+    /// a receiver puts each datagram's one-way delay here.
+    pub owd: Option<Arc<Mutex<OneWay>>>,
 }
 
 impl LiveStream {
@@ -82,7 +86,24 @@ impl LiveStream {
             counters: Arc::default(),
             udp_stats,
             recv_mark: AtomicUsize::new(0),
+            owd: None,
         }
+    }
+
+    /// The ends agreed to time the data: a UDP or TCP stream starts doing so
+    /// (SCTP's data is not timed).
+    pub(crate) fn time_data(&mut self) {
+        if matches!(self.sock, DataSock::Udp(_) | DataSock::Tcp(_)) {
+            self.owd = Some(Arc::default());
+        }
+    }
+
+    /// A receiving stream's data delays since the last call.
+    pub(crate) fn take_data_delays(&self) -> Option<OneWay> {
+        let m = self.owd.as_ref().filter(|_| !self.info.sender)?;
+        Some(std::mem::take(
+            &mut *m.lock().unwrap_or_else(|p| p.into_inner()),
+        ))
     }
 
     /// Whether this is a UDP stream.
@@ -149,6 +170,17 @@ impl LiveStream {
                 .and_then(rperf3_sys::net::tcp_congestion)
                 .is_some_and(|cc| paces_itself(&cc))
         });
+        let plan = match plan {
+            // A timed TCP stream stamps each block in user space, and reads
+            // every byte itself to find the stamps by offset.
+            WorkerPlan::TcpSend { .. } if self.owd.is_some() => {
+                WorkerPlan::TcpSend { sendfile: false }
+            }
+            WorkerPlan::Recv(RecvMode::OnMark) if self.owd.is_some() => {
+                WorkerPlan::Recv(RecvMode::Copy)
+            }
+            p => p,
+        };
         if plan != WorkerPlan::Recv(RecvMode::OnMark) {
             return plan;
         }

@@ -229,14 +229,30 @@ pub(crate) fn spawn(
             let file = matches!(plan, WorkerPlan::TcpSend { sendfile: true })
                 .then(|| PayloadFile::new(&buf).ok())
                 .flatten();
+            let stamped = s.owd.is_some() && matches!(plan, WorkerPlan::TcpSend { .. });
             Worker::spawn(name, ctl, true, move |c| {
-                rperf3_engine::tcp::send_loop(&t, &buf, file.as_ref(), pacer, burst, c, &counters)
+                if stamped {
+                    rperf3_engine::tcp_owd::send_loop_stamped(&t, &buf, pacer, burst, c, &counters)
+                } else {
+                    rperf3_engine::tcp::send_loop(
+                        &t,
+                        &buf,
+                        file.as_ref(),
+                        pacer,
+                        burst,
+                        c,
+                        &counters,
+                    )
+                }
             })
         }
         (DataSock::Tcp(t) | DataSock::Sctp(t), WorkerPlan::Recv(mode)) => {
             let t = t.clone();
-            Worker::spawn(name, ctl, false, move |c| {
-                rperf3_engine::tcp::recv_loop(&t, blksize, mode, c, &counters)
+            // --skip-rx-copy reads no byte: its data is not timed.
+            let owd = s.owd.clone().filter(|_| mode == RecvMode::Copy);
+            Worker::spawn(name, ctl, false, move |c| match &owd {
+                Some(o) => rperf3_engine::tcp_owd::recv_loop_stamped(&t, blksize, c, &counters, o),
+                None => rperf3_engine::tcp::recv_loop(&t, blksize, mode, c, &counters),
             })
         }
         (DataSock::Udp(u), WorkerPlan::UdpSend) => {
@@ -247,15 +263,24 @@ pub(crate) fn spawn(
                 burst,
                 counters_64bit: send.counters_64bit,
             };
+            let wall = s.owd.is_some();
             Worker::spawn(name, ctl, true, move |c| {
-                rperf3_engine::udp::send_loop(&u, &payload, spec, c, &counters)
+                if wall {
+                    rperf3_engine::udp_owd::send_loop_wall(&u, &payload, spec, c, &counters)
+                } else {
+                    rperf3_engine::udp::send_loop(&u, &payload, spec, c, &counters)
+                }
             })
         }
         (DataSock::Udp(u), WorkerPlan::UdpRecv) => {
             let (u, stats) = (u.clone(), s.udp_stats.clone().unwrap_or_default());
             let c64 = send.counters_64bit;
-            Worker::spawn(name, ctl, false, move |c| {
-                rperf3_engine::udp::recv_loop(&u, blksize, c64, c, &counters, &stats)
+            let owd = s.owd.clone();
+            Worker::spawn(name, ctl, false, move |c| match &owd {
+                Some(o) => {
+                    rperf3_engine::udp_owd::recv_loop_owd(&u, blksize, c64, c, &counters, &stats, o)
+                }
+                None => rperf3_engine::udp::recv_loop(&u, blksize, c64, c, &counters, &stats),
             })
         }
         (DataSock::Tcp(t), WorkerPlan::BouncebackClient | WorkerPlan::BouncebackServer) => {
