@@ -278,6 +278,7 @@ pub(crate) fn run(
         mode_note: note.map(str::to_string),
         bounceback: None,
         histograms: false,
+        isoch: None,
     }));
     if let Some((b, false)) = listener {
         report.event(b);

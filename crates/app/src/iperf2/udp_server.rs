@@ -173,6 +173,7 @@ pub(crate) fn run(
         mode_note: None,
         bounceback: None,
         histograms: false,
+        isoch: None,
     }));
     // One flow at a time on the listener itself: multicast and -U.
     let inline = l.group.is_some() || s.single_udp;

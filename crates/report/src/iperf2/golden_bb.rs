@@ -68,6 +68,7 @@ fn settings(lines: &[String]) -> Settings2 {
         mode_note: None,
         trip_times: false,
         histograms: false,
+        isoch: None,
         bounceback: Some(BbSettings2 {
             request: sizes[0],
             reply: sizes[1],
@@ -335,5 +336,6 @@ fn settings_for_server() -> Settings2 {
         trip_times: false,
         bounceback: None,
         histograms: false,
+        isoch: None,
     }
 }
