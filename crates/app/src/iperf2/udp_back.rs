@@ -155,6 +155,7 @@ pub(crate) fn send_back(
         handshake: true,
         delay: Duration::ZERO,
         seq64: true,
+        isoch: None,
     };
     let start = Instant::now();
     let mut tx = match Tx::start(Tag2::ReverseId(id), sock, plan) {

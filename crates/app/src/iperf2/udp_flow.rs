@@ -120,6 +120,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     };
     let mut notes = Vec::new();
     for (on, note) in [
+        (f.req.isochronous, "(isoch)"),
         (f.req.mode == Mode::Reverse, "(reverse)"),
         (f.req.mode == Mode::FullDuplex, "(full-duplex)"),
         (f.req.trip_times, "(trip-times)"),
@@ -201,6 +202,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
             handshake: false,
             delay: Duration::ZERO,
             seq64: true,
+            isoch: None,
         };
         match Tx::start(tx_tag, sock.clone(), plan) {
             Ok(t) => Some(t),

@@ -238,6 +238,7 @@ impl Replayer<'_> {
                     .split('/')
                     .map(num)
                     .collect();
+                // A message (stderr) in the layout the helper gives.
                 rp.events.push(Event2::Message(super::isoch_schedule_line(
                     tag, v[0], v[1], v[2], v[3],
                 )));

@@ -28,7 +28,7 @@ use model::{Event2, Layout2, Row2, Side2, Tag2};
 use rows::{Header, RowUse};
 use units::{civil, date_ms};
 
-/// The line an `--isochronous` sender prints after its rows (2.2.1):
+/// The line an `--isochronous` sender prints on stderr after "Sent" (2.2.1):
 /// "[  1] Isoch schedule errors (mean/min/max/stdev) = 0.243/0.071/3.770/0.683 ms",
 /// how far each frame left from its slot, in milliseconds.
 pub fn isoch_schedule_line(

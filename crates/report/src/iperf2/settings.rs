@@ -157,7 +157,12 @@ fn isoch_line(i: &IsochSettings2) -> String {
         "Isochronous: {:.2} frames/sec mean={}/s, stddev={}/s, Period/IPG={period_ms:.2}/{:.3} ms",
         i.fps,
         size(i.mean_bps / 8.0, 'a'),
-        size(i.stdev_bps / 8.0, 'a'),
+        // 2.2.1 prints no deviation as "0.000 bit".
+        if i.stdev_bps > 0.0 {
+            size(i.stdev_bps / 8.0, 'a')
+        } else {
+            "0.000 bit".into()
+        },
         i.ipg_ms
     )
 }

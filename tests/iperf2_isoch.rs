@@ -1,0 +1,70 @@
+//! iperf 2's `--isochronous` UDP frames between rperf3 (as `iperf`) and the
+//! stock 2.1.8 and 2.2.1, each role: the client's frame line and columns,
+//! `(isoch)` on both connection lines, one frame per slot of the schedule,
+//! and the receiver's count of what the sender sent at the asked-for rate.
+
+use std::path::Path;
+
+use crate::common::iperf2::{parse_row, run_pair as run, sent_datagrams, Pairing2};
+
+/// 20 Mbit/s in 60 frames a second, sizes spread by 2 Mbit/s.
+const ISOCH: &str = "--isochronous=60:20m,2m";
+
+fn isochronous(peer: &Path, p: Pairing2) {
+    let (c, s) = run(
+        peer,
+        p,
+        &["-u", "-e", "-i", "1"],
+        &["-u", "-e", "-i", "1", "-t", "1", ISOCH],
+    );
+    let ctx = format!("{p:?}\n--- client:\n{c}\n--- server:\n{s}");
+    assert!(
+        c.lines().any(|l| l
+            == "Isochronous: 60.00 frames/sec mean=20.0 Mbit/s, stddev=2.00 Mbit/s, \
+                Period/IPG=16.67/0.000 ms"),
+        "frame line\n{ctx}"
+    );
+    for side in [&c, &s] {
+        assert!(
+            side.lines()
+                .any(|l| l.contains("connected with") && l.contains(" (isoch) ")),
+            "(isoch) note\n{ctx}"
+        );
+    }
+    assert!(
+        c.lines().any(|l| l.ends_with("  PPS  isoch:tx/miss/slip")),
+        "isoch columns\n{ctx}"
+    );
+    // The client's whole-test row ends with tx/miss/slip: 1 s at 60 frames a
+    // second is 60 slots (61 with the first frame counted twice, as iperf 2
+    // counts it; one more if the slot at 1.000 s went out).
+    let own = c.split("Server Report:").next().unwrap_or_default();
+    let total = own
+        .lines()
+        .rfind(|l| parse_row(l).is_some_and(|r| r.tag == "1" && r.start == 0.0))
+        .unwrap_or_else(|| panic!("no client total\n{ctx}"));
+    let f: Vec<u64> = total
+        .split_whitespace()
+        .next_back()
+        .unwrap_or_default()
+        .split('/')
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    assert_eq!(f.len(), 3, "{total}\n{ctx}");
+    assert!((60..=62).contains(&(f[0] + f[1])), "slots {f:?}\n{ctx}");
+    // The receiver (the other program) got every datagram but the FIN, at
+    // 20 Mbit/s within the frames' spread.
+    let sent = sent_datagrams(&c, "1").unwrap_or_else(|| panic!("no Sent line\n{ctx}"));
+    let got = s
+        .lines()
+        .filter_map(parse_row)
+        .filter(|r| r.tag == "1" && r.start == 0.0)
+        .max_by(|a, b| a.end.total_cmp(&b.end))
+        .unwrap_or_else(|| panic!("no server total\n{ctx}"));
+    assert_eq!(got.total, Some(sent - 1), "datagrams\n{ctx}");
+    assert_eq!(got.lost, Some(0), "loss\n{ctx}");
+    let bps = got.bytes * 8.0 / got.end;
+    assert!((bps / 20e6 - 1.0).abs() < 0.1, "{bps} bit/s\n{ctx}");
+}
+
+both_ways2!(iperf2_isoch_udp, |peer: &Path, p| isochronous(peer, p));
