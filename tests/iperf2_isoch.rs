@@ -2,6 +2,9 @@
 //! stock 2.1.8 and 2.2.1, each role: the client's frame line and columns,
 //! `(isoch)` on both connection lines, one frame per slot of the schedule,
 //! and the receiver's count of what the sender sent at the asked-for rate.
+//! UDP `--histograms` (`--udp-histograms`) on a `--trip-times` server: a
+//! `T8-PDF` line after each row whose count is the datagrams the sender's
+//! "Sent" line accounts for.
 
 use std::path::Path;
 
@@ -68,3 +71,66 @@ fn isochronous(peer: &Path, p: Pairing2) {
 }
 
 both_ways2!(iperf2_isoch_udp, |peer: &Path, p| isochronous(peer, p));
+
+fn udp_histograms(peer: &Path, p: Pairing2) {
+    let (c, s) = run(
+        peer,
+        p,
+        &["-u", "-e", "-i", "1", "--udp-histograms"],
+        &[
+            "-u",
+            "-e",
+            "-i",
+            "1",
+            "-t",
+            "1",
+            "-b",
+            "10m",
+            "--trip-times",
+        ],
+    );
+    let ctx = format!("{p:?}\n--- client:\n{c}\n--- server:\n{s}");
+    assert!(
+        s.lines()
+            .any(|l| l.starts_with("Enabled receive histograms bin-width=0.100 ms")),
+        "block line\n{ctx}"
+    );
+    let rows: Vec<&str> = s
+        .lines()
+        .filter(|l| parse_row(l).is_some() && !l.contains("-PDF:"))
+        .collect();
+    let pdf: Vec<&str> = s
+        .lines()
+        .filter(|l| l.contains("-PDF: bin(w=100us):cnt("))
+        .collect();
+    assert!(
+        !rows.is_empty() && pdf.len() == rows.len(),
+        "one line per row\n{ctx}"
+    );
+    let last = pdf.last().copied().unwrap_or_default();
+    assert!(last.contains(" sec T8(f)-PDF: "), "final line\n{ctx}");
+    // cnt(N)=bin:count,... : the bins add up to N, and N is what was sent
+    // (2.2.1 leaves the first datagram out).
+    let (cnt, rest) = last
+        .split_once("cnt(")
+        .and_then(|x| x.1.split_once(")="))
+        .unwrap_or_else(|| panic!("{last}\n{ctx}"));
+    let cnt: u64 = cnt.parse().unwrap_or_default();
+    let bins: u64 = rest
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.split_once(':').and_then(|x| x.1.parse::<u64>().ok()))
+        .sum();
+    assert_eq!(bins, cnt, "{last}\n{ctx}");
+    let sent = sent_datagrams(&c, "1").unwrap_or_else(|| panic!("no Sent line\n{ctx}"));
+    assert!(
+        (sent - 2..=sent - 1).contains(&cnt),
+        "cnt {cnt}, sent {sent}\n{ctx}"
+    );
+}
+
+both_ways2!(iperf2_udp_histograms, |peer: &Path, p| udp_histograms(
+    peer, p
+));

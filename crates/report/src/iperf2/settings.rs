@@ -6,6 +6,10 @@
 use super::model::{IsochSettings2, Layout2, Proto2, Settings2, Side2};
 use super::units::size;
 
+/// A `--histograms` server's line (its bins are fixed, as 2.2.1's default).
+const HISTOGRAMS_LINE: &str =
+    "Enabled receive histograms bin-width=0.100 ms, bins=100000 (clients should use --trip-times)";
+
 /// The dashes above and below a block.
 pub(crate) const SEPARATOR: &str = "------------------------------------------------------------";
 
@@ -62,18 +66,19 @@ fn listener(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
                     v.push(format!("TCP congestion control default {cc}"));
                 }
                 if s.histograms {
-                    v.push(
-                        "Enabled receive histograms bin-width=0.100 ms, bins=100000 \
-                         (clients should use --trip-times)"
-                            .into(),
-                    );
+                    v.push(HISTOGRAMS_LINE.into());
                 }
             }
             // 2.2.1 prints the UDP read size in bytes, with a trailing space.
-            Proto2::Udp => v.push(format!(
-                "Read buffer size: {} ",
-                size(f64::from(s.len), 'B')
-            )),
+            Proto2::Udp => {
+                v.push(format!(
+                    "Read buffer size: {} ",
+                    size(f64::from(s.len), 'B')
+                ));
+                if s.histograms {
+                    v.push(HISTOGRAMS_LINE.into());
+                }
+            }
         }
     }
     // 2.2.1 puts this after the -e lines (a multicast server with -e).
