@@ -329,6 +329,9 @@ mod tests {
             0
         );
         assert_eq!(fence_outliers(&[(30_000, 844)], 100_000), 0);
+        // 2.2.1's tcp-hist-client: "cnt(48)=1:34,2:12,3:1,29:1 ... Outliers=1".
+        let w = [(us(1), 34), (us(2), 12), (us(3), 1), (us(29), 1)];
+        assert_eq!(fence_outliers(&w, 100_000), 1);
     }
 
     /// Data that is no burst header is counted, without delays.
