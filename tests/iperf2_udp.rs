@@ -92,6 +92,7 @@ impl Case {
                 sync_transfer_id: false,
                 txstart: None,
                 bounceback: None,
+                isoch: None,
             }),
             common: Common2 {
                 port,

@@ -232,6 +232,7 @@ pub(crate) fn sender() -> Config2 {
             sync_transfer_id: false,
             txstart: None,
             bounceback: None,
+            isoch: None,
         }),
         common: Common2 {
             port: PORT.parse().unwrap(),

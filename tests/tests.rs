@@ -29,6 +29,7 @@ mod interop_v6;
 mod iperf2_bounceback_calls;
 mod iperf2_cli;
 mod iperf2_enhanced;
+mod iperf2_isoch;
 mod iperf2_latency;
 mod iperf2_layout;
 mod iperf2_tcp;

@@ -75,6 +75,10 @@ pub(crate) struct State {
     pub(crate) skip_rx_copy: bool,
     /// `--histograms`.
     pub(crate) histograms: bool,
+    /// `--isochronous[=fps:mean,stdev]` (with `--ipg`).
+    pub(crate) isoch: Option<rperf3_app::iperf2::config::IsochSpec>,
+    /// `--ipg` milliseconds.
+    pub(crate) ipg_ms: Option<f64>,
 }
 
 /// `-s`, `-c`, or neither yet.
@@ -152,6 +156,8 @@ impl Default for State {
             permit_key: None,
             skip_rx_copy: false,
             histograms: false,
+            isoch: None,
+            ipg_ms: None,
         }
     }
 }
@@ -364,6 +370,12 @@ impl State {
             O2::HideIps => self.hide_ips = true,
             O2::TripTimes => self.trip_times = true,
             O2::Histograms => self.histograms = true,
+            O2::Isochronous => {
+                // iperf 2 turns -e on with it.
+                self.enhanced = true;
+                self.isoch = Some(units::isochronous(v));
+            }
+            O2::Ipg => self.ipg_ms = units::strtod_whole(v),
             O2::Bounceback => {
                 self.bounceback = Some(if v.is_empty() { 10 } else { units::atoi(v) });
             }

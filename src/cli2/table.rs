@@ -67,6 +67,8 @@ pub(crate) enum O2 {
     HideIps,
     TripTimes,
     Histograms,
+    Isochronous,
+    Ipg,
     Bounceback,
     BbHold,
     BbNoQuickack,
@@ -254,7 +256,8 @@ pub(crate) static OPTIONS: &[Spec] = &[
     ]),
     opt!(HideIps, None, Some("hide-ips"), No, [row(Both, "", "mask addresses and host names in the output")]),
     opt!(Unsupported, None, Some("jitter-histograms"), Optional, []),
-    opt!(Unsupported, None, Some("udp-histograms"), Optional, []),
+    // 2.2.1 still takes 2.1.8's --udp-histogram(s) as --histograms.
+    opt!(Histograms, None, Some("udp-histograms"), Optional, []),
     opt!(Unsupported, None, Some("l2checks"), No, []),
     opt!(Unsupported, None, Some("ignore-shutdown"), No, []),
     opt!(Unsupported, None, Some("incr-dstip"), No, []),
@@ -280,8 +283,12 @@ pub(crate) static OPTIONS: &[Spec] = &[
     opt!(FullDuplex, None, Some("full-duplex"), No, [
         row(Cli, "", "both directions at once over the same connection"),
     ]),
-    opt!(Unsupported, None, Some("ipg"), Required, []),
-    opt!(Unsupported, None, Some("isochronous"), Optional, []),
+    opt!(Ipg, None, Some("ipg"), Required, [
+        row(Cli, "<ms>", "gap between the datagrams of an --isochronous frame"),
+    ]),
+    opt!(Isochronous, None, Some("isochronous"), Optional, [
+        row(Cli, "[=<fps>:<mean>,<stdev>]", "UDP frames at a frame rate, sizes lognormal around the mean rate"),
+    ]),
     opt!(SumOnly, None, Some("sum-only"), No, [row(Both, "", "print only the [SUM] lines")]),
     opt!(Unsupported, None, Some("local-only"), Optional, []),
     opt!(Unsupported, None, Some("near-congestion"), Optional, []),

@@ -359,15 +359,55 @@ fn output_options() {
 
 #[test]
 fn unsupported_iperf2_options_warn_and_run() {
-    let p = run("-c h --isochronous --tcp-quickack");
+    let p = run("-c h --jitter-histograms --tcp-quickack");
     assert_eq!(
         p.stderr,
         [
-            "WARNING: option --isochronous is not supported by rperf3, ignored",
+            "WARNING: option --jitter-histograms is not supported by rperf3, ignored",
             "WARNING: option --tcp-quickack is not supported by rperf3, ignored",
         ]
     );
     assert!(matches!(p.action, Action::Run(_)));
+}
+
+/// `--isochronous[=fps:mean,stdev]` as 2.2.1 reads it: defaults 60 frames of
+/// 20 Mbit/s without deviation, iperf 2's suffixes, `--ipg` in milliseconds,
+/// `-e` turned on; UDP only here (TCP frames warn and run plainly).
+#[test]
+fn isochronous_reads_frames_rates_and_gap() {
+    let c = client("-c h -u --isochronous");
+    let d = rperf3_app::iperf2::config::IsochSpec::default();
+    assert_eq!(c.isoch, Some(d));
+    let c = client("-c h -u --isochronous=30:5m,1.5m --ipg 0.25");
+    let i = c.isoch.unwrap();
+    assert_eq!(
+        (i.fps, i.mean_bps, i.stdev_bps, i.ipg_ms),
+        (30.0, 5e6, 1.5e6, 0.25)
+    );
+    let p = run("-c h -u --isochronous=24");
+    match p.action {
+        Action::Run(cfg) => assert!(cfg.common.enhanced),
+        a => panic!("{a:?}"),
+    }
+    let p = run("-c h --isochronous");
+    assert_eq!(
+        p.stderr,
+        ["WARNING: option --isochronous on TCP is not supported by rperf3, ignored"]
+    );
+}
+
+/// 2.2.1 still takes `--udp-histograms` (and its abbreviation
+/// `--udp-histogram`) as `--histograms`.
+#[test]
+fn udp_histograms_is_histograms() {
+    for a in ["--udp-histograms", "--udp-histogram", "--histograms"] {
+        let p = run(&format!("-s -u {a}"));
+        assert!(p.stderr.is_empty(), "{a}: {:?}", p.stderr);
+        match p.action {
+            Action::Run(cfg) => assert!(cfg.common.histograms, "{a}"),
+            a => panic!("{a:?}"),
+        }
+    }
 }
 
 /// `--bounceback[=N]` and its options as 2.2.1 reads them: hold in

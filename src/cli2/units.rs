@@ -132,6 +132,29 @@ pub(crate) fn rate(s: &str) -> RateArg {
     RateArg::Bits(size(s))
 }
 
+/// `--isochronous[=fps:mean,stdev]`: frames per second before the colon,
+/// then the mean rate and its deviation with iperf 2's suffixes; what is
+/// left out keeps its default (60 frames of 20 Mbit/s, no deviation).
+pub(crate) fn isochronous(s: &str) -> rperf3_app::iperf2::config::IsochSpec {
+    let mut spec = rperf3_app::iperf2::config::IsochSpec::default();
+    let (fps, rates) = match s.split_once(':') {
+        Some((f, r)) => (Some(f), r),
+        None if s.is_empty() => (None, ""),
+        None => (Some(s), ""),
+    };
+    if let Some(f) = fps.and_then(strtod_whole) {
+        spec.fps = f;
+    }
+    let mut r = rates.splitn(2, ',');
+    if let Some(m) = r.next().filter(|m| !m.is_empty()) {
+        spec.mean_bps = size_f64(m);
+    }
+    if let Some(d) = r.next().filter(|d| !d.is_empty()) {
+        spec.stdev_bps = size_f64(d);
+    }
+    spec
+}
+
 /// C's `atoi`: leading white space, a sign, digits; anything else ends it.
 pub(crate) fn atoi(s: &str) -> i64 {
     let t = s.trim_start();

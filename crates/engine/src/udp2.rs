@@ -141,6 +141,11 @@ pub struct Udp2Stats {
     pub first_us: i64,
     /// Wall clock (µs since the epoch) at the last datagram's arrival.
     pub last_us: i64,
+    /// Keep every data datagram's (send stamp, arrival) in `samples`, µs
+    /// since the epoch (iperf 2's `--histograms`); the owner drains them.
+    pub keep_samples: bool,
+    /// Samples kept since the owner last drained them.
+    pub samples: Vec<(i64, i64)>,
 }
 
 impl Udp2Stats {
@@ -192,6 +197,9 @@ impl Udp2Stats {
             self.jitter_count += 1;
         }
         self.prev_transit = Some(transit);
+        if self.keep_samples {
+            self.samples.push((sent.as_micros(), arrival_us));
+        }
         self.transit.add(transit);
         self.interval.add(transit);
         false

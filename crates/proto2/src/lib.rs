@@ -6,7 +6,7 @@
 //! need come from the caller: the flag words, the TCP test header in both
 //! versions' layouts, the header ack, the UDP datagram and test headers (full
 //! and small trip-times), the FIN sequence numbers, the UDP server report, the
-//! TCP bounceback and burst headers, and the decoding of a connection's or flow's first bytes into a typed
+//! TCP bounceback and burst headers, the isochronous frame schedule, and the decoding of a connection's or flow's first bytes into a typed
 //! [`TestRequest`].
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -20,6 +20,7 @@ mod burst;
 mod error;
 mod fields;
 mod flags;
+mod isoch;
 mod request;
 mod request_encode;
 mod server_report;
@@ -44,6 +45,7 @@ pub use fields::{
     VERSION_2_1_8, VERSION_2_2_1,
 };
 pub use flags::{BaseFlags, LowerFlags, UpperFlags};
+pub use isoch::{FrameClock, FrameSizes, FrameTally, IsochSpec};
 pub use request::{
     classify_tcp, classify_udp, Mode, RequestLimits, TcpStart, TestEnd, TestRequest, Transport,
     UdpStart, TRIP_TIMES_MAX_SKEW_S, TXSTART_MAX_SKEW_S,

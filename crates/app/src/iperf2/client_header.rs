@@ -147,6 +147,7 @@ mod tests {
             sync_transfer_id: false,
             txstart: None,
             bounceback: None,
+            isoch: None,
         }
     }
 

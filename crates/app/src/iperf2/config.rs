@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use rperf3_sys::net::Family;
 
+/// `--isochronous` and `--ipg`, as the protocol crate schedules them.
+pub use rperf3_proto2::IsochSpec;
+
 /// Default port of both roles, TCP and UDP.
 pub const DEFAULT_PORT: u16 = 5001;
 /// Default TCP read/write length (`-l`): 128 KiB.
@@ -210,6 +213,8 @@ pub struct Client2 {
     pub txstart: Option<f64>,
     /// `--bounceback`: a request/reply test instead of a transfer.
     pub bounceback: Option<Bounceback2>,
+    /// `--isochronous` (UDP): frames at a frame rate instead of paced datagrams.
+    pub isoch: Option<IsochSpec>,
 }
 
 /// Server settings.

@@ -517,6 +517,7 @@ mod tests {
             sync_transfer_id: false,
             txstart: None,
             bounceback: None,
+            isoch: None,
         };
         let mut r = request(&cl, &Common2::default(), 8);
         r.trip_times = trip;

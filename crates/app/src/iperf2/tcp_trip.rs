@@ -37,7 +37,8 @@ pub(crate) struct Delays {
 }
 
 impl Delays {
-    fn record(&mut self, sent_ns: i64, recv_ns: i64) {
+    /// Accounts one delay: sent and received on the wall clock, ns.
+    pub(crate) fn record(&mut self, sent_ns: i64, recv_ns: i64) {
         self.oneway.record(sent_ns, recv_ns);
         let d = recv_ns.saturating_sub(sent_ns);
         if self.max_at.is_none_or(|(m, _)| d > m) {
@@ -209,6 +210,40 @@ pub(crate) fn recv_bursts(
     Ok(())
 }
 
+/// iperf 2's histogram bins: 100 µs.
+const BIN_NS: u64 = 100_000;
+
+/// iperf 2's outliers: samples in bins beyond the outer fence, which lies
+/// three times the 10%–90% span of bins above the 90% bin (bins counted from
+/// 1, the fence compared with a bin's 0-based index, as 2.2.1 does it).
+pub(crate) fn fence_outliers(buckets: &[(u64, u64)], bin_ns: u64) -> u64 {
+    let mut bins: Vec<(u64, u64)> = Vec::new();
+    for &(v, n) in buckets {
+        let b = v / bin_ns.max(1) + 1;
+        match bins.last_mut() {
+            Some((last, c)) if *last == b => *c += n,
+            _ => bins.push((b, n)),
+        }
+    }
+    let total = bins.iter().map(|b| b.1).sum::<u64>() as f64;
+    let (mut run, mut lower, mut upper, mut fence, mut out) = (0u64, 0, 0, 0, 0);
+    for (b, n) in bins {
+        run += n;
+        let share = run as f64 / total;
+        if share < 0.1 {
+            lower = b;
+        }
+        if share < 0.9 {
+            upper = b;
+        } else if fence == 0 {
+            fence = upper + 3 * (upper - lower);
+        } else if b - 1 > fence {
+            out += n;
+        }
+    }
+    out
+}
+
 /// With `--histograms`, the histogram line that follows a receiver's row:
 /// its delays in iperf 2's 100 µs bins, from the latency core's buckets.
 pub(crate) fn hist(
@@ -222,28 +257,28 @@ pub(crate) fn hist(
     if !stats.trip.as_ref().is_some_and(|t| t.histograms) {
         return None;
     }
+    Some(hist_of(d, tag, r, name))
+}
+
+/// The histogram line of `d`'s delays for row `r`, named `name`.
+pub(crate) fn hist_of(d: &Delays, tag: Tag2, r: &Row2, name: &str) -> Hist2 {
     let h = d.oneway.histogram();
-    let limit = h.mean_ns() + 3.0 * h.stdev_ns();
-    Some(Hist2 {
+    let buckets = h.buckets();
+    Hist2 {
         tag,
         start: r.start,
         end: r.end,
         name: name.into(),
-        bin_ns: 100_000,
-        buckets: h.buckets(),
-        outliers: h
-            .buckets()
-            .iter()
-            .filter(|(v, _)| *v as f64 > limit)
-            .map(|(_, n)| n)
-            .sum(),
+        bin_ns: BIN_NS,
+        outliers: fence_outliers(&buckets, BIN_NS),
+        buckets,
         max_at: d.max_at.map(|(m, at)| {
             (
                 m.max(0) as u64,
                 std::time::UNIX_EPOCH + std::time::Duration::from_nanos(at.max(0) as u64),
             )
         }),
-    })
+    }
 }
 
 #[cfg(test)]
@@ -277,6 +312,26 @@ mod tests {
         assert_eq!(stats.sample().bytes, 2200);
         assert_eq!(lat.take_interval().figures().count, 3);
         assert_eq!(lat.take_interval().figures().count, 0);
+    }
+
+    /// The fence rule on made-up bins: the last bins below 10% and 90% are
+    /// 1 and 3, so the fence is index 3 + 3·2 = 9: samples in bins 11 and
+    /// 30 are outliers, those in bin 10 (index 9) are not. Everything in one
+    /// bin (the 2.2.1 captures) has none.
+    #[test]
+    fn outliers_lie_beyond_the_outer_fence() {
+        let us = |b: u64| (b - 1) * 100_000 + 50_000;
+        let mut v = vec![(us(1), 5), (us(2), 5), (us(3), 40), (us(4), 40)];
+        v.extend([(us(5), 5), (us(10), 2), (us(11), 2), (us(30), 1)]);
+        assert_eq!(fence_outliers(&v, 100_000), 3);
+        assert_eq!(
+            fence_outliers(&[(17_000, 5), (40_000, 14), (218_000, 1)], 100_000),
+            0
+        );
+        assert_eq!(fence_outliers(&[(30_000, 844)], 100_000), 0);
+        // 2.2.1's tcp-hist-client: "cnt(48)=1:34,2:12,3:1,29:1 ... Outliers=1".
+        let w = [(us(1), 34), (us(2), 12), (us(3), 1), (us(29), 1)];
+        assert_eq!(fence_outliers(&w, 100_000), 1);
     }
 
     /// Data that is no burst header is counted, without delays.

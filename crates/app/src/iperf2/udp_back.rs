@@ -65,6 +65,7 @@ pub(crate) fn listener_block(sock: &UdpSocket, port: u16, len: u32) -> Event2 {
         mode_note: None,
         bounceback: None,
         histograms: false,
+        isoch: None,
     })
 }
 
@@ -125,6 +126,7 @@ pub(crate) fn send_back(
         mode_note: None,
         bounceback: None,
         histograms: false,
+        isoch: None,
     }));
     let local = sock.local_addr().unwrap_or(to);
     report.event(Event2::Connected(Connection2 {
@@ -153,6 +155,7 @@ pub(crate) fn send_back(
         handshake: true,
         delay: Duration::ZERO,
         seq64: true,
+        isoch: None,
     };
     let start = Instant::now();
     let mut tx = match Tx::start(Tag2::ReverseId(id), sock, plan) {

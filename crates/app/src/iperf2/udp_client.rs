@@ -20,9 +20,9 @@ use rperf3_proto2::{
     VERSION_2_2_1,
 };
 use rperf3_report::iperf2::model::{
-    Connection2, Event2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2,
+    Connection2, Event2, IsochSettings2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2,
 };
-use rperf3_report::iperf2::Report2;
+use rperf3_report::iperf2::{isoch_schedule_line, Report2};
 use rperf3_sys::net::{resolve, udp_bind};
 
 use super::config::{Client2, Config2, End2, Mode2, Rate2, DEFAULT_UDP_RATE};
@@ -70,7 +70,7 @@ pub(crate) fn request(cfg: &Config2, c: &Client2, len: u32) -> TestRequest {
         trip_start: cfg.common.trip_times.then(wall_now),
         txstart: None,
         skewed_start: false,
-        isochronous: false,
+        isochronous: c.isoch.is_some(),
         isoch_settings: None,
         no_udp_fin: c.no_udp_fin,
         seq64: true,
@@ -278,6 +278,12 @@ pub(crate) fn run(
         mode_note: note.map(str::to_string),
         bounceback: None,
         histograms: false,
+        isoch: c.isoch.map(|i| IsochSettings2 {
+            fps: i.fps,
+            mean_bps: i.mean_bps,
+            stdev_bps: i.stdev_bps,
+            ipg_ms: i.ipg_ms,
+        }),
     }));
     if let Some((b, false)) = listener {
         report.event(b);
@@ -305,7 +311,13 @@ pub(crate) fn run(
                 cfg.common.bind.as_ref().and_then(|b| b.device.as_deref()),
             ),
             peer: dest,
-            notes: note.iter().map(|n| n.to_string()).collect(),
+            notes: c
+                .isoch
+                .map(|_| "(isoch)")
+                .iter()
+                .chain(&note)
+                .map(|n| n.to_string())
+                .collect(),
             peer_version: None,
             tcp: None,
             connect_time: None,
@@ -323,6 +335,9 @@ pub(crate) fn run(
                 handshake: forward && !multicast && !c.no_udp_fin,
                 delay,
                 seq64: !small,
+                isoch: c
+                    .isoch
+                    .map(|i| (i, req.udp_header(VERSION_2_2_1, cfg.common.port))),
             };
             match Tx::start(Tag2::Id(id), s.clone(), plan) {
                 Ok(t) => Some(t),
@@ -543,6 +558,10 @@ fn finals(flows: &[Flow], report: &dyn Report2, len: u64, trip_times: bool) -> O
             tag: t.tag,
             datagrams: sent,
         });
+        // 2.2.1 prints it on stderr.
+        if let Some((m, lo, hi, sd)) = t.isoch.as_ref().and_then(|i| i.0.schedule_errors_ms()) {
+            report.event(Event2::Message(isoch_schedule_line(t.tag, m, lo, hi, sd)));
+        }
     }
     if n > 1 && flows.iter().any(|f| f.tx.is_some()) {
         report.event(Event2::Final(send_row(

@@ -21,6 +21,7 @@ use rperf3_report::iperf2::Report2;
 use super::config::DEFAULT_UDP_RATE;
 use super::connect_back::same_host;
 use super::tcp_setup::device_of;
+use super::tcp_trip::{hist_of, Delays};
 use super::udp_back::send_back;
 use super::udp_common::{latency, pattern, recv_row, server_report, trip, RecvMark, Ticks};
 use super::udp_group::Group;
@@ -67,6 +68,9 @@ pub(crate) struct FlowStart {
     pub(crate) group: Option<(Arc<Group>, usize)>,
     /// The transfer id of a `-d`/`-r` direction back.
     pub(crate) back_id: u32,
+    /// `--histograms`: with trip-times, each row is followed by its
+    /// datagrams' one-way delays in 100 µs bins.
+    pub(crate) histograms: bool,
 }
 
 /// A running flow as the listener sees it: datagrams that reached the
@@ -97,8 +101,10 @@ impl FlowHandle {
 
 /// Prepares a flow's shared state; the first datagram is already counted.
 pub(crate) fn handle_for(f: &FlowStart) -> FlowHandle {
+    let mut stats = Udp2Stats::new(f.req.seq64);
+    stats.keep_samples = hist_wanted(f);
     let h = FlowHandle {
-        stats: Arc::new(Mutex::new(Udp2Stats::new(f.req.seq64))),
+        stats: Arc::new(Mutex::new(stats)),
         counters: Arc::new(StreamCounters::default()),
         ctl: Arc::new(RunControl::new(None)),
         receives: f.req.mode != Mode::Reverse,
@@ -111,6 +117,8 @@ pub(crate) fn handle_for(f: &FlowStart) -> FlowHandle {
 /// sends what a `-R` or full-duplex client asks for, answers the FIN.
 pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     let receives = f.req.mode != Mode::Reverse;
+    // --histograms: (this interval's, the whole flow's) delays.
+    let mut delays = hist_wanted(&f).then(<[Delays; 2]>::default);
     let sends = matches!(f.req.mode, Mode::Reverse | Mode::FullDuplex);
     // The direction the server sends is tagged `[ *N]` beside a received one.
     let (tag, tx_tag) = if receives {
@@ -120,6 +128,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     };
     let mut notes = Vec::new();
     for (on, note) in [
+        (f.req.isochronous, "(isoch)"),
         (f.req.mode == Mode::Reverse, "(reverse)"),
         (f.req.mode == Mode::FullDuplex, "(full-duplex)"),
         (f.req.trip_times, "(trip-times)"),
@@ -201,6 +210,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
             handshake: false,
             delay: Duration::ZERO,
             seq64: true,
+            isoch: None,
         };
         match Tx::start(tx_tag, sock.clone(), plan) {
             Ok(t) => Some(t),
@@ -240,6 +250,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     let mut silent = false;
     loop {
         let now = Instant::now();
+        drain(&h.stats, delays.as_mut());
         if let Some(t) = &tx {
             if tx_end.is_some_and(|e| now >= e) || limit.is_some_and(|l| now >= l) {
                 t.ctl.stop();
@@ -272,6 +283,11 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
                 let lat = with_latency.then(|| latency(&lat));
                 let row = trip(recv_row(tag, span, mark, m, jitter, lat), f.req.trip_times);
                 report.event(Event2::Interval(row.clone()));
+                drain(&h.stats, delays.as_mut());
+                if let Some(d) = delays.as_mut() {
+                    let iv = std::mem::take(&mut d[0]);
+                    report.event(Event2::Histogram(hist_of(&iv, tag, &row, "T8")));
+                }
                 if let Some((g, i)) = &f.group {
                     g.interval(*i, ticks.done - 1, &row, &*report);
                 }
@@ -306,6 +322,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     if !receives {
         return;
     }
+    drain(&h.stats, delays.as_mut());
     let s = h.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let dur = s.span();
     // The interval the flow ended in, when it is most of one (the sender's
@@ -318,6 +335,9 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
             let row = recv_row(tag, span, mark, RecvMark::of(&s), s.jitter, lat);
             let row = trip(row, f.req.trip_times);
             report.event(Event2::Interval(row.clone()));
+            if let Some(d) = &delays {
+                report.event(Event2::Histogram(hist_of(&d[0], tag, &row, "T8")));
+            }
             if let Some((g, i)) = &f.group {
                 g.interval(*i, ticks.done - 1, &row, &*report);
             }
@@ -334,6 +354,9 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     row.addrs = Some((f.local, f.peer));
     let row = trip(row, f.req.trip_times);
     report.event(Event2::Final(row.clone()));
+    if let Some(d) = &delays {
+        report.event(Event2::Histogram(hist_of(&d[1], tag, &row, "T8(f)")));
+    }
     if let Some((g, i)) = &f.group {
         g.total(*i, &row, &*report);
     }
@@ -355,6 +378,27 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     }
     if let Some(j) = dual {
         let _ = j.join();
+    }
+}
+
+/// Whether a flow's rows get histogram lines: `--histograms` on a test
+/// with trip-times (the delays need the sender's clock).
+fn hist_wanted(f: &FlowStart) -> bool {
+    f.histograms && f.req.trip_times && f.req.mode != Mode::Reverse
+}
+
+/// Moves the samples the receiver kept into the interval's and the flow's
+/// delays (the flow's loop drains them every pass, so they stay few).
+fn drain(stats: &Mutex<Udp2Stats>, delays: Option<&mut [Delays; 2]>) {
+    let Some(d) = delays else { return };
+    let samples = {
+        let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut s.samples)
+    };
+    for (sent_us, at_us) in samples {
+        let (sent, at) = (sent_us.saturating_mul(1000), at_us.saturating_mul(1000));
+        d[0].record(sent, at);
+        d[1].record(sent, at);
     }
 }
 

@@ -18,9 +18,11 @@ use rperf3_engine::udp2::{recv_loop2, wall_now, Stamp2, Udp2Stats, RECV_POLL};
 use rperf3_proto2::{
     fin_seq, next_fin_seq, DatagramHeader, ServerReport, FIN_MAX_SENDS, FIN_RETRY_WAIT,
 };
-use rperf3_report::iperf2::model::{Row2, RowKind2, Tag2, UdpSend2};
+use rperf3_proto2::{IsochSpec, UdpTestHeader};
+use rperf3_report::iperf2::model::{Isoch2, Row2, RowKind2, Tag2, UdpSend2};
 
 use super::udp_common::{latency, parse_report, recv_row, trip, RecvMark};
+use super::udp_isoch::{send_frames, since, IsochStats};
 
 /// What a sender's thread hands back.
 #[derive(Debug)]
@@ -46,6 +48,8 @@ pub(crate) struct Tx {
     pub(crate) end: Option<SendEnd>,
     /// (bytes, datagrams) at the last interval row.
     pub(crate) last: (u64, u64),
+    /// `--isochronous`: the frames, and their tally at the last interval row.
+    pub(crate) isoch: Option<(Arc<IsochStats>, Isoch2)>,
 }
 
 /// How a sender runs.
@@ -61,6 +65,9 @@ pub(crate) struct TxPlan {
     pub(crate) delay: Duration,
     /// 64-bit sequence numbers (all but the small trip-times header).
     pub(crate) seq64: bool,
+    /// `--isochronous`: frames instead of paced datagrams, with the test
+    /// header whose frame block each datagram rewrites.
+    pub(crate) isoch: Option<(IsochSpec, UdpTestHeader)>,
 }
 
 impl Tx {
@@ -70,9 +77,14 @@ impl Tx {
         let ctl = Arc::new(RunControl::new(budget));
         let counters = Arc::new(StreamCounters::default());
         let (c2, k2) = (ctl.clone(), counters.clone());
+        let isoch = plan
+            .isoch
+            .is_some()
+            .then(|| (Arc::new(IsochStats::default()), Isoch2::default()));
+        let i2 = isoch.as_ref().map(|i| i.0.clone());
         let handle = std::thread::Builder::new()
             .name("udp2-tx".into())
-            .spawn(move || send_flow(&sock, plan, &c2, &k2))?;
+            .spawn(move || send_flow(&sock, plan, &c2, &k2, i2.as_deref()))?;
         Ok(Self {
             tag,
             counters,
@@ -80,6 +92,7 @@ impl Tx {
             handle: Some(handle),
             end: None,
             last: (0, 0),
+            isoch,
         })
     }
 
@@ -96,7 +109,13 @@ impl Tx {
         let s = self.counters.snapshot();
         let (b, w) = (s.bytes - self.last.0, s.blocks - self.last.1);
         self.last = (s.bytes, s.blocks);
-        send_row(self.tag, span, b, w)
+        let mut row = send_row(self.tag, span, b, w);
+        if let Some((stats, last)) = &mut self.isoch {
+            let now = stats.tally();
+            set_isoch(&mut row, since(now, *last));
+            *last = now;
+        }
+        row
     }
 
     /// The whole test's row (the first FIN counts as a write, as iperf 2
@@ -106,7 +125,10 @@ impl Tx {
         let e = self.end.as_ref()?;
         let writes = e.data + 1;
         let bytes = self.counters.snapshot().bytes + len;
-        let row = send_row(self.tag, (0.0, e.elapsed.as_secs_f64()), bytes, writes);
+        let mut row = send_row(self.tag, (0.0, e.elapsed.as_secs_f64()), bytes, writes);
+        if let Some((stats, _)) = &self.isoch {
+            set_isoch(&mut row, stats.tally());
+        }
         Some((row, writes + 1))
     }
 }
@@ -118,11 +140,20 @@ fn send_flow(
     plan: TxPlan,
     ctl: &RunControl,
     counters: &StreamCounters,
+    isoch: Option<&IsochStats>,
 ) -> SendEnd {
     ctl.nap(plan.delay);
     let t0 = Instant::now();
-    let mut stamp = Stamp2::new(plan.seq64);
-    let error = send_stamped(sock, &plan.payload, plan.spec, ctl, counters, &mut stamp).err();
+    let error = match (&plan.isoch, isoch) {
+        (Some((spec, header)), Some(stats)) => {
+            let p = &plan.payload[..plan.spec.len.min(plan.payload.len())];
+            send_frames(sock, p, *header, *spec, ctl, counters, stats).err()
+        }
+        _ => {
+            let mut stamp = Stamp2::new(plan.seq64);
+            send_stamped(sock, &plan.payload, plan.spec, ctl, counters, &mut stamp).err()
+        }
+    };
     let data = counters.snapshot().blocks;
     let elapsed = t0.elapsed();
     let d = &plan.payload[..plan.spec.len.min(plan.payload.len())];
@@ -178,6 +209,14 @@ fn finish(
     (None, FIN_MAX_SENDS)
 }
 
+/// An `--isochronous` sender's row: its frames, and no timeout count (2.2.1
+/// shows `Write/Err` there).
+fn set_isoch(row: &mut Row2, frames: Isoch2) {
+    if let RowKind2::UdpSend(u) = &mut row.kind {
+        u.isoch = Some(frames);
+    }
+}
+
 /// A sender's row.
 pub(crate) fn send_row(tag: Tag2, span: (f64, f64), bytes: u64, writes: u64) -> Row2 {
     Row2 {
@@ -190,6 +229,7 @@ pub(crate) fn send_row(tag: Tag2, span: (f64, f64), bytes: u64, writes: u64) -> 
             writes,
             write_errors: 0,
             timeouts: 0,
+            isoch: None,
         }),
         at: SystemTime::now(),
     }

@@ -172,7 +172,8 @@ pub(crate) fn run(
         ttl: None,
         mode_note: None,
         bounceback: None,
-        histograms: false,
+        histograms: cfg.common.histograms,
+        isoch: None,
     }));
     // One flow at a time on the listener itself: multicast and -U.
     let inline = l.group.is_some() || s.single_udp;
@@ -287,6 +288,7 @@ pub(crate) fn run(
             multicast: l.group.is_some(),
             group: group.clone(),
             back_id,
+            histograms: cfg.common.histograms,
         };
         if inline {
             if let Err(e) = l

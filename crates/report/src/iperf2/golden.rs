@@ -503,3 +503,27 @@ fn final_pps_is_datagrams_over_the_span_where_2_2_1_prints_less() {
     );
     assert!(server[9].contains(" 0/1703 (0%) ") && server[9].contains(" 852 pps "));
 }
+
+#[test]
+fn golden_udp_isochronous_matches_2_2_1() {
+    // --isochronous=60:20m,2m -e: the client's frame line instead of the IPG
+    // line, "(isoch)", the Write/Err ... isoch:tx/miss/slip columns and the
+    // schedule errors line; the server's rows are plain -e UDP rows.
+    let c = Case {
+        layout: enhanced(),
+        ..case("udp-isoch")
+    };
+    let [client, server] = text_case(&c, None);
+    assert_eq!(
+        client[2],
+        "Isochronous: 60.00 frames/sec mean=20.0 Mbit/s, stddev=2.00 Mbit/s, \
+         Period/IPG=16.67/0.000 ms"
+    );
+    assert!(client[7].ends_with("Write/Err  PPS  isoch:tx/miss/slip"));
+    assert!(
+        client[8].ends_with("1732/0    1732 pps   61/0/0"),
+        "{}",
+        client[8]
+    );
+    assert!(server[5].contains("(isoch) (peer 2.2.1-rc)"));
+}

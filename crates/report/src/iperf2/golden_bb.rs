@@ -68,6 +68,7 @@ fn settings(lines: &[String]) -> Settings2 {
         mode_note: None,
         trip_times: false,
         histograms: false,
+        isoch: None,
         bounceback: Some(BbSettings2 {
             request: sizes[0],
             reply: sizes[1],
@@ -271,21 +272,33 @@ fn golden_txstart_line_matches_2_2_1() {
     );
 }
 
-/// `--histograms` on a `--trip-times` server (2.2.1's `tcp-hist`): the block's
-/// line, and each `F8-PDF` line rebuilt from its bins, its outlier count and
-/// its largest delay with the time it arrived.
+/// `--histograms` on a `--trip-times` server (2.2.1's `tcp-hist` and
+/// `udp-hist`): the block's line, and each `F8-PDF` / `T8-PDF` line rebuilt
+/// from its bins, its outlier count and its largest delay with the time it
+/// arrived.
 #[test]
 fn golden_histogram_lines_match_2_2_1() {
+    for (name, proto, at) in [("tcp-hist", Proto2::Tcp, 4), ("udp-hist", Proto2::Udp, 3)] {
+        histogram_case(name, proto, at);
+    }
+}
+
+fn histogram_case(name: &str, proto: Proto2, at: usize) {
     use std::time::Duration;
-    let want = fixture("tcp-hist.server.txt");
+    let want = fixture(&format!("{name}.server.txt"));
     let mut s = settings_for_server();
-    s.histograms = true;
+    (s.histograms, s.proto, s.len) = (true, proto, 1470);
     let layout = Layout2 {
         enhanced: true,
         ..Layout2::default()
     };
     let block = print(Side2::Server, &layout, vec![Event2::Settings(s)]);
-    assert_eq!(block[4], want[4]);
+    assert_eq!(block[at], want[at], "{name}");
+    assert_eq!(
+        block.len(),
+        want.iter().position(|l| l.starts_with("[")).unwrap(),
+        "{name}"
+    );
     let mut n = 0;
     for l in want.iter().filter(|l| l.contains("-PDF:")) {
         let (head, rest) = l.split_once(" sec ").unwrap();
@@ -335,5 +348,6 @@ fn settings_for_server() -> Settings2 {
         trip_times: false,
         bounceback: None,
         histograms: false,
+        isoch: None,
     }
 }

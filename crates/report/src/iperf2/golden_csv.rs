@@ -64,6 +64,7 @@ impl Replayer<'_> {
                         .map_or_else(|| int(x[2].trim_start_matches('-')), |v| int(v)),
                     write_errors: x.get(6).map_or(0, |v| int(v)),
                     timeouts: x.get(7).map_or(0, |v| int(v)),
+                    isoch: None,
                 }),
                 Kind::UdpRecv => RowKind2::UdpRecv(UdpRecv2 {
                     jitter: num(x[0]) * 1e-3,

@@ -6,8 +6,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::model::{
-    Connection2, Event2, Latency2, Multicast2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2,
-    TcpConnInfo2, TcpLatency2, TcpRecv2, TcpSend2, UdpRecv2, UdpSend2,
+    Connection2, Event2, Isoch2, IsochSettings2, Latency2, Multicast2, Proto2, Row2, RowKind2,
+    Settings2, Side2, Tag2, TcpConnInfo2, TcpLatency2, TcpRecv2, TcpSend2, UdpRecv2, UdpSend2,
 };
 use super::units::{rate, transfer};
 
@@ -163,6 +163,20 @@ pub(super) fn civil_secs(y: i64, m: i64, d: i64, secs_of_day: u64, micros: u64) 
         + Duration::from_micros(micros)
 }
 
+/// "60.00 frames/sec mean=20.0 Mbit/s, stddev=2.00 Mbit/s, Period/IPG=16.67/0.000 ms".
+fn isoch_settings(rest: &str) -> IsochSettings2 {
+    let w: Vec<&str> = rest.split_whitespace().collect();
+    let rate =
+        |n: &str, unit: &str| num(n) * unit_scale(unit.trim_end_matches([',', 's', '/'])) * 8.0;
+    let ipg = rest.split("Period/IPG=").nth(1).unwrap_or("0/0 ms");
+    IsochSettings2 {
+        fps: num(w[0]),
+        mean_bps: rate(w[2].trim_start_matches("mean="), w[3]),
+        stdev_bps: rate(w[4].trim_start_matches("stddev="), w[5]),
+        ipg_ms: num(ipg.split('/').nth(1).unwrap_or("0").trim_end_matches(" ms")),
+    }
+}
+
 pub(super) fn addr(s: &str) -> IpAddr {
     // --hide-ips keeps the last octet; the tests ran on loopback.
     let s = s.replace("*.*.*", "127.0.0");
@@ -215,6 +229,19 @@ impl Replayer<'_> {
                 let c = connection(l);
                 addrs.push((tag_num(c.tag), (c.local, c.peer)));
                 rp.events.push(Event2::Connected(c));
+                rp.cmp.push(Cmp::Exact);
+            } else if let Some(rest) = l.split_once("] Isoch schedule errors ").map(|x| x.1) {
+                let tag = tag_of(&l[..=l.find(']').unwrap_or(0)]);
+                let v: Vec<f64> = rest
+                    .trim_start_matches("(mean/min/max/stdev) = ")
+                    .trim_end_matches(" ms")
+                    .split('/')
+                    .map(num)
+                    .collect();
+                // A message (stderr) in the layout the helper gives.
+                rp.events.push(Event2::Message(super::isoch_schedule_line(
+                    tag, v[0], v[1], v[2], v[3],
+                )));
                 rp.cmp.push(Cmp::Exact);
             } else if l.ends_with("Server Report:") {
                 server_report = true;
@@ -270,6 +297,7 @@ impl Replayer<'_> {
             trip_times: false,
             bounceback: None,
             histograms: false,
+            isoch: None,
         };
         for l in block {
             let w: Vec<&str> = l.split_whitespace().collect();
@@ -334,6 +362,8 @@ impl Replayer<'_> {
                     group: g.into(),
                     source: Some(src.into()),
                 });
+            } else if let Some(rest) = l.strip_prefix("Isochronous: ") {
+                s.isoch = Some(isoch_settings(rest));
             } else if l.starts_with("Warn: Send side bloat") {
                 s.trip_times = true;
             } else if l.starts_with("Server set to single client") {
@@ -444,6 +474,15 @@ impl Replayer<'_> {
                     u.writes = p[0];
                     u.write_errors = p[1];
                     u.timeouts = p.get(2).copied().unwrap_or(0);
+                }
+                // `isoch:tx/miss/slip` after "pps".
+                if let Some(f) = rest.get(3) {
+                    let p: Vec<u64> = f.split('/').map(int).collect();
+                    u.isoch = Some(Isoch2 {
+                        frames: p[0],
+                        missed: p[1],
+                        slips: p[2],
+                    });
                 }
                 (RowKind2::UdpSend(u), !rest.is_empty())
             }

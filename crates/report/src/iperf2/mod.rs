@@ -28,6 +28,22 @@ use model::{Event2, Layout2, Row2, Side2, Tag2};
 use rows::{Header, RowUse};
 use units::{civil, date_ms};
 
+/// The line an `--isochronous` sender prints on stderr after "Sent" (2.2.1):
+/// "[  1] Isoch schedule errors (mean/min/max/stdev) = 0.243/0.071/3.770/0.683 ms",
+/// how far each frame left from its slot, in milliseconds.
+pub fn isoch_schedule_line(
+    tag: Tag2,
+    mean_ms: f64,
+    min_ms: f64,
+    max_ms: f64,
+    stdev_ms: f64,
+) -> String {
+    format!(
+        "{}Isoch schedule errors (mean/min/max/stdev) = {mean_ms:.3}/{min_ms:.3}/{max_ms:.3}/{stdev_ms:.3} ms",
+        rows::tag(tag)
+    )
+}
+
 /// Where an iperf 2 run's events go. Shared by a server's concurrent tests.
 pub trait Report2: Send + Sync {
     /// Reports one event.
@@ -395,6 +411,7 @@ mod tests {
             trip_times: false,
             bounceback: None,
             histograms: false,
+            isoch: None,
         };
         let events = || {
             vec![

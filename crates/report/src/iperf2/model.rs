@@ -119,6 +119,33 @@ pub struct Settings2 {
     pub bounceback: Option<BbSettings2>,
     /// A server with `--histograms` (its block says so).
     pub histograms: bool,
+    /// An `--isochronous` client: its frame schedule line.
+    pub isoch: Option<IsochSettings2>,
+}
+
+/// What an `--isochronous` client sends: frames a second, the mean rate and
+/// its deviation (bits per second), the gap between a frame's datagrams.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IsochSettings2 {
+    /// Frames per second.
+    pub fps: f64,
+    /// Mean rate, bits per second.
+    pub mean_bps: f64,
+    /// Standard deviation of the rate, bits per second.
+    pub stdev_bps: f64,
+    /// Gap between a frame's datagrams, milliseconds.
+    pub ipg_ms: f64,
+}
+
+/// Frames of an `--isochronous` sender's row (`isoch:tx/miss/slip`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Isoch2 {
+    /// Frames sent.
+    pub frames: u64,
+    /// Frame slots skipped.
+    pub missed: u64,
+    /// Times slots were skipped.
+    pub slips: u64,
 }
 
 /// What a bounceback client asks for (`--bounceback*`).
@@ -255,6 +282,9 @@ pub struct UdpSend2 {
     pub write_errors: u64,
     /// Writes that timed out.
     pub timeouts: u64,
+    /// `--isochronous`: the row's frames (2.2.1 then shows `Write/Err` and
+    /// the `isoch:tx/miss/slip` column).
+    pub isoch: Option<Isoch2>,
 }
 
 /// One-way latency of a UDP receiver row (`-e` with trip-times or synced clocks).

@@ -36,6 +36,8 @@ pub(crate) enum Header {
     SumCntJitterLoss,
     /// A bounceback client: round trips, TCP figures, bytes each way, RPS.
     Bounceback,
+    /// An `--isochronous` UDP sender: writes, packets per second, frames.
+    PpsIsoch,
 }
 
 /// 2.2.1's `-e` layouts put eight spaces after `Interval`.
@@ -69,6 +71,9 @@ impl Header {
             Self::PpsEnh => {
                 format!("[ ID] Interval{T}Transfer     Bandwidth      Write/Err/Timeo  PPS")
             }
+            Self::PpsIsoch => format!(
+                "[ ID] Interval{T}Transfer     Bandwidth      Write/Err  PPS  isoch:tx/miss/slip"
+            ),
             Self::SumCntPpsEnh => {
                 format!("[SUM-cnt] Interval{T}Transfer     Bandwidth      Write/Err  PPS")
             }
@@ -214,6 +219,12 @@ pub(crate) fn row(r: &Row2, layout: &Layout2, side: Side2, used: RowUse) -> (Hea
                     u.writes, u.write_errors
                 ));
                 Header::SumCntPpsEnh
+            } else if let Some(i) = u.isoch {
+                lines.push(format!(
+                    "{head}  {}/{}{p:8.0} pps  {:>3}/{}/{}",
+                    u.writes, u.write_errors, i.frames, i.missed, i.slips
+                ));
+                Header::PpsIsoch
             } else {
                 lines.push(format!(
                     "{head}  {}/{}/{}{p:8.0} pps",

@@ -3,8 +3,12 @@
 //! and a `-d`/`-r` server's connection back), with the `-e`, `-m`, multicast
 //! and socket-buffer lines in iperf 2.2.1's order.
 
-use super::model::{Layout2, Proto2, Settings2, Side2};
+use super::model::{IsochSettings2, Layout2, Proto2, Settings2, Side2};
 use super::units::size;
+
+/// A `--histograms` server's line (its bins are fixed, as 2.2.1's default).
+const HISTOGRAMS_LINE: &str =
+    "Enabled receive histograms bin-width=0.100 ms, bins=100000 (clients should use --trip-times)";
 
 /// The dashes above and below a block.
 pub(crate) const SEPARATOR: &str = "------------------------------------------------------------";
@@ -62,18 +66,19 @@ fn listener(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
                     v.push(format!("TCP congestion control default {cc}"));
                 }
                 if s.histograms {
-                    v.push(
-                        "Enabled receive histograms bin-width=0.100 ms, bins=100000 \
-                         (clients should use --trip-times)"
-                            .into(),
-                    );
+                    v.push(HISTOGRAMS_LINE.into());
                 }
             }
             // 2.2.1 prints the UDP read size in bytes, with a trailing space.
-            Proto2::Udp => v.push(format!(
-                "Read buffer size: {} ",
-                size(f64::from(s.len), 'B')
-            )),
+            Proto2::Udp => {
+                v.push(format!(
+                    "Read buffer size: {} ",
+                    size(f64::from(s.len), 'B')
+                ));
+                if s.histograms {
+                    v.push(HISTOGRAMS_LINE.into());
+                }
+            }
         }
     }
     // 2.2.1 puts this after the -e lines (a multicast server with -e).
@@ -125,6 +130,9 @@ fn connector(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
                 size(f64::from(s.len), 'B')
             ));
         }
+        if let Some(i) = &s.isoch {
+            v.push(isoch_line(i));
+        }
         if s.proto == Proto2::Tcp {
             match (&s.congestion_asked, &s.congestion) {
                 (Some(asked), Some(cc)) => {
@@ -136,13 +144,32 @@ fn connector(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
         }
         v.push(tos_line(s.tos, s.nodelay));
     }
-    if s.proto == Proto2::Udp {
+    // Frames replace the paced datagrams and their gap.
+    if s.proto == Proto2::Udp && s.isoch.is_none() {
         v.push(format!(
             "Sending {} byte datagrams, IPG target: {:.2} us (kalman adjust)",
             s.len,
             s.ipg_us.unwrap_or(0.0)
         ));
     }
+}
+
+/// "Isochronous: 60.00 frames/sec mean=20.0 Mbit/s, stddev=2.00 Mbit/s,
+/// Period/IPG=16.67/0.000 ms".
+fn isoch_line(i: &IsochSettings2) -> String {
+    let period_ms = if i.fps > 0.0 { 1e3 / i.fps } else { 0.0 };
+    format!(
+        "Isochronous: {:.2} frames/sec mean={}/s, stddev={}/s, Period/IPG={period_ms:.2}/{:.3} ms",
+        i.fps,
+        size(i.mean_bps / 8.0, 'a'),
+        // 2.2.1 prints no deviation as "0.000 bit".
+        if i.stdev_bps > 0.0 {
+            size(i.stdev_bps / 8.0, 'a')
+        } else {
+            "0.000 bit".into()
+        },
+        i.ipg_ms
+    )
 }
 
 /// "TOS defaults to 0x0 (dscp=0,ecn=0) (Nagle on)" or, with `-S`/`-N`,

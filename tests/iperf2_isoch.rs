@@ -1,0 +1,145 @@
+//! iperf 2's `--isochronous` UDP frames between rperf3 (as `iperf`) and the
+//! stock 2.1.8 and 2.2.1, each role: the client's frame line and columns,
+//! `(isoch)` on both connection lines, one frame per slot of the schedule,
+//! and the receiver's count of what the sender sent at the asked-for rate.
+//! UDP `--histograms` (`--udp-histograms`) on a `--trip-times` server: a
+//! `T8-PDF` line after each row whose count is the datagrams the sender's
+//! "Sent" line accounts for.
+
+use std::path::Path;
+
+use crate::common::iperf2::{parse_row, run_pair as run, sent_datagrams, Pairing2};
+
+/// 20 Mbit/s in 60 frames a second, sizes spread by 2 Mbit/s.
+const ISOCH: &str = "--isochronous=60:20m,2m";
+
+fn isochronous(peer: &Path, p: Pairing2) {
+    let (c, s) = run(
+        peer,
+        p,
+        &["-u", "-e", "-i", "1"],
+        &["-u", "-e", "-i", "1", "-t", "1", ISOCH],
+    );
+    let ctx = format!("{p:?}\n--- client:\n{c}\n--- server:\n{s}");
+    assert!(
+        c.lines().any(|l| l
+            == "Isochronous: 60.00 frames/sec mean=20.0 Mbit/s, stddev=2.00 Mbit/s, \
+                Period/IPG=16.67/0.000 ms"),
+        "frame line\n{ctx}"
+    );
+    for side in [&c, &s] {
+        assert!(
+            side.lines()
+                .any(|l| l.contains("connected with") && l.contains(" (isoch) ")),
+            "(isoch) note\n{ctx}"
+        );
+    }
+    assert!(
+        c.lines().any(|l| l.ends_with("  PPS  isoch:tx/miss/slip")),
+        "isoch columns\n{ctx}"
+    );
+    // The client's whole-test row ends with tx/miss/slip: 1 s at 60 frames a
+    // second is 60 slots (61 with the first frame counted twice, as iperf 2
+    // counts it; one more if the slot at 1.000 s went out). A loaded machine
+    // may start the sender a slot or two into its second.
+    let own = c.split("Server Report:").next().unwrap_or_default();
+    let total = own
+        .lines()
+        .rfind(|l| parse_row(l).is_some_and(|r| r.tag == "1" && r.start == 0.0))
+        .unwrap_or_else(|| panic!("no client total\n{ctx}"));
+    let f: Vec<u64> = total
+        .split_whitespace()
+        .next_back()
+        .unwrap_or_default()
+        .split('/')
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    assert_eq!(f.len(), 3, "{total}\n{ctx}");
+    assert!((58..=62).contains(&(f[0] + f[1])), "slots {f:?}\n{ctx}");
+    // The receiver (the other program) accounts for every datagram but the
+    // FIN, sent at 20 Mbit/s within the frames' spread (a loaded machine may
+    // drop a few on loopback: they count as lost, and the rate allows them).
+    let sent = sent_datagrams(&c, "1").unwrap_or_else(|| panic!("no Sent line\n{ctx}"));
+    let got = s
+        .lines()
+        .filter_map(parse_row)
+        .filter(|r| r.tag == "1" && r.start == 0.0)
+        .max_by(|a, b| a.end.total_cmp(&b.end))
+        .unwrap_or_else(|| panic!("no server total\n{ctx}"));
+    assert_eq!(got.total, Some(sent - 1), "datagrams\n{ctx}");
+    let lost = got.lost.unwrap_or(u64::MAX) as f64;
+    assert!(lost <= 0.02 * sent as f64, "loss {lost}\n{ctx}");
+    let bps = got.bytes * 8.0 / got.end / (1.0 - lost / sent as f64);
+    assert!((bps / 20e6 - 1.0).abs() < 0.1, "{bps} bit/s\n{ctx}");
+}
+
+both_ways2!(iperf2_isoch_udp, |peer: &Path, p| isochronous(peer, p));
+
+fn udp_histograms(peer: &Path, p: Pairing2) {
+    let (c, s) = run(
+        peer,
+        p,
+        &["-u", "-e", "-i", "1", "--udp-histograms"],
+        &[
+            "-u",
+            "-e",
+            "-i",
+            "1",
+            "-t",
+            "1",
+            "-b",
+            "10m",
+            "--trip-times",
+        ],
+    );
+    let ctx = format!("{p:?}\n--- client:\n{c}\n--- server:\n{s}");
+    assert!(
+        s.lines()
+            .any(|l| l.starts_with("Enabled receive histograms bin-width=0.100 ms")),
+        "block line\n{ctx}"
+    );
+    let rows: Vec<&str> = s
+        .lines()
+        .filter(|l| parse_row(l).is_some() && !l.contains("-PDF:"))
+        .collect();
+    let pdf: Vec<&str> = s
+        .lines()
+        .filter(|l| l.contains("-PDF: bin(w=100us):cnt("))
+        .collect();
+    assert!(
+        !rows.is_empty() && pdf.len() == rows.len(),
+        "one line per row\n{ctx}"
+    );
+    let last = pdf.last().copied().unwrap_or_default();
+    assert!(last.contains(" sec T8(f)-PDF: "), "final line\n{ctx}");
+    // cnt(N)=bin:count,... : the bins add up to N, and N is what was sent
+    // (2.2.1 leaves the first datagram out).
+    let (cnt, rest) = last
+        .split_once("cnt(")
+        .and_then(|x| x.1.split_once(")="))
+        .unwrap_or_else(|| panic!("{last}\n{ctx}"));
+    let cnt: u64 = cnt.parse().unwrap_or_default();
+    let bins: u64 = rest
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|b| b.split_once(':').and_then(|x| x.1.parse::<u64>().ok()))
+        .sum();
+    assert_eq!(bins, cnt, "{last}\n{ctx}");
+    let sent = sent_datagrams(&c, "1").unwrap_or_else(|| panic!("no Sent line\n{ctx}"));
+    // Datagrams lost on a loaded machine have no delay to count.
+    let lost = rows
+        .last()
+        .and_then(|l| parse_row(l))
+        .and_then(|r| r.lost)
+        .unwrap_or_else(|| panic!("no loss figure\n{ctx}"));
+    assert!(
+        (sent - 2..=sent - 1).contains(&(cnt + lost)),
+        "cnt {cnt}, lost {lost}, sent {sent}\n{ctx}"
+    );
+}
+
+both_ways2!(iperf2_udp_histograms, |peer: &Path, p| udp_histograms(
+    peer, p
+));
