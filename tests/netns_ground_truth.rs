@@ -11,7 +11,8 @@
 //! `netns_mcast2*.rs` its multicast (a bridge of namespaces, stock peers on it).
 //! `netns_queue*.rs` hold latency under load to a tbf's FIFO kept full (its
 //! backlog over the rate, and `ping` beside the load); `netns_latency_cost.rs`
-//! holds `--latency`'s throughput to a run without it.
+//! holds `--latency`'s throughput to a run without it, and
+//! `netns_queue_bounceback.rs` `--bounceback`'s round trips to the queue.
 
 mod netns;
 mod netns_iperf2;
@@ -20,6 +21,7 @@ mod netns_latency_cost;
 mod netns_mcast2;
 mod netns_mcast2_peers;
 mod netns_queue;
+mod netns_queue_bounceback;
 mod netns_queue_iperf2;
 mod netns_queue_rpm;
 mod netns_queue_tcp;
