@@ -88,7 +88,9 @@ fn rpm_text_says_responsiveness_per_stage_issue18() {
 }
 
 fn against_stock(peer: &Path) {
-    let srv = Server::start_program(peer, &[]);
+    // --forceflush: a stock server writing to a pipe holds its stdout lines
+    // (one "Accepted connection" was still unseen once under load).
+    let srv = Server::start_program(peer, &["--forceflush"]);
     let out = srv.client(&["--rpm", "--rpm-time", "3"]);
     assert_eq!(out.code(), Some(1), "{out}");
     assert!(
@@ -111,6 +113,9 @@ fn against_stock(peer: &Path) {
         "{}",
         srv.stderr()
     );
+    srv.wait_stdout_until(Duration::from_secs(5), |s| {
+        s.matches("Accepted connection").count() >= 2
+    });
     let s = srv.stdout();
     assert_eq!(s.matches("Accepted connection").count(), 2, "{s}");
     assert!(!s.contains("connected to"), "{s}");
