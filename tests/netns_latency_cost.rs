@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use crate::netns::queue::{Fifo, QueueRig, RATE};
-use crate::netns::{self, json_doc, num, with_retries, Attempt, Side, DEV, ETH_HEADER};
+use crate::netns::queue::{Fifo, QueueRig};
+use crate::netns::{self, json_doc, num, with_retries, Attempt, Side};
 
 /// Runs of each kind, alternating so drifts of the machine hit both alike.
 const RUNS: usize = 3;
@@ -44,17 +44,7 @@ fn latency_costs_no_throughput() -> Attempt {
     let Some(rig) = QueueRig::new(Fifo::Long, Side::Client) else {
         return Attempt::Skip;
     };
-    let link = rig
-        .pair
-        .on(Side::Client, &["ip", "link", "show", "dev", DEV]);
-    let mtu: u32 = link
-        .split_whitespace()
-        .skip_while(|w| *w != "mtu")
-        .nth(1)
-        .and_then(|m| m.parse().ok())
-        .unwrap_or_else(|| panic!("no mtu in {link}"));
-    // The shaper counts whole frames; TCP/IP headers with timestamps are 52.
-    let shaper = RATE * f64::from(mtu - 52) / f64::from(mtu + ETH_HEADER);
+    let shaper = rig.tcp_goodput();
     let (mut without, mut with) = (Vec::new(), Vec::new());
     for _ in 0..RUNS {
         without.push(goodput(&rig, false));

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::netns::queue::{median, median_queue_delay_ms, Fifo, QueueRig, RATE};
-use crate::netns::{self, json_doc, num, with_retries, Attempt, Side, DEV, ETH_HEADER};
+use crate::netns::queue::{median, median_queue_delay_ms, Fifo, QueueRig};
+use crate::netns::{self, json_doc, num, with_retries, Attempt, Side, DEV};
 use crate::rel;
 
 const RUNS: usize = 5;
@@ -57,17 +57,7 @@ fn five_downlink_runs() -> Attempt {
         Side::Server,
         &["ip", "link", "set", DEV, "gso_max_segs", "65535"],
     );
-    let link = rig
-        .pair
-        .on(Side::Server, &["ip", "link", "show", "dev", DEV]);
-    let mtu: u32 = link
-        .split_whitespace()
-        .skip_while(|w| *w != "mtu")
-        .nth(1)
-        .and_then(|m| m.parse().ok())
-        .unwrap_or_else(|| panic!("no mtu in {link}"));
-    // TCP/IP headers with timestamps: 20 + 20 + 12.
-    let goodput = RATE * f64::from(mtu - 52) / f64::from(mtu + ETH_HEADER);
+    let goodput = rig.tcp_goodput();
 
     let mut rpms = Vec::new();
     let mut lines = Vec::new();

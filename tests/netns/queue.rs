@@ -141,6 +141,22 @@ impl QueueRig {
         args
     }
 
+    /// The TCP goodput the shaper allows, bits per second: it counts whole
+    /// frames, and TCP/IP headers with timestamps are 20 + 20 + 12 bytes of
+    /// each `sender`-side MTU.
+    pub(crate) fn tcp_goodput(&self) -> f64 {
+        let link = self
+            .pair
+            .on(self.sender, &["ip", "link", "show", "dev", DEV]);
+        let mtu: u32 = link
+            .split_whitespace()
+            .skip_while(|w| *w != "mtu")
+            .nth(1)
+            .and_then(|m| m.parse().ok())
+            .unwrap_or_else(|| panic!("no mtu in {link}"));
+        RATE * f64::from(mtu - 52) / f64::from(mtu + super::ETH_HEADER)
+    }
+
     /// Starts sampling the bottleneck's backlog in the background.
     pub(crate) fn sample_backlog(&self) -> Sampler {
         Sampler::start(self.pair.ns(self.sender).to_string(), self.fifo.limit() / 2)
