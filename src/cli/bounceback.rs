@@ -101,28 +101,8 @@ pub(super) fn config(raw: &RawArgs) -> Result<Option<BouncebackOffer>, ParamErro
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::client;
-    use super::super::{parse, Command};
+    use super::super::tests::{client, fails, param_usage};
     use super::*;
-    use std::ffi::OsString;
-
-    fn fails(args: &[&str]) -> String {
-        let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
-        match parse("p", &argv) {
-            Err(e) => {
-                assert_eq!((e.status, e.code), (1, None), "{args:?}");
-                e.message
-            }
-            Ok(Command::Run(_)) | Ok(_) => panic!("{args:?} parsed"),
-        }
-    }
-
-    fn param(text: &str) -> String {
-        format!(
-            "p: parameter error - {text}\n\nUsage: p [-s|-c host] [options]\n\
-             Try `p --help' for more information.\n"
-        )
-    }
 
     #[test]
     fn defaults_and_chosen_values_issue18() {
@@ -167,7 +147,7 @@ mod tests {
         for v in ["7", "2M", "x"] {
             assert_eq!(
                 fails(&["-c", "h", "--bounceback", "--bounceback-request", v]),
-                param(&format!(
+                param_usage(&format!(
                     "--bounceback-request must be from 8 bytes to 1M, not \"{v}\""
                 ))
             );
@@ -175,18 +155,18 @@ mod tests {
         for v in ["-1", "61", "soon"] {
             assert_eq!(
                 fails(&["-c", "h", "--bounceback", &format!("--bounceback-hold={v}")]),
-                param(&format!(
+                param_usage(&format!(
                     "--bounceback-hold must be a number of seconds from 0 to 60, not \"{v}\""
                 ))
             );
         }
         assert_eq!(
             fails(&["-c", "h", "--bounceback", "--bounceback-load", "sideways"]),
-            param("--bounceback-load takes up, down or bidir, not \"sideways\"")
+            param_usage("--bounceback-load takes up, down or bidir, not \"sideways\"")
         );
         assert_eq!(
             fails(&["-c", "h", "--bounceback-period", "1"]),
-            param("--bounceback-period needs --bounceback")
+            param_usage("--bounceback-period needs --bounceback")
         );
     }
 
@@ -195,7 +175,7 @@ mod tests {
         for typed in ["-u", "-R", "--bidir", "--rpm"] {
             assert_eq!(
                 fails(&["-c", "h", "--bounceback", typed]),
-                param(&format!(
+                param_usage(&format!(
                     "--bounceback runs TCP request loops from the client ({typed} cannot \
                      be used with it; --bounceback-load adds a load in either direction)"
                 ))

@@ -102,28 +102,8 @@ pub(super) fn config(raw: &RawArgs) -> Result<Option<RpmConfig>, ParamError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::client;
-    use super::super::{parse, Command};
+    use super::super::tests::{client, fails, param_usage};
     use super::*;
-    use std::ffi::OsString;
-
-    fn fails(args: &[&str]) -> String {
-        let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
-        match parse("p", &argv) {
-            Err(e) => {
-                assert_eq!((e.status, e.code), (1, None), "{args:?}");
-                e.message
-            }
-            Ok(Command::Run(_)) | Ok(_) => panic!("{args:?} parsed"),
-        }
-    }
-
-    fn param(text: &str) -> String {
-        format!(
-            "p: parameter error - {text}\n\nUsage: p [-s|-c host] [options]\n\
-             Try `p --help' for more information.\n"
-        )
-    }
 
     #[test]
     fn rpm_runs_every_stage_for_15_seconds_by_default() {
@@ -164,16 +144,16 @@ mod tests {
     fn bad_values_say_what_is_wanted() {
         assert_eq!(
             fails(&["-c", "h", "--rpm", "--rpm-stages", "down,sideways"]),
-            param("--rpm-stages takes a list of down, up and bidir, not \"sideways\"")
+            param_usage("--rpm-stages takes a list of down, up and bidir, not \"sideways\"")
         );
         assert_eq!(
             fails(&["-c", "h", "--rpm", "--rpm-stages", ""]),
-            param("--rpm-stages takes a list of down, up and bidir, not \"\"")
+            param_usage("--rpm-stages takes a list of down, up and bidir, not \"\"")
         );
         for t in ["0.5", "301", "x"] {
             assert_eq!(
                 fails(&["-c", "h", "--rpm", "--rpm-time", t]),
-                param(&format!(
+                param_usage(&format!(
                     "--rpm-time must be a number of seconds from 1 to 300, not \"{t}\""
                 ))
             );
@@ -184,11 +164,11 @@ mod tests {
     fn its_options_need_it() {
         assert_eq!(
             fails(&["-c", "h", "--rpm-time", "5"]),
-            param("--rpm-time needs --rpm")
+            param_usage("--rpm-time needs --rpm")
         );
         assert_eq!(
             fails(&["-c", "h", "--rpm-st=up"]),
-            param("--rpm-stages needs --rpm")
+            param_usage("--rpm-stages needs --rpm")
         );
     }
 
@@ -208,7 +188,7 @@ mod tests {
             line.extend(opt);
             assert_eq!(
                 fails(&line),
-                param(&format!(
+                param_usage(&format!(
                     "--rpm chooses its own load and directions: {typed} cannot be used with it"
                 )),
                 "{line:?}"
@@ -221,7 +201,7 @@ mod tests {
 
     #[test]
     fn a_server_refuses_it_as_a_client_option() {
-        let argv: Vec<OsString> = ["-s", "--rpm"].iter().map(OsString::from).collect();
-        assert_eq!(parse("p", &argv).unwrap_err().code, Some(4));
+        let argv = super::super::tests::argv(&["-s", "--rpm"]);
+        assert_eq!(super::super::parse("p", &argv).unwrap_err().code, Some(4));
     }
 }

@@ -52,6 +52,26 @@ pub(super) fn param(msg: &str) -> String {
     format!("rperf3: parameter error - {msg}")
 }
 
+/// The whole message of a command line (program "p") that must fail with
+/// status 1 and no iperf3 error number.
+pub(super) fn fails(args: &[&str]) -> String {
+    match parse("p", &argv(args)) {
+        Err(e) => {
+            assert_eq!((e.status, e.code), (1, None), "{args:?}");
+            e.message
+        }
+        Ok(_) => panic!("{args:?} parsed"),
+    }
+}
+
+/// A parameter error as [`fails`] returns it, usage lines included.
+pub(super) fn param_usage(text: &str) -> String {
+    format!(
+        "p: parameter error - {text}\n\nUsage: p [-s|-c host] [options]\n\
+         Try `p --help' for more information.\n"
+    )
+}
+
 #[test]
 fn client_defaults() {
     let c = config(&["-c", "h"]);
