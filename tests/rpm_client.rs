@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::interop::iperf3_312;
+use common::stock_refusal;
 use common::Server;
 
 /// Round-trip fields as `--latency` prints them.
@@ -88,37 +89,11 @@ fn rpm_text_says_responsiveness_per_stage_issue18() {
 }
 
 fn against_stock(peer: &Path) {
-    // --forceflush: a stock server writing to a pipe holds its stdout lines
-    // (one "Accepted connection" was still unseen once under load).
-    let srv = Server::start_program(peer, &["--forceflush"]);
-    let out = srv.client(&["--rpm", "--rpm-time", "3"]);
-    assert_eq!(out.code(), Some(1), "{out}");
-    assert!(
-        out.stderr
-            .contains("error - the server does not run the responsiveness test (it is not rperf3)"),
-        "{out}"
+    stock_refusal::refused_by_stock(
+        peer,
+        &["--rpm", "--rpm-time", "3"],
+        "the server does not run the responsiveness test (it is not rperf3)",
     );
-    let out = srv.client(&["--rpm", "--rpm-time", "3", "-J"]);
-    assert_eq!(out.code(), Some(1), "{out}");
-    assert_eq!(
-        out.json()["error"],
-        "the server does not run the responsiveness test (it is not rperf3)"
-    );
-    // The stock server saw two control connections close before any data
-    // stream: the client stopped at CREATE_STREAMS, before any load connection.
-    let closed = "the client has unexpectedly closed the connection";
-    assert!(
-        srv.proc()
-            .wait_stderr_until(Duration::from_secs(5), |e| e.matches(closed).count() >= 2),
-        "{}",
-        srv.stderr()
-    );
-    srv.wait_stdout_until(Duration::from_secs(5), |s| {
-        s.matches("Accepted connection").count() >= 2
-    });
-    let s = srv.stdout();
-    assert_eq!(s.matches("Accepted connection").count(), 2, "{s}");
-    assert!(!s.contains("connected to"), "{s}");
 }
 
 #[test]

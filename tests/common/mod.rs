@@ -13,6 +13,7 @@ pub(crate) mod iperf2;
 pub(crate) mod json;
 pub(crate) mod prom;
 pub(crate) mod raw;
+pub(crate) mod stock_refusal;
 pub(crate) mod tcp_streams;
 
 use std::io::Read;
