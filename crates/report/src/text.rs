@@ -8,8 +8,8 @@
 use crate::cfmt;
 use crate::input::{MssInfo, Protocol, Side, StartInfo, StreamInfo, TestInfo};
 use crate::model::{
-    EndGroup, EndReport, EndStream, IntervalExtra, IntervalReport, IntervalStream, IntervalSum,
-    Layout, SumExtra,
+    EndGroup, EndReport, EndStream, Flow, IntervalExtra, IntervalReport, IntervalStream,
+    IntervalSum, Layout, SumExtra,
 };
 use crate::units::{format_units, rate, transfer};
 use std::net::IpAddr;
@@ -301,20 +301,17 @@ impl EndCtx<'_> {
         }
     }
 
+    /// The lead of an end-table row: the whole test, from 0.
+    fn total_lead(&self, id: &str, role: Option<&str>, f: &Flow) -> String {
+        lead(id, role, 0.0, f.end, f.bytes, f.bits_per_second, self.fmt)
+    }
+
     fn tcp_stream(&self, out: &mut Vec<String>, g: &EndGroup, s: &EndStream) {
         let id = socket_id(s.socket);
         if self.server && !s.local_sender {
             self.not_available(out, &id, "sender");
         } else {
-            let head = lead(
-                &id,
-                g.role,
-                0.0,
-                s.sent.end,
-                s.sent.bytes,
-                s.sent.bits_per_second,
-                self.fmt,
-            );
+            let head = self.total_lead(&id, g.role, &s.sent);
             out.push(match &s.retrans {
                 Some(r) => format!(
                     "{head}  {:3}            sender\n",
@@ -341,15 +338,7 @@ impl EndCtx<'_> {
             self.not_available(out, &id, "receiver");
         } else {
             let f = &s.received;
-            let head = lead(
-                &id,
-                g.role,
-                0.0,
-                f.end,
-                f.bytes,
-                f.bits_per_second,
-                self.fmt,
-            );
+            let head = self.total_lead(&id, g.role, f);
             out.push(format!("{head}                  receiver\n"));
         }
     }
@@ -360,15 +349,7 @@ impl EndCtx<'_> {
         if self.server && !s.local_sender {
             self.not_available(out, &id, "sender");
         } else {
-            let head = lead(
-                &id,
-                g.role,
-                0.0,
-                s.sent.end,
-                s.sent.bytes,
-                s.sent.bits_per_second,
-                self.fmt,
-            );
+            let head = self.total_lead(&id, g.role, &s.sent);
             out.push(format!(
                 "{head}{}  sender\n",
                 loss_columns(0.0, 0, u.sender_packets, 0.0)
@@ -387,15 +368,7 @@ impl EndCtx<'_> {
             self.not_available(out, &id, "receiver");
         } else {
             let f = &s.received;
-            let head = lead(
-                &id,
-                g.role,
-                0.0,
-                f.end,
-                f.bytes,
-                f.bits_per_second,
-                self.fmt,
-            );
+            let head = self.total_lead(&id, g.role, f);
             out.push(match u.receiver_lost {
                 Some(lost) => format!(
                     "{head}{}  receiver\n",
@@ -422,15 +395,7 @@ impl EndCtx<'_> {
                     self.not_available(out, "SUM", "sender");
                 } else {
                     let f = &g.sum_sent;
-                    let head = lead(
-                        "SUM",
-                        role,
-                        0.0,
-                        f.end,
-                        f.bytes,
-                        f.bits_per_second,
-                        self.fmt,
-                    );
+                    let head = self.total_lead("SUM", role, f);
                     out.push(match g.sum_retransmits {
                         Some(n) => format!("{head}  {n:3}             sender\n"),
                         None => format!("{head}                  sender\n"),
@@ -440,15 +405,7 @@ impl EndCtx<'_> {
                     self.not_available(out, "SUM", "receiver");
                 } else {
                     let f = &g.sum_received;
-                    let head = lead(
-                        "SUM",
-                        role,
-                        0.0,
-                        f.end,
-                        f.bytes,
-                        f.bits_per_second,
-                        self.fmt,
-                    );
+                    let head = self.total_lead("SUM", role, f);
                     out.push(format!("{head}                  receiver\n"));
                 }
             }
