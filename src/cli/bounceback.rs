@@ -65,16 +65,12 @@ fn seconds_us(raw: &RawArgs, opt: Opt, name: &str) -> Result<u64, ParamError> {
 /// The round-trip test's offer, `None` without `--bounceback`.
 pub(super) fn config(raw: &RawArgs) -> Result<Option<BouncebackOffer>, ParamError> {
     if !raw.has(Opt::Bounceback) {
-        if let Some(o) = raw.occurrences.iter().find(|o| OWN.contains(&o.spec.id)) {
+        if let Some(o) = raw.first_of(OWN) {
             return Err(err(format!("{} needs --bounceback", o.spelled)));
         }
         return Ok(None);
     }
-    if let Some(o) = raw
-        .occurrences
-        .iter()
-        .find(|o| CONFLICTS.contains(&o.spec.id))
-    {
+    if let Some(o) = raw.first_of(CONFLICTS) {
         return Err(err(format!(
             "--bounceback runs TCP request loops from the client ({} cannot be used \
              with it; --bounceback-load adds a load in either direction)",

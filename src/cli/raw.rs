@@ -24,6 +24,20 @@ impl RawArgs {
         self.occurrences.iter().rev().find(|o| o.spec.id == opt)
     }
 
+    /// The first occurrence of any of `opts` (the one an error names).
+    pub(crate) fn first_of(&self, opts: &[Opt]) -> Option<&Occurrence> {
+        self.occurrences.iter().find(|o| opts.contains(&o.spec.id))
+    }
+
+    /// The last occurrence of any of `opts`: of options that set one thing,
+    /// the last one wins.
+    pub(crate) fn last_of(&self, opts: &[Opt]) -> Option<&Occurrence> {
+        self.occurrences
+            .iter()
+            .rev()
+            .find(|o| opts.contains(&o.spec.id))
+    }
+
     /// Whether the option was given at all.
     pub(crate) fn has(&self, opt: Opt) -> bool {
         self.last(opt).is_some()

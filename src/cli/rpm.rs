@@ -74,20 +74,12 @@ fn budget(text: &str) -> Result<Duration, ParamError> {
 /// The responsiveness test's settings, `None` without `--rpm`.
 pub(super) fn config(raw: &RawArgs) -> Result<Option<RpmConfig>, ParamError> {
     if !raw.has(Opt::Rpm) {
-        if let Some(o) = raw
-            .occurrences
-            .iter()
-            .find(|o| matches!(o.spec.id, Opt::RpmStages | Opt::RpmTime))
-        {
+        if let Some(o) = raw.first_of(&[Opt::RpmStages, Opt::RpmTime]) {
             return Err(err(format!("{} needs --rpm", o.spelled)));
         }
         return Ok(None);
     }
-    if let Some(o) = raw
-        .occurrences
-        .iter()
-        .find(|o| CONFLICTS.contains(&o.spec.id))
-    {
+    if let Some(o) = raw.first_of(CONFLICTS) {
         return Err(err(format!(
             "--rpm chooses its own load and directions: {} cannot be used with it",
             o.spelled

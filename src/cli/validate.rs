@@ -457,12 +457,7 @@ fn client(
         nodelay: raw.has(Opt::NoDelay),
         tos: tos.filter(|t| *t != 0),
         // --no-fq-socket-pacing is --fq-rate 0; the last of the two wins.
-        fq_rate: match raw
-            .occurrences
-            .iter()
-            .rev()
-            .find(|o| matches!(o.spec.id, Opt::FqRate | Opt::NoFqSocketPacing))
-        {
+        fq_rate: match raw.last_of(&[Opt::FqRate, Opt::NoFqSocketPacing]) {
             Some(o) if o.spec.id == Opt::FqRate => to_count(parse_rate(&value(o))?, &value(o))?,
             _ => 0,
         },
