@@ -169,8 +169,13 @@ fn each_test_reports_its_own_cpu() {
     let q = num(&quiet, "end.cpu_utilization_percent.remote_total");
     let b = num(&busy, "end.cpu_utilization_percent.remote_total");
     eprintln!("server CPU: quiet UDP test {q}%, busy TCP test {b}%");
+    // Process-wide figures would give both tests the same share; a loaded
+    // machine can starve the busy one, so the check is the ratio.
     assert!(q < 5.0, "quiet test: server CPU {q}% (busy test {b}%)");
-    assert!(b > 10.0, "busy test: server CPU {b}%");
+    assert!(
+        b > 1.0 && b > 10.0 * q,
+        "busy test: server CPU {b}% (quiet test {q}%)"
+    );
 }
 
 #[test]

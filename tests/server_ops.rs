@@ -176,8 +176,14 @@ fn a_test_faster_than_the_server_allows_is_refused_or_stopped() {
         (Duration::from_millis(1900)..Duration::from_millis(5000)).contains(&took),
         "stopped after {took:?}"
     );
-    // Within the limit: served. Two 50M streams each way add up to 200M:
-    // refused.
+    // Within the limit: served, once the stopped test has freed its slot (its
+    // client leaves as soon as it reads the error). Two 50M streams each way
+    // add up to 200M: refused.
+    assert!(
+        srv.wait_banners(3, Duration::from_secs(5)),
+        "{}",
+        srv.stdout()
+    );
     srv.client(&["-b", "50M", "-t", "3"]).assert_ok();
     let out = srv.client(&["-b", "50M", "-P", "2", "--bidir", "-t", "1"]);
     assert!(out.stderr.contains(over), "{out}");
