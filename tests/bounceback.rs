@@ -6,11 +6,11 @@
 use crate::common;
 
 use std::path::Path;
-use std::time::Duration;
 
+use common::capture::{Capture, Packet};
 use common::interop::iperf3_312;
 use common::stock_refusal;
-use common::{Proc, Server};
+use common::Server;
 use serde_json::Value;
 
 fn f(v: &Value, k: &str) -> f64 {
@@ -93,74 +93,21 @@ fn bounceback_hold_bounds_every_round_trip_and_the_rate_issue18() {
     assert_ordered(bb);
 }
 
-/// Starts tshark on `lo` printing TCP port `port`'s segments (source port,
-/// destination port, payload length) as they pass; returns once it has seen
-/// a marker datagram sent to `marker`, so nothing of the test is missed.
-fn capture(port: u16, marker: u16) -> Proc {
-    let filter = format!("tcp port {port} or udp dst port {marker}");
-    let p = Proc::spawn(
-        "tshark",
-        &[
-            "-i",
-            "lo",
-            "-l",
-            "-f",
-            &filter,
-            "-T",
-            "fields",
-            "-e",
-            "udp.dstport",
-            "-e",
-            "tcp.srcport",
-            "-e",
-            "tcp.dstport",
-            "-e",
-            "tcp.len",
-        ],
-    );
-    mark(&p, marker);
-    p
-}
-
-/// Sends datagrams to `marker` until tshark shows one more than before: what
-/// passed before it has been printed.
-fn mark(p: &Proc, marker: u16) {
-    let tag = marker.to_string();
-    let count = |out: &str| out.lines().filter(|l| l.starts_with(&tag)).count();
-    let before = count(&p.stdout());
-    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    for _ in 0..200 {
-        let _ = udp.send_to(b"x", ("127.0.0.1", marker));
-        if p.wait_stdout_until(Duration::from_millis(50), |o| count(o) > before) {
-            return;
-        }
-    }
-    panic!("tshark shows nothing: {}", p.stderr());
-}
-
 /// Payload lengths of the captured segments from `src` port to `dst` port.
-fn payloads(lines: &str, src: u16, dst: u16) -> Vec<u64> {
-    lines
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            let n = |i: usize| f.get(i).and_then(|v| v.trim().parse::<u64>().ok());
-            (n(1) == Some(u64::from(src)) && n(2) == Some(u64::from(dst)))
-                .then(|| n(3))
-                .flatten()
-        })
-        .filter(|&len| len > 0)
+fn payloads(seen: &[Packet], src: u16, dst: u16) -> Vec<u64> {
+    seen.iter()
+        .filter(|p| p.src == src && p.dst == dst && p.len > 0)
+        .map(|p| p.len)
         .collect()
 }
 
 #[test]
 fn bounceback_period_and_sizes_as_the_wire_carries_them_issue18() {
-    if !common::require_tool("tshark") {
+    if !common::require_tool("dumpcap") {
         return;
     }
     let srv = Server::start(&[]);
-    let marker = common::free_port();
-    let tshark = capture(srv.port, marker);
+    let capture = Capture::start(&format!("tcp port {}", srv.port));
     let out = srv.client(&[
         "--bounceback",
         "--bounceback-period",
@@ -175,9 +122,7 @@ fn bounceback_period_and_sizes_as_the_wire_carries_them_issue18() {
         "--get-server-output",
     ]);
     out.assert_ok();
-    mark(&tshark, marker);
-    tshark.signal(common::Signal::SIGINT);
-    let seen = tshark.finish(Duration::from_secs(10)).stdout;
+    let seen = capture.stop();
     let j = out.json();
     let count = j["end"]["bounceback"]["count"].as_u64().unwrap();
     // Starts every 50 ms for 1 s: about 20.

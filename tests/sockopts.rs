@@ -8,107 +8,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{run_program, Output, Proc, Server, Signal, CLIENT_TIMEOUT};
-
-/// One captured TCP segment.
-#[derive(Debug)]
-struct Segment {
-    tos: u8,
-    src: u16,
-    dst: u16,
-    len: u64,
-    syn: bool,
-    mss: Option<u32>,
-}
-
-/// tshark on loopback printing the `fields` of packets that match `filter`,
-/// one line each (comma-separated), while it lives.
-struct Tshark(Proc);
-
-impl Tshark {
-    /// Starts capturing and waits until tshark says it is (and a little more:
-    /// it says so a moment before the first packets reach it).
-    fn start(filter: &str, fields: &[&str]) -> Self {
-        let mut args = vec![
-            "-i",
-            "lo",
-            "-l",
-            "-f",
-            filter,
-            "-T",
-            "fields",
-            "-E",
-            "separator=,",
-        ];
-        for f in fields {
-            args.extend(["-e", f]);
-        }
-        let p = Proc::spawn("tshark", &args);
-        assert!(
-            p.wait_stderr("Capturing on", Duration::from_secs(20)),
-            "tshark did not start: {}",
-            p.stderr()
-        );
-        std::thread::sleep(Duration::from_secs(1));
-        Self(p)
-    }
-
-    /// Stops tshark; the lines it printed.
-    fn stop(self) -> String {
-        // The last packets may still be on their way to tshark.
-        std::thread::sleep(Duration::from_millis(500));
-        self.0.signal(Signal::SIGINT);
-        self.0.finish(Duration::from_secs(20)).stdout
-    }
-}
-
-/// A capture of `tcp port P`: the fields a [`Segment`] holds.
-struct Capture(Tshark);
-
-impl Capture {
-    fn start(port: u16) -> Self {
-        Self::start_filtered(&format!("tcp port {port}"))
-    }
-
-    /// Only the SYN and SYN-ACK segments: an MSS check needs nothing else,
-    /// and dissecting a second of loopback data costs tshark seconds of CPU.
-    fn start_syns(port: u16) -> Self {
-        Self::start_filtered(&format!("tcp port {port} and tcp[tcpflags] & tcp-syn != 0"))
-    }
-
-    fn start_filtered(filter: &str) -> Self {
-        let fields = [
-            "ip.dsfield",
-            "tcp.srcport",
-            "tcp.dstport",
-            "tcp.len",
-            "tcp.flags.syn",
-            "tcp.options.mss_val",
-        ];
-        Self(Tshark::start(filter, &fields))
-    }
-
-    /// Stops tshark and parses what it saw.
-    fn stop(self) -> Vec<Segment> {
-        self.0.stop().lines().filter_map(parse_segment).collect()
-    }
-}
-
-fn parse_segment(line: &str) -> Option<Segment> {
-    let f: Vec<&str> = line.split(',').collect();
-    if f.len() < 6 {
-        return None;
-    }
-    let tos = u8::from_str_radix(f[0].trim_start_matches("0x"), 16).ok()?;
-    Some(Segment {
-        tos,
-        src: f[1].parse().ok()?,
-        dst: f[2].parse().ok()?,
-        len: f[3].parse().unwrap_or(0),
-        syn: f[4] == "1" || f[4] == "True",
-        mss: f[5].parse().ok(),
-    })
-}
+use common::capture::{Capture, Packet as Segment};
+use common::{run_program, Output, Proc, Server, CLIENT_TIMEOUT};
 
 /// Payload bytes sent from `port` (server side) or to it (client side).
 fn payload(segs: &[Segment], from_server: bool, port: u16) -> Vec<&Segment> {
@@ -143,7 +44,7 @@ fn peers() -> Vec<PathBuf> {
 }
 
 fn tools() -> bool {
-    common::require_tool("iperf3") && common::require_tool("tshark")
+    common::require_tool("iperf3") && common::require_tool("dumpcap")
 }
 
 /// `peer -c` against `server` with `args`.
@@ -156,14 +57,16 @@ fn stock_client(peer: &Path, server: &Server, args: &[&str]) -> Output {
 
 /// Runs `client` against `server` under a capture.
 fn captured(port: u16, client: impl FnOnce() -> Output) -> Vec<Segment> {
-    let cap = Capture::start(port);
+    let cap = Capture::start(&format!("tcp port {port}"));
     client().assert_ok();
     cap.stop()
 }
 
 /// The SYN and SYN-ACK segments of `tcp port P` while `client` runs.
+/// (An MSS check needs nothing else, and a second of loopback data is a
+/// large file.)
 fn captured_syns(port: u16, client: impl FnOnce() -> Output) -> Vec<Segment> {
-    let cap = Capture::start_syns(port);
+    let cap = Capture::start(&format!("tcp port {port} and tcp[tcpflags] & tcp-syn != 0"));
     client().assert_ok();
     cap.stop()
 }
@@ -230,8 +133,8 @@ fn set_mss_is_in_the_data_streams_syn() {
     }
     for peer in peers() {
         let server = Server::start_program(&peer, &["-1"]);
-        let segs = captured_syns(server.port, || server.client(&["-t", "1", "-M", "1000"]));
-        let syn_mss: Vec<u32> = segs
+        let segs = captured_syns(server.port, || server.client(&["-n", "1M", "-M", "1000"]));
+        let syn_mss: Vec<u16> = segs
             .iter()
             .filter(|s| s.syn && s.dst == server.port)
             .filter_map(|s| s.mss)
@@ -251,9 +154,9 @@ fn set_mss_asked_by_stock_clients_is_in_the_servers_syn_ack() {
         // while its streams connect, as iperf3's reopened listener does.
         let server = Server::start(&[]);
         let segs = captured_syns(server.port, || {
-            stock_client(&peer, &server, &["-t", "1", "-M", "1000", "-R"])
+            stock_client(&peer, &server, &["-n", "1M", "-M", "1000", "-R"])
         });
-        let syn_ack_mss: Vec<u32> = segs
+        let syn_ack_mss: Vec<u16> = segs
             .iter()
             .filter(|s| s.syn && s.src == server.port)
             .filter_map(|s| s.mss)
@@ -263,7 +166,7 @@ fn set_mss_asked_by_stock_clients_is_in_the_servers_syn_ack() {
             "SYN-ACK MSS values {syn_ack_mss:?}"
         );
         // The next test without -M gets the kernel's own MSS again.
-        let segs = captured_syns(server.port, || stock_client(&peer, &server, &["-t", "1"]));
+        let segs = captured_syns(server.port, || stock_client(&peer, &server, &["-n", "1M"]));
         assert!(
             segs.iter()
                 .filter(|s| s.syn && s.src == server.port)
@@ -281,7 +184,7 @@ fn tos_marks_the_data_of_the_client() {
     for peer in peers() {
         for (opt, value, tos) in [("-S", "0x20", 0x20u8), ("--dscp", "ef", 0xb8)] {
             let server = Server::start_program(&peer, &["-1"]);
-            // 200 Mbit/s: enough segments, few enough for tshark to dissect fast.
+            // 200 Mbit/s: enough segments for a share, a small capture file.
             let segs = captured(server.port, || {
                 server.client(&["-t", "1", "-b", "200M", opt, value])
             });
@@ -317,18 +220,12 @@ fn tos_asked_by_stock_clients_marks_the_servers_data() {
 
 /// Every datagram of a UDP test on `port` as (TOS, from the server, payload
 /// length), captured while `run` runs.
-fn udp_datagrams(port: u16, run: impl FnOnce()) -> Vec<(String, bool, u32)> {
-    let filter = format!("udp port {port}");
-    let cap = Tshark::start(&filter, &["ip.dsfield", "udp.srcport", "udp.length"]);
+fn udp_datagrams(port: u16, run: impl FnOnce()) -> Vec<(u8, bool, u64)> {
+    let cap = Capture::start(&format!("udp port {port}"));
     run();
-    let out = cap.stop();
-    let port = port.to_string();
-    out.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            let len = f.get(2)?.parse::<u32>().ok()?.checked_sub(8)?;
-            Some((f[0].to_string(), f[1] == port, len))
-        })
+    cap.stop()
+        .iter()
+        .map(|p| (p.tos, p.src == port, p.len))
         .collect()
 }
 
@@ -346,7 +243,7 @@ fn udp_tos_marks_every_datagram_from_the_hello_on_issue_7() {
         let grams = udp_datagrams(server.port, || {
             server.client(&args).assert_ok();
         });
-        let unmarked: Vec<_> = grams.iter().filter(|g| g.0 != "0x28").collect();
+        let unmarked: Vec<_> = grams.iter().filter(|g| g.0 != 0x28).collect();
         assert!(unmarked.is_empty(), "{mode}: {unmarked:?}");
         let first = |from_server| grams.iter().find(|g| g.1 == from_server);
         assert_eq!(first(false).map(|g| g.2), Some(4), "{mode}: hello first");
@@ -587,7 +484,7 @@ fn flowlabel_is_on_the_data_streams_packets() {
     }
     let server = Server::start_program(Path::new("iperf3"), &["-1"]);
     let filter = format!("tcp dst port {}", server.port);
-    let cap = Tshark::start(&filter, &["ipv6.flow", "tcp.len"]);
+    let cap = Capture::start(&filter);
     let port = server.port.to_string();
     let out = common::run_client(
         &[
@@ -597,13 +494,10 @@ fn flowlabel_is_on_the_data_streams_packets() {
     );
     out.assert_ok();
     let (mut labelled, mut all) = (0u64, 0u64);
-    for l in cap.stop().lines() {
-        let mut f = l.split(',');
-        let (flow, len) = (f.next().unwrap_or(""), f.next().unwrap_or("0"));
-        let len: u64 = len.parse().unwrap_or(0);
-        all += len;
-        if flow == "0x012345" {
-            labelled += len;
+    for p in cap.stop() {
+        all += p.len;
+        if p.flow == Some(0x12345) {
+            labelled += p.len;
         }
     }
     assert!(

@@ -6,6 +6,7 @@
 //! failure message can show what each program printed.
 
 pub(crate) mod auth;
+pub(crate) mod capture;
 #[macro_use]
 pub(crate) mod interop;
 #[macro_use]
