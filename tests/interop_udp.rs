@@ -204,17 +204,17 @@ fn repeated(peer: &Path, p: Pairing, args: &[&str], mode: Mode, streams: usize, 
     );
 }
 
-both_ways!(parallel_2_ten_times, |peer: &Path, p| {
-    repeated(peer, p, &["-u", "-P", "2", "-t", "1"], Mode::Normal, 2, 10);
+both_ways!(parallel_2_five_times, |peer: &Path, p| {
+    repeated(peer, p, &["-u", "-P", "2", "-t", "1"], Mode::Normal, 2, 5);
 });
 
-both_ways!(bidir_parallel_2_ten_times, |peer: &Path, p| {
+both_ways!(bidir_parallel_2_five_times, |peer: &Path, p| {
     repeated(
         peer,
         p,
         &["-u", "--bidir", "-P", "2", "-t", "1"],
         Mode::Bidir,
         2,
-        10,
+        5,
     );
 });
