@@ -94,7 +94,7 @@ fn tcp_through_tbf(reverse: bool) -> Attempt {
         args.push("-R");
     }
     let client = spawn_client(&pair, &ours(), &args);
-    let (mss, pmtu) = tcp_mss_pmtu(&pair, sender);
+    let (mss, pmtu) = pair.tcp_mss_pmtu_on(PORT2, sender, Duration::from_secs(3));
     let client = client.finish(RUN_TIMEOUT);
     assert!(client.success(), "client failed: {client}");
     let server = stop(server);
@@ -130,19 +130,6 @@ fn tcp_through_tbf(reverse: bool) -> Attempt {
         return Attempt::Disturbed(ctx);
     }
     Attempt::Pass
-}
-
-fn tcp_mss_pmtu(pair: &Pair, side: Side) -> (u32, u32) {
-    let filter = format!("( sport = :{PORT2} or dport = :{PORT2} )");
-    let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
-        let ss = pair.on(side, &["ss", "-Htin", "state", "established", &filter]);
-        if let Some(v) = netns::kernel::ss_mss_pmtu(&ss) {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "no TCP MSS seen in ss:\n{ss}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

@@ -225,7 +225,12 @@ impl Pair {
     /// Waits until a TCP connection to or from the rperf3 port in `side`'s
     /// namespace reports its MSS and path MTU (`ss -tin`), i.e. while a test runs.
     pub(crate) fn tcp_mss_pmtu(&self, side: Side, within: Duration) -> (u32, u32) {
-        let filter = format!("( sport = :{PORT} or dport = :{PORT} )");
+        self.tcp_mss_pmtu_on(PORT, side, within)
+    }
+
+    /// [`Pair::tcp_mss_pmtu`] for a connection to or from `port`.
+    pub(crate) fn tcp_mss_pmtu_on(&self, port: u16, side: Side, within: Duration) -> (u32, u32) {
+        let filter = format!("( sport = :{port} or dport = :{port} )");
         let deadline = Instant::now() + within;
         loop {
             let ss = self.on(side, &["ss", "-Htin", "state", "established", &filter]);
