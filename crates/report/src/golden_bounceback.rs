@@ -195,17 +195,8 @@ fn bounceback_json_stream_events_carry_the_same_objects_issue18() {
         Side::Client,
         Some((interval_figures(false), end_figures(true))),
     );
-    let events: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let of = |name: &str| -> Vec<&Value> {
-        events
-            .iter()
-            .filter(|e| e["event"] == name)
-            .map(|e| &e["data"])
-            .collect()
-    };
+    let events = json_lines(&text);
+    let of = |name: &str| event_data(&events, name);
     let intervals = of("interval");
     assert_eq!(intervals.len(), 2);
     for d in intervals {

@@ -13,7 +13,7 @@
 
 use crate::golden_replay::{replay, Replay};
 use crate::input::Side;
-use crate::testutil::{fixture, Shared};
+use crate::testutil::{fixture, json_lines, Shared};
 use crate::{cjson, Reporter, ServerOutput};
 use serde_json::Value;
 
@@ -120,14 +120,8 @@ fn json_stream_fixtures_replay_event_by_event() {
     ] {
         let r = replay(name);
         let printed = r.run(true, false);
-        let theirs: Vec<Value> = fixture(name)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        let ours: Vec<Value> = printed
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let theirs = json_lines(&fixture(name));
+        let ours = json_lines(&printed);
         assert_eq!(ours.len(), theirs.len(), "{name}: {printed}");
         for (a, b) in ours.iter().zip(&theirs) {
             check(name, a, b);

@@ -223,18 +223,8 @@ fn latency_json_carries_the_clock_warning_under_one_way_issue18() {
 fn latency_json_stream_events_carry_the_same_objects_issue18() {
     let run = client_run(|o| o.json_stream = true, false, with_server(true));
     assert_eq!(run.err, "");
-    let events: Vec<Value> = run
-        .text_or_doc
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let of = |name: &str| -> Vec<&Value> {
-        events
-            .iter()
-            .filter(|e| e["event"] == name)
-            .map(|e| &e["data"])
-            .collect()
-    };
+    let events = json_lines(&run.text_or_doc);
+    let of = |name: &str| event_data(&events, name);
     let intervals = of("interval");
     assert_eq!(intervals.len(), 2);
     for d in intervals {

@@ -519,11 +519,7 @@ mod tests {
                 usize::from(requested)
             );
             r.finish().unwrap();
-            let events: Vec<Value> = out
-                .text()
-                .lines()
-                .map(|l| serde_json::from_str(l).unwrap())
-                .collect();
+            let events = crate::testutil::json_lines(&out.text());
             let names: Vec<_> = events
                 .iter()
                 .map(|e| e["event"].as_str().unwrap().to_string())

@@ -234,3 +234,22 @@ pub(crate) fn udp_test(side: Side) -> TestInfo {
         ..test_info(side, Protocol::Udp)
     }
 }
+
+/// Each line of a `--json-stream` (or any JSON-lines) output, parsed.
+pub(crate) fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// The `data` of each `--json-stream` event named `name`, in order.
+pub(crate) fn event_data<'a>(
+    events: &'a [serde_json::Value],
+    name: &str,
+) -> Vec<&'a serde_json::Value> {
+    events
+        .iter()
+        .filter(|e| e["event"] == name)
+        .map(|e| &e["data"])
+        .collect()
+}
