@@ -26,6 +26,8 @@ mod tests;
 mod tests_errors;
 #[cfg(test)]
 mod tests_peers;
+#[cfg(test)]
+mod tests_props;
 
 use std::ffi::OsString;
 use std::fmt;
