@@ -412,8 +412,8 @@ impl Session {
         self.d.accept(plan);
         if p_latency.is_some_and(|l| l.version == LATENCY_VERSION) {
             // Said before CREATE_STREAMS: the client probes before its streams.
-            self.probes = Some(ProbeHost::new());
             self.owd = p_latency.is_some_and(|l| l.owd);
+            self.probes = Some(ProbeHost::new(self.owd));
             if p_latency.is_some_and(|l| l.rpm) {
                 self.load = Some(LoadHost::new());
             }
@@ -556,6 +556,11 @@ impl Session {
             p.set_senders(Vec::new());
         }
         self.d.stop_test();
+        if let Some(p) = &self.probes {
+            // The streams are read to the end: the client's end figures get
+            // every datagram counted here, before it is asked for results.
+            p.last_data();
+        }
         if let Some(run) = self.d.test.run() {
             // The server's report is built before it knows the client's figures.
             let fin = run.final_input(None);
