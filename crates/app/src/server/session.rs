@@ -279,7 +279,8 @@ impl Session {
                     log::debug!("test {}: TEST_END", self.id);
                     self.end_of_test()?;
                 }
-                ServerEvent::PeerResults(_) => {
+                ServerEvent::PeerResults(peer) => {
+                    self.record_bounceback(&peer);
                     let r = self.local_results();
                     self.d.machine.send_results(&r);
                 }
@@ -569,6 +570,18 @@ impl Session {
         }
         self.d.machine.exchange_results();
         Ok(())
+    }
+
+    /// The round trips an rperf3 client of a `--bounceback` test sent with its
+    /// results go to the metrics (the server times none itself).
+    fn record_bounceback(&self, peer: &TestResults) {
+        let bounceback = self.d.plan().is_some_and(|p| p.params.bounceback.is_some());
+        let sent = peer.rperf3_bounceback.as_deref().filter(|_| bounceback);
+        match sent.map(crate::test::bounceback::from_wire) {
+            Some(Some(h)) => self.metrics.record_bounceback(&h),
+            Some(None) => log::info!("test {}: the client's round trips are unreadable", self.id),
+            None => {}
+        }
     }
 
     fn release_udp(&mut self) {

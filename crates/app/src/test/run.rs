@@ -492,6 +492,7 @@ impl TestRun {
             server_output_json: None,
             server_output_text: None,
             streams,
+            rperf3_bounceback: self.bounceback.as_ref().and_then(BbTally::wire_total),
         }
     }
 
