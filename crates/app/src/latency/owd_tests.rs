@@ -103,3 +103,22 @@ fn a_server_that_ignores_the_offer_says_nothing_and_costs_no_wait_issue18() {
     assert!(t.elapsed() < Duration::from_millis(50), "{:?}", t.elapsed());
     assert_eq!(p.total().figures().data_up.count, 0);
 }
+
+#[test]
+fn last_delays_that_never_come_cost_the_client_its_deadline_only_issue18() {
+    let host = Arc::new(Mutex::new(ProbeHost::new(true)));
+    let mut p = prober(serve(host.clone()));
+    assert!(p.server_times_data());
+    p.stop();
+    // The server never sends its last frame (no last_data): the wait ends at
+    // the deadline and says the figures are short.
+    let t = Instant::now();
+    assert!(!p.await_last_data(t + Duration::from_millis(200)));
+    let waited = t.elapsed();
+    assert!(
+        waited >= Duration::from_millis(200) && waited < Duration::from_millis(700),
+        "{waited:?}"
+    );
+    // Asked again, there is nothing left to wait for.
+    assert!(!p.await_last_data(Instant::now() + Duration::from_secs(2)));
+}
