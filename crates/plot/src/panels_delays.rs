@@ -3,7 +3,8 @@
 //! round trips, each as a median and a 99th percentile per interval, as the
 //! `--latency` panel draws its round trips.
 //!
-//! One run: each figure its own colour, the p99 thinner than its p50. Several
+//! One run: each figure its own colour, none the round trips' or the streams',
+//! the p99 thinner than its p50. Several
 //! runs: one colour per run, names prefixed with the run's label. The data's
 //! delays down are dashed (as the receiving direction elsewhere).
 
@@ -69,7 +70,8 @@ pub(crate) fn data_one_way_panel(runs: &[Run]) -> Panel {
         let Some(d) = &run.data_one_way else { continue };
         let (prefix, c) = look(runs, i);
         let (up, down) = if single {
-            ((PALETTE[0], PALETTE[3]), (PALETTE[1], PALETTE[4]))
+            // Apart from the round trips' (0, 3) and the streams' (0, 1).
+            ((PALETTE[9], PALETTE[6]), (PALETTE[8], PALETTE[4]))
         } else {
             ((c, c), (c, c))
         };
@@ -95,7 +97,7 @@ pub(crate) fn bounceback_panel(runs: &[Run]) -> Panel {
         let Some(b) = &run.bounceback else { continue };
         let (prefix, c) = look(runs, i);
         let colors = if single {
-            (PALETTE[2], PALETTE[3])
+            (PALETTE[2], PALETTE[5])
         } else {
             (c, c)
         };
