@@ -42,6 +42,7 @@ mod latency_interop;
 mod latency_probe;
 mod logging;
 mod metrics;
+mod metrics_delays;
 mod metrics_outcomes;
 mod mptcp;
 mod multi_test;

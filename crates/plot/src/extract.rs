@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use crate::model::{Latency, Points, Protocol, Run, Series};
+use crate::model::{DataOneWay, Latency, Percentiles, Points, Protocol, Run, Series};
 use crate::PlotError;
 
 /// Reads every run in `text`. `label` names the runs (a file name); a file with
@@ -319,6 +319,8 @@ pub fn run_from_doc(label: &str, doc: &Value) -> Result<Run, PlotError> {
         error,
         end_secs,
         latency: latency_of(doc),
+        data_one_way: data_one_way_of(doc),
+        bounceback: bounceback_of(doc),
     })
 }
 
@@ -352,6 +354,61 @@ fn latency_of(doc: &Value) -> Option<Latency> {
     let idle = doc.pointer("/end/latency/idle").unwrap_or(&Value::Null);
     if num(idle, "count").unwrap_or(0.0) > 0.0 {
         out.idle_p50_ms = num(idle, "p50_ms");
+    }
+    any.then_some(out)
+}
+
+/// The middle of an interval that counts (not omitted), in seconds.
+fn counted_mid(iv: &Value) -> Option<f64> {
+    let sum = iv.get("sum")?;
+    if flag(sum, "omitted") {
+        return None;
+    }
+    Some((num(sum, "start")? + num(sum, "end")?) / 2.0)
+}
+
+/// Adds a summary object's p50 and p99 at `t`, when it has samples.
+fn add_percentiles(p: &mut Percentiles, t: f64, s: &Value) {
+    if num(s, "count").unwrap_or(0.0) == 0.0 {
+        return;
+    }
+    if let (Some(p50), Some(p99)) = (num(s, "p50_ms"), num(s, "p99_ms")) {
+        p.p50_ms.push((t, p50));
+        p.p99_ms.push((t, p99));
+    }
+}
+
+/// `intervals[].latency.data_one_way`: each direction's p50 and p99 where it
+/// has delays. `None` when no interval has the object.
+fn data_one_way_of(doc: &Value) -> Option<DataOneWay> {
+    let mut out = DataOneWay::default();
+    let mut any = false;
+    for iv in doc.get("intervals").and_then(Value::as_array)? {
+        let Some(d) = iv.pointer("/latency/data_one_way") else {
+            continue;
+        };
+        any = true;
+        if let Some(t) = counted_mid(iv) {
+            add_percentiles(&mut out.up, t, &d["up"]);
+            add_percentiles(&mut out.down, t, &d["down"]);
+        }
+    }
+    any.then_some(out)
+}
+
+/// `intervals[].bounceback` round trips (a client's: a server's has only
+/// `answered`). `None` when no interval times any.
+fn bounceback_of(doc: &Value) -> Option<Percentiles> {
+    let mut out = Percentiles::default();
+    let mut any = false;
+    for iv in doc.get("intervals").and_then(Value::as_array)? {
+        let Some(b) = iv.get("bounceback").filter(|b| b.get("p50_ms").is_some()) else {
+            continue;
+        };
+        any = true;
+        if let Some(t) = counted_mid(iv) {
+            add_percentiles(&mut out, t, b);
+        }
     }
     any.then_some(out)
 }

@@ -4,7 +4,8 @@
 //! any iperf3 or rperf3 run already writes. [`extract`] turns JSON into a
 //! [`model::Run`] (pure and unit-tested), [`render_svg`] draws runs: throughput
 //! per stream and summed on top, then TCP retransmits, congestion window and RTT,
-//! or UDP loss and jitter.
+//! or UDP loss and jitter; with rperf3's `--latency` and `--bounceback`, their
+//! round trips and the data's one-way delays below.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 // Checked on the library only: its test build also links the dev-dependencies,
@@ -14,10 +15,13 @@
 pub mod extract;
 pub mod model;
 mod panels;
+mod panels_delays;
 mod render;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_delays;
 
 pub use extract::parse_runs;
 pub use render::render_svg;

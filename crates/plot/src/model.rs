@@ -51,6 +51,12 @@ pub struct Run {
     pub end_secs: f64,
     /// `--latency` round trips, when the document has `intervals[].latency`.
     pub latency: Option<Latency>,
+    /// The one-way delays of the test's own data (`--latency` between rperf3
+    /// ends), when an interval has `latency.data_one_way`.
+    pub data_one_way: Option<DataOneWay>,
+    /// `--bounceback` round trips, when an interval's `bounceback` has them
+    /// (the client's document: the server times nothing).
+    pub bounceback: Option<Percentiles>,
 }
 
 /// Round trips under load per interval (rperf3's `--latency`), in milliseconds.
@@ -62,4 +68,22 @@ pub struct Latency {
     pub p99_ms: Points,
     /// Median idle round trip of the test (`end.latency.idle`), the reference.
     pub idle_p50_ms: Option<f64>,
+}
+
+/// A median and a 99th percentile per interval, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Percentiles {
+    /// Median of the interval's samples.
+    pub p50_ms: Points,
+    /// 99th percentile of the interval's samples.
+    pub p99_ms: Points,
+}
+
+/// The one-way delays of the test's data per interval, each direction apart.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DataOneWay {
+    /// Client to server.
+    pub up: Percentiles,
+    /// Server to client.
+    pub down: Percentiles,
 }

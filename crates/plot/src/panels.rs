@@ -255,6 +255,12 @@ pub(crate) fn panels(runs: &[Run]) -> Vec<Panel> {
     if runs.iter().any(|r| r.latency.is_some()) {
         out.push(latency_panel(runs));
     }
+    if runs.iter().any(|r| r.data_one_way.is_some()) {
+        out.push(crate::panels_delays::data_one_way_panel(runs));
+    }
+    if runs.iter().any(|r| r.bounceback.is_some()) {
+        out.push(crate::panels_delays::bounceback_panel(runs));
+    }
     out
 }
 

@@ -18,7 +18,7 @@ macro_rules! iperf {
     };
 }
 
-fn one(text: &str) -> Run {
+pub(crate) fn one(text: &str) -> Run {
     let mut runs = parse_runs("r", text).unwrap();
     assert_eq!(runs.len(), 1);
     runs.remove(0)
@@ -322,16 +322,16 @@ fn svg_has_the_axes_and_legend_as_text() {
 /// One panel of a rendered SVG: its axis ticks as (value, pixel) and its data
 /// lines as pixel points.
 #[derive(Default)]
-struct SvgPanel {
-    x_ticks: Vec<(f64, f64)>,
-    y_ticks: Vec<(f64, f64)>,
-    lines: Vec<Vec<(f64, f64)>>,
+pub(crate) struct SvgPanel {
+    pub(crate) x_ticks: Vec<(f64, f64)>,
+    pub(crate) y_ticks: Vec<(f64, f64)>,
+    pub(crate) lines: Vec<Vec<(f64, f64)>>,
 }
 
 /// The panels of `svg`, in order: each starts at its rotated y-axis title; its
 /// lines are the coloured polylines inside its x axis (the legend's swatches
 /// lie right of it).
-fn svg_panels(svg: &str) -> Vec<SvgPanel> {
+pub(crate) fn svg_panels(svg: &str) -> Vec<SvgPanel> {
     let doc = roxmltree::Document::parse(svg).unwrap();
     let mut panels: Vec<SvgPanel> = Vec::new();
     let mut axis_end = f64::MAX;
@@ -375,7 +375,7 @@ fn svg_panels(svg: &str) -> Vec<SvgPanel> {
 
 /// The value at pixel `at` on an axis with these ticks (linear, from the two
 /// outermost), and how much value one pixel is.
-fn from_pixel(ticks: &[(f64, f64)], at: f64) -> (f64, f64) {
+pub(crate) fn from_pixel(ticks: &[(f64, f64)], at: f64) -> (f64, f64) {
     let (v0, p0) = ticks[0];
     let (v1, p1) = ticks[ticks.len() - 1];
     let per_pixel = (v1 - v0) / (p1 - p0);

@@ -13,6 +13,12 @@
 //! in the latency parameters), the end that receives UDP data pushes
 //! [`Frame::Delays`] on the dedicated connection: the one-way delays of the
 //! datagrams since its last push, as an opaque body the latency core encodes.
+//! The server says it times the data with a bodiless [`Frame::Delays`] before
+//! anything else on the dedicated connection (a server that ignores `"owd"`
+//! never sends one), and once the test is over and its streams are read to the
+//! end it sends one frame marked [`Delays::last`], before EXCHANGE_RESULTS on
+//! the control connection: the client reads up to it, so the end figures hold
+//! every datagram the server counted.
 //!
 //! Every frame starts with the same 12 bytes: `"RP"`, a type byte, the version,
 //! the frame's total length (u32, big endian, header included) and a sequence
@@ -125,8 +131,29 @@ pub struct Delays {
     pub seq: u32,
     /// The data went client to server (else server to client).
     pub up: bool,
-    /// The delays, as the latency core encodes them (at most [`MAX_DELAYS_BODY`]).
+    /// The test is over: nothing follows (the third byte after the header, 1;
+    /// a reserved byte to readers that predate it).
+    pub last: bool,
+    /// The delays, as the latency core encodes them (at most [`MAX_DELAYS_BODY`]);
+    /// empty in the frame that says the data is timed.
     pub body: Vec<u8>,
+}
+
+impl Delays {
+    /// The frame that says the data is timed: first on the dedicated connection.
+    pub fn agreed() -> Self {
+        Self {
+            seq: 0,
+            up: true,
+            last: false,
+            body: Vec::new(),
+        }
+    }
+
+    /// Whether this is the frame of [`Delays::agreed`] (no delays in it).
+    pub fn is_agreement(&self) -> bool {
+        self.body.is_empty() && !self.last
+    }
 }
 
 /// One frame.
@@ -229,7 +256,7 @@ impl Frame {
                 b.extend_from_slice(&s.server_ns.to_be_bytes());
             }
             Self::Delays(d) => {
-                b.extend_from_slice(&[u8::from(d.up), 0, 0, 0]);
+                b.extend_from_slice(&[u8::from(d.up), u8::from(d.last), 0, 0]);
                 b.extend_from_slice(&d.body[..d.body.len().min(MAX_DELAYS_BODY)]);
             }
         }
@@ -316,6 +343,7 @@ impl ProbeDecoder {
             TYPE_DELAYS => Frame::Delays(Delays {
                 seq,
                 up: f[0] != 0,
+                last: f[1] == 1,
                 body: f[4..].to_vec(),
             }),
             _ => Frame::Sample(Sample {

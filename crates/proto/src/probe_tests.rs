@@ -169,6 +169,7 @@ fn delays_frames_carry_their_body_and_direction_issue18() {
     let f = Frame::Delays(Delays {
         seq: 9,
         up: true,
+        last: false,
         body: vec![1, 2, 3, 4, 5],
     });
     let wire = f.encode();
@@ -185,8 +186,36 @@ fn delays_frames_carry_their_body_and_direction_issue18() {
     let down = Frame::Delays(Delays {
         seq: 1,
         up: false,
+        last: false,
         body: Vec::new(),
     });
     d.push(&down.encode());
     assert_eq!(d.next_frame().unwrap(), Some(down));
+}
+
+#[test]
+fn the_last_delays_frame_is_marked_in_a_byte_older_readers_skip_issue18() {
+    let last = Frame::Delays(Delays {
+        seq: 4,
+        up: true,
+        last: true,
+        body: vec![9; 3],
+    });
+    let wire = last.encode();
+    assert_eq!(&wire[12..16], &[1, 1, 0, 0]);
+    let mut d = ProbeDecoder::new();
+    d.push(&wire);
+    let Some(Frame::Delays(got)) = d.next_frame().unwrap() else {
+        panic!("not a delays frame");
+    };
+    assert!(got.last && !got.is_agreement(), "{got:?}");
+    // The agreement: bodiless, not last, and not taken for delays.
+    let agreed = Frame::Delays(Delays::agreed()).encode();
+    assert_eq!(agreed.len(), DELAYS_MIN_LEN as usize);
+    assert_eq!(&agreed[12..16], &[1, 0, 0, 0]);
+    d.push(&agreed);
+    let Some(Frame::Delays(got)) = d.next_frame().unwrap() else {
+        panic!("not a delays frame");
+    };
+    assert!(got.is_agreement() && !got.last, "{got:?}");
 }

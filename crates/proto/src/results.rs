@@ -57,6 +57,10 @@ pub struct TestResults {
     pub server_output_text: Option<String>,
     /// One entry per stream, in creation order.
     pub streams: Vec<StreamResult>,
+    /// rperf3's client of a `--bounceback` test (only an rperf3 server agrees to
+    /// one): its round trips for the server's metrics, as `rperf3_bounceback`
+    /// after `streams`. Opaque here (the latency core's encoding, in hex).
+    pub rperf3_bounceback: Option<String>,
 }
 
 impl TestResults {
@@ -81,6 +85,9 @@ impl TestResults {
         }
         let streams = self.streams.iter().map(StreamResult::to_json).collect();
         m.insert("streams".into(), Value::Array(streams));
+        if let Some(b) = &self.rperf3_bounceback {
+            m.insert("rperf3_bounceback".into(), Value::String(b.clone()));
+        }
         Value::Object(m)
     }
 
@@ -126,6 +133,10 @@ impl TestResults {
                 .iter()
                 .map(StreamResult::from_value)
                 .collect::<Result<_, _>>()?,
+            rperf3_bounceback: m
+                .get("rperf3_bounceback")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         })
     }
 }

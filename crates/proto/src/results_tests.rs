@@ -62,6 +62,7 @@ fn writes_3_14_form_in_iperf3_key_order() {
             start_time: 0.0,
             end_time: 2.001212,
         }],
+        rperf3_bounceback: None,
     };
     assert_eq!(
         serde_json::to_string(&r.to_json()).unwrap(),
@@ -95,6 +96,25 @@ fn server_output_sits_before_streams() {
     let back = TestResults::from_value(&v).unwrap();
     assert_eq!(back.server_output_text.as_deref(), Some("line\n"));
     assert_eq!(back.server_output_json, Some(json!({"start": {}})));
+}
+
+#[test]
+fn an_rperf3_clients_bounceback_round_trips_follow_streams_issue18() {
+    let r = TestResults {
+        rperf3_bounceback: Some("00ff".into()),
+        ..TestResults::default()
+    };
+    let s = serde_json::to_string(&r.to_json()).unwrap();
+    assert!(
+        s.ends_with(r#""streams":[],"rperf3_bounceback":"00ff"}"#),
+        "{s}"
+    );
+    assert_eq!(TestResults::from_json(&r.encode()[4..]).unwrap(), r);
+    // A stock peer's document has none.
+    let plain = TestResults::default();
+    assert!(!serde_json::to_string(&plain.to_json())
+        .unwrap()
+        .contains("rperf3"));
 }
 
 #[test]
@@ -224,6 +244,7 @@ proptest! {
             cpu_util_total: cpu[0], cpu_util_user: cpu[1], cpu_util_system: cpu[2],
             sender_has_retransmits: shr, congestion_used: cong,
             server_output_json: None, server_output_text: None, streams,
+            rperf3_bounceback: None,
         };
         let back = TestResults::from_json(&r.encode()[4..]).unwrap();
         prop_assert_eq!(back, r);

@@ -81,3 +81,27 @@ fn data_one_way_json_follows_one_way_and_precedes_with_server_issue18() {
     let plain = client_run(|o| o.json = true, false, with_server(true)).text_or_doc;
     assert!(!plain.contains("data_one_way"), "{plain}");
 }
+
+#[test]
+fn a_data_note_says_why_the_data_delays_are_missing_in_text_and_json_issue18() {
+    let note =
+        "not available, the server does not time the data (an rperf3 older than this client)";
+    let mut lat = with_server(true).unwrap();
+    lat.data_note = Some(note.into());
+    let text = client_run(|_| {}, false, Some(lat.clone())).text_or_doc;
+    assert!(
+        text.contains(&format!(
+            "Responsiveness: 398 RPM, Medium\nData one-way delays: {note}\n"
+        )),
+        "{text}"
+    );
+    let doc: Value =
+        serde_json::from_str(&client_run(|o| o.json = true, false, Some(lat)).text_or_doc).unwrap();
+    let l = &doc["end"]["latency"];
+    assert_eq!(l["data_one_way_unavailable"], note);
+    let k = keys(l);
+    assert_eq!(
+        &k[k.len() - 2..],
+        ["data_one_way_unavailable", "with_server"]
+    );
+}

@@ -122,6 +122,7 @@ pub(crate) fn with_server(with_server: bool) -> Option<LatencyFinal> {
     Some(LatencyFinal {
         figures: end_figures(),
         with_server,
+        data_note: None,
     })
 }
 

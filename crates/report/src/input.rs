@@ -328,6 +328,9 @@ pub struct LatencyFinal {
     /// round trips, one-way delays). `false`: only what the client measures alone
     /// (its own TCP streams' round trips and connect times), against a stock server.
     pub with_server: bool,
+    /// Why the data's one-way delays are missing or short though the client
+    /// offered to time them (an older rperf3 server; its last delays late).
+    pub data_note: Option<String>,
 }
 
 /// The `-F` file at the end of the test.

@@ -9,7 +9,9 @@
 //! `end.latency`:
 //! `idle`, `loaded`, `rpm`, then `one_way` only when a one-way delay was measured or
 //! the clocks disagreed, then `data_one_way` only when the test's own datagrams were
-//! timed or their clocks disagreed, then (in `end` only) `with_server`. `idle` and `loaded` hold
+//! timed or their clocks disagreed, then (in `end` only) `data_one_way_unavailable`
+//! (why the data's delays are missing or short) when it is so, and `with_server`.
+//! `idle` and `loaded` hold
 //! `count, min_ms, p50_ms, p90_ms, p99_ms, max_ms`; `loaded` then `foreign` and `self`
 //! with the same fields. `one_way` holds `up` and `down`, each
 //! `count, min_ms, mean_ms, p99_ms, max_ms`, then `clock_warning` when set.
@@ -127,6 +129,9 @@ pub(crate) fn end_lines(l: &LatencyFinal) -> Vec<String> {
     if !l.with_server {
         out.push(STOCK_SERVER_NOTE.to_string());
     }
+    if let Some(n) = &l.data_note {
+        out.push(format!("Data one-way delays: {n}\n"));
+    }
     for w in [&f.clock_warning, &f.data_clock_warning]
         .into_iter()
         .flatten()
@@ -202,6 +207,9 @@ pub(crate) fn interval_json(f: &Figures) -> Value {
 /// `end.latency`.
 pub(crate) fn end_json(l: &LatencyFinal) -> Value {
     let mut m = figures_map(&l.figures);
+    if let Some(n) = &l.data_note {
+        m.insert("data_one_way_unavailable".into(), json!(n));
+    }
     m.insert("with_server".into(), json!(l.with_server));
     Value::Object(m)
 }

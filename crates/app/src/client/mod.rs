@@ -37,6 +37,10 @@ pub(crate) const NOT_RPERF3_BOUNCEBACK: &str =
     "the server is not rperf3 (--bounceback needs an rperf3 server)";
 /// How often a byte/block-limited client checks its totals.
 const LIMIT_CHECK: Duration = Duration::from_millis(10);
+/// Longest the client waits for the server's last data delays at the end of a
+/// `--latency` test: sent before EXCHANGE_RESULTS, they are normally there
+/// already; the bound covers a lost segment on the probe connection.
+const LAST_DATA_LIMIT: Duration = Duration::from_secs(2);
 /// Longest wait for the cookie's ACK before reading the control MSS.
 const MSS_SETTLE: Duration = Duration::from_millis(200);
 /// Longest wait for one data connection.
@@ -331,6 +335,10 @@ impl Client<'_> {
                 log::debug!("EXCHANGE_RESULTS");
                 // A server may ask before our TEST_END: the test is over then too.
                 self.d.end_test();
+                if let Some(run) = self.d.test.run_mut() {
+                    // The server sent its last data delays before asking.
+                    run.await_last_data(Instant::now() + LAST_DATA_LIMIT);
+                }
                 let r = self.d.local_results();
                 self.d.machine.send_results(&r);
             }

@@ -12,3 +12,6 @@
 pub(crate) mod frame_io;
 pub(crate) mod prober;
 pub(crate) mod responder;
+
+#[cfg(test)]
+mod owd_tests;

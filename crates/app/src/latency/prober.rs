@@ -8,7 +8,10 @@
 //! of this side's sending TCP streams from TCP_INFO, and reads the round trips
 //! the server pushes for its own sending streams: both are self probes. Against
 //! a stock server it only samples its own streams; the driver adds the connect
-//! times. Stopping shuts every probe socket, so the prober ends with the test.
+//! times. Stopping shuts every probe socket, so the prober ends with the test,
+//! but for one: when the server said it times the data (its first frame on the
+//! dedicated connection), that connection stays open after the stop until
+//! [`Prober::await_last_data`] has read the server's last delays.
 
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,7 +21,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rperf3_latency::{oneway_wire, wall_ns, Collector, Kind, OneWay, Samples, Way};
-use rperf3_proto::probe::{Frame, ProbeDecoder, Request, Sample, SampleKind};
+use rperf3_proto::probe::{Delays, Frame, ProbeDecoder, Request, Sample, SampleKind};
 use rperf3_proto::{marked_cookie, COOKIE_LEN, MARKER_FOREIGN, MARKER_PROBE};
 
 use crate::latency::frame_io::{read_frame, timed_out, write_all};
@@ -69,6 +72,11 @@ struct Shared {
     /// `--rpm`: foreign probes per second, in thousandths, once set (0: the
     /// setup's fixed rate).
     rate_milli: AtomicU64,
+    /// The server said it times the data this client sends.
+    server_times_data: AtomicBool,
+    /// The dedicated connection after the stop, while the server's last data
+    /// delays are awaited.
+    parked: Mutex<Option<(Arc<TcpStream>, ProbeDecoder)>>,
 }
 
 /// Adds a sample the client measured (and queues it for the server).
@@ -149,6 +157,41 @@ impl Prober {
         self.with_server
     }
 
+    /// Whether the server said it times the data (known once the idle round
+    /// trips are over: it says so first on the dedicated connection).
+    pub(crate) fn server_times_data(&self) -> bool {
+        self.shared.server_times_data.load(Ordering::SeqCst)
+    }
+
+    /// After [`Prober::stop`]: reads the server's data delays up to its last
+    /// frame (sent once its streams were read to the end), by `deadline`, then
+    /// closes the dedicated connection. False when they did not all come.
+    pub(crate) fn await_last_data(&self, deadline: Instant) -> bool {
+        let Some((c, mut dec)) = lock(&self.shared.parked).take() else {
+            return !self.server_times_data();
+        };
+        let _ = c.set_nonblocking(false);
+        let complete = loop {
+            match read_frame(&c, &mut dec, deadline) {
+                Ok(Frame::Delays(d)) if d.is_agreement() => {}
+                Ok(Frame::Delays(d)) => {
+                    merge_delays(&self.shared, &d);
+                    if d.last {
+                        break true;
+                    }
+                }
+                // Round trips after the stop are not of the test.
+                Ok(_) => {}
+                Err(e) => {
+                    log::warn!("latency: the server's last data delays did not come: {e}");
+                    break false;
+                }
+            }
+        };
+        let _ = c.shutdown(std::net::Shutdown::Both);
+        complete
+    }
+
     /// Adds a round trip measured elsewhere (a connection's handshake).
     pub(crate) fn record(&self, kind: Kind, d: Duration) {
         lock(&self.shared.collector).record(kind, nanos(d));
@@ -219,6 +262,9 @@ impl Prober {
 impl Drop for Prober {
     fn drop(&mut self) {
         self.stop();
+        if let Some((c, _)) = lock(&self.shared.parked).take() {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
     }
 }
 
@@ -300,6 +346,7 @@ fn open(
 
 /// One request and its answer by `deadline`: the round trip, the answer.
 fn ask(
+    s: &Shared,
     c: &TcpStream,
     dec: &mut ProbeDecoder,
     seq: u32,
@@ -315,6 +362,10 @@ fn ask(
     loop {
         match read_frame(c, dec, deadline)? {
             Frame::Answer(a) if a.request.seq == seq => return Ok((t.elapsed(), a, wall_ns())),
+            // Before the first answer on the dedicated connection.
+            Frame::Delays(d) if d.is_agreement() => {
+                s.server_times_data.store(true, Ordering::SeqCst);
+            }
             // Pushed samples on the probe connection wait for the load.
             _ => {}
         }
@@ -382,11 +433,15 @@ fn run(s: &Arc<Shared>, setup: &ProbeSetup, idle_done: &mpsc::Sender<()>) {
         };
         std::thread::park_timeout(due.saturating_duration_since(Instant::now()));
     }
-    // The last samples, best effort, before the connection is shut.
-    if let Some(p) = &probe {
-        forward(s, p, &mut out, &mut fseq);
-        pushed(s, p, &mut dec);
-        let _ = p.shutdown(std::net::Shutdown::Both);
+    // The last samples, best effort, before the connection is shut (or kept
+    // for the server's last data delays).
+    if let Some(p) = probe {
+        forward(s, &p, &mut out, &mut fseq);
+        if pushed(s, &p, &mut dec) && s.server_times_data.load(Ordering::SeqCst) {
+            *lock(&s.parked) = Some((p, dec));
+        } else {
+            let _ = p.shutdown(std::net::Shutdown::Both);
+        }
     }
     shut_all(s);
     for t in flying {
@@ -416,7 +471,7 @@ fn idle(s: &Shared, setup: &ProbeSetup) -> Option<Arc<TcpStream>> {
             break;
         }
         let prefix: &[u8] = if i == 0 { &cookie } else { &[] };
-        match ask(&c, &mut dec, i as u32, prefix, end) {
+        match ask(s, &c, &mut dec, i as u32, prefix, end) {
             Ok(_) if i == 0 => {}
             Ok((rtt, _, _)) => note(s, Kind::Idle, nanos(rtt)),
             Err(e) => {
@@ -445,7 +500,7 @@ fn foreign(s: &Shared, setup: &ProbeSetup, seq: u32) {
     };
     let cookie = marked_cookie(&setup.cookie, MARKER_FOREIGN);
     let mut dec = ProbeDecoder::new();
-    let r = ask(&c, &mut dec, seq, &cookie, deadline);
+    let r = ask(s, &c, &mut dec, seq, &cookie, deadline);
     untrack(s, &shadow);
     match r {
         Ok((rtt, a, recv_ns)) if !stopped(s) => {
@@ -489,13 +544,7 @@ fn pushed(s: &Shared, c: &TcpStream, dec: &mut ProbeDecoder) -> bool {
                 lock(&s.collector).record(Kind::SelfLoaded, x.rtt_ns);
             }
             // The server's data delays: it received what this client sent.
-            Ok(Some(Frame::Delays(d))) => match oneway_wire::decode(&d.body) {
-                Some(o) => {
-                    let way = if d.up { Way::Up } else { Way::Down };
-                    lock(&s.collector).merge_data(way, &o);
-                }
-                None => log::warn!("latency: the server's data delays are not readable"),
-            },
+            Ok(Some(Frame::Delays(d))) => merge_delays(s, &d),
             Ok(Some(_)) => {}
             Ok(None) => return true,
             Err(e) => {
@@ -506,53 +555,21 @@ fn pushed(s: &Shared, c: &TcpStream, dec: &mut ProbeDecoder) -> bool {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A listener whose accept queue is full: the kernel drops further SYNs, as
-    /// a full FIFO in front of a bottleneck does.
-    fn black_hole() -> (socket2::Socket, Vec<TcpStream>, SocketAddr) {
-        use socket2::{Domain, Socket, Type};
-        let l = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-        l.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
-            .unwrap();
-        l.listen(0).unwrap();
-        let addr = l.local_addr().unwrap().as_socket().unwrap();
-        let mut fill = Vec::new();
-        for _ in 0..2 {
-            if let Ok(c) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
-                fill.push(c);
-            }
-        }
-        (l, fill, addr)
+/// Adds the data delays of a frame from the server; none unless the server
+/// said it times the data (else this client did not stamp what it sent).
+fn merge_delays(s: &Shared, d: &Delays) {
+    if d.is_agreement() || !s.server_times_data.load(Ordering::SeqCst) {
+        return;
     }
-
-    #[test]
-    fn a_stop_ends_probes_stuck_in_their_handshake_at_once() {
-        let (_l, _fill, server) = black_hole();
-        let mut p = Prober::start(ProbeSetup {
-            server,
-            bind: None,
-            cookie: [b'a'; COOKIE_LEN],
-            rate: 50,
-            with_server: true,
-        })
-        .unwrap();
-        // The probe connection cannot open either: idle ends at its budget.
-        let t = Instant::now();
-        p.wait_idle(t + Duration::from_secs(5));
-        let idle = t.elapsed();
-        assert!(idle >= IDLE_BUDGET && idle < IDLE_BUDGET * 2, "{idle:?}");
-        p.load_started(Vec::new());
-        // Foreign probes pile up to the in-flight limit, each in connect().
-        std::thread::sleep(Duration::from_millis(300));
-        assert_eq!(lock(&p.shared.open).len(), MAX_IN_FLIGHT);
-        let t = Instant::now();
-        p.stop();
-        let took = t.elapsed();
-        assert!(took < Duration::from_millis(300), "stop took {took:?}");
-        assert_eq!(p.total().figures().foreign.count, 0);
-        assert!(lock(&p.shared.open).is_empty());
+    match oneway_wire::decode(&d.body) {
+        Some(o) => {
+            let way = if d.up { Way::Up } else { Way::Down };
+            lock(&s.collector).merge_data(way, &o);
+        }
+        None => log::warn!("latency: the server's data delays are not readable"),
     }
 }
+
+#[cfg(test)]
+#[path = "prober_tests.rs"]
+mod tests;

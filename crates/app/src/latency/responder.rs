@@ -8,6 +8,12 @@
 //! says nothing is closed after [`FIRST_FRAME_LIMIT`]); bytes that are no frame
 //! close the connection with a log line. [`ProbeHost::finish`] shuts every
 //! connection and joins every thread: no probe connection outlives its session.
+//!
+//! When the data is timed, the dedicated connection opens with the frame that
+//! says so ([`Delays::agreed`]), and [`ProbeHost::last_data`] sends what the
+//! receiving streams timed after the last push once they are read to the end,
+//! marked last. Every write on the dedicated connection holds one lock, so the
+//! session's last frame never lands inside the thread's.
 
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +33,8 @@ pub(crate) const FIRST_FRAME_LIMIT: Duration = Duration::from_secs(5);
 const PUSH_PERIOD: Duration = Duration::from_millis(100);
 /// Longest an answer may take to write.
 const WRITE_LIMIT: Duration = Duration::from_secs(5);
+/// Longest the last delays may take to write: the session waits for it.
+const LAST_WRITE_LIMIT: Duration = Duration::from_secs(1);
 /// Foreign probes answered at once, at most (more are closed unanswered).
 const MAX_FOREIGN: usize = 32;
 
@@ -41,6 +49,13 @@ struct Shared {
     samples: Mutex<Samples>,
     /// The session's receiving UDP streams' data delays, when the data is timed.
     data: Mutex<Vec<Arc<Mutex<OneWay>>>>,
+    /// The client offered `"owd"` and the server took it.
+    times_data: AtomicBool,
+    /// The dedicated probe connection, once open (the last delays go on it).
+    dedicated: Mutex<Option<Arc<TcpStream>>>,
+    /// Held by every write on the dedicated connection; true once the last
+    /// delays went (nothing about the data follows them).
+    writing: Mutex<bool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -56,9 +71,12 @@ pub(crate) struct ProbeHost {
 }
 
 impl ProbeHost {
-    /// Nothing open yet.
-    pub(crate) fn new() -> Self {
-        Self::default()
+    /// Nothing open yet; `times_data`: the client offered `"owd"`, and the
+    /// dedicated connection will say it was taken.
+    pub(crate) fn new(times_data: bool) -> Self {
+        let h = Self::default();
+        h.shared.times_data.store(times_data, Ordering::SeqCst);
+        h
     }
 
     /// A connection the host routed here by its `marker`. Unknown markers and
@@ -89,6 +107,9 @@ impl ProbeHost {
         lock(&self.shared.conns).push(conn.clone());
         let s = self.shared.clone();
         let dedicated = marker == MARKER_PROBE;
+        if dedicated {
+            *lock(&self.shared.dedicated) = Some(conn.clone());
+        }
         let spawned = std::thread::Builder::new()
             .name(format!("probe-{test}"))
             .spawn(move || {
@@ -114,6 +135,34 @@ impl ProbeHost {
     /// hold is pushed to the client with the round trips.
     pub(crate) fn set_data_delays(&self, sinks: Vec<Arc<Mutex<OneWay>>>) {
         *lock(&self.shared.data) = sinks;
+    }
+
+    /// The receiving streams are read to the end: what they timed since the
+    /// last push goes to the client, marked last (before EXCHANGE_RESULTS, which
+    /// the client waits on). Without a dedicated connection it is only counted.
+    pub(crate) fn last_data(&self) {
+        if !self.shared.times_data.load(Ordering::SeqCst) {
+            return;
+        }
+        let s = &self.shared;
+        let mut done = lock(&s.writing);
+        if *done {
+            return;
+        }
+        *done = true;
+        let all = take_data(s);
+        let Some(c) = lock(&s.dedicated).clone() else {
+            return;
+        };
+        let f = Frame::Delays(Delays {
+            seq: 0,
+            up: true,
+            last: true,
+            body: oneway_wire::encode(&all),
+        });
+        if let Err(e) = write_all(&c, &f.encode(), Instant::now() + LAST_WRITE_LIMIT) {
+            log::info!("latency: the last data delays were not sent: {e}");
+        }
     }
 
     /// Ends every probe connection; returns what the server measured.
@@ -144,6 +193,15 @@ fn serve(s: &Shared, c: &TcpStream, dedicated: bool) -> std::io::Result<()> {
     let mut spoke = false;
     let mut next_push = Instant::now() + PUSH_PERIOD;
     let mut seq = 0u32;
+    if dedicated && s.times_data.load(Ordering::SeqCst) {
+        // First on the connection: the client's idle round trips read it.
+        let _w = lock(&s.writing);
+        write_all(
+            c,
+            &Frame::Delays(Delays::agreed()).encode(),
+            Instant::now() + WRITE_LIMIT,
+        )?;
+    }
     while !s.stop.load(Ordering::SeqCst) {
         let deadline = if spoke {
             next_push
@@ -154,6 +212,7 @@ fn serve(s: &Shared, c: &TcpStream, dedicated: bool) -> std::io::Result<()> {
             Ok(Frame::Request(r)) => {
                 let recv = wall_ns();
                 spoke = true;
+                let _w = dedicated.then(|| lock(&s.writing));
                 let answer = Frame::Answer(r.answer(recv, wall_ns())).encode();
                 write_all(c, &answer, Instant::now() + WRITE_LIMIT)?;
                 if !dedicated {
@@ -224,25 +283,42 @@ fn push_own(s: &Shared, c: &TcpStream, seq: &mut u32) -> std::io::Result<()> {
     if out.is_empty() {
         return Ok(());
     }
+    let _w = lock(&s.writing);
     write_all(c, &out, Instant::now() + WRITE_LIMIT)
 }
 
 /// Pushes the data delays the receiving streams gathered since the last push
 /// (one frame; nothing when no datagram arrived). The client sent that data.
 fn push_data(s: &Shared, c: &TcpStream, seq: &mut u32) -> std::io::Result<()> {
-    let mut all = OneWay::new();
-    for m in lock(&s.data).iter() {
-        all.merge(&std::mem::take(&mut *lock(m)));
+    let done = lock(&s.writing);
+    if *done {
+        return Ok(());
     }
+    let all = take_data(s);
     if all.is_empty() {
         return Ok(());
     }
-    lock(&s.samples).merge_data(Way::Up, &all);
     *seq = seq.wrapping_add(1);
     let f = Frame::Delays(Delays {
         seq: *seq,
         up: true,
+        last: false,
         body: oneway_wire::encode(&all),
     });
-    write_all(c, &f.encode(), Instant::now() + WRITE_LIMIT)
+    let r = write_all(c, &f.encode(), Instant::now() + WRITE_LIMIT);
+    drop(done);
+    r
+}
+
+/// Everything the receiving streams timed since the last take, also counted
+/// in the server's own figures (its metrics).
+fn take_data(s: &Shared) -> OneWay {
+    let mut all = OneWay::new();
+    for m in lock(&s.data).iter() {
+        all.merge(&std::mem::take(&mut *lock(m)));
+    }
+    if !all.is_empty() {
+        lock(&s.samples).merge_data(Way::Up, &all);
+    }
+    all
 }

@@ -279,7 +279,8 @@ impl Session {
                     log::debug!("test {}: TEST_END", self.id);
                     self.end_of_test()?;
                 }
-                ServerEvent::PeerResults(_) => {
+                ServerEvent::PeerResults(peer) => {
+                    self.record_bounceback(&peer);
                     let r = self.local_results();
                     self.d.machine.send_results(&r);
                 }
@@ -412,8 +413,8 @@ impl Session {
         self.d.accept(plan);
         if p_latency.is_some_and(|l| l.version == LATENCY_VERSION) {
             // Said before CREATE_STREAMS: the client probes before its streams.
-            self.probes = Some(ProbeHost::new());
             self.owd = p_latency.is_some_and(|l| l.owd);
+            self.probes = Some(ProbeHost::new(self.owd));
             if p_latency.is_some_and(|l| l.rpm) {
                 self.load = Some(LoadHost::new());
             }
@@ -556,6 +557,11 @@ impl Session {
             p.set_senders(Vec::new());
         }
         self.d.stop_test();
+        if let Some(p) = &self.probes {
+            // The streams are read to the end: the client's end figures get
+            // every datagram counted here, before it is asked for results.
+            p.last_data();
+        }
         if let Some(run) = self.d.test.run() {
             // The server's report is built before it knows the client's figures.
             let fin = run.final_input(None);
@@ -564,6 +570,18 @@ impl Session {
         }
         self.d.machine.exchange_results();
         Ok(())
+    }
+
+    /// The round trips an rperf3 client of a `--bounceback` test sent with its
+    /// results go to the metrics (the server times none itself).
+    fn record_bounceback(&self, peer: &TestResults) {
+        let bounceback = self.d.plan().is_some_and(|p| p.params.bounceback.is_some());
+        let sent = peer.rperf3_bounceback.as_deref().filter(|_| bounceback);
+        match sent.map(crate::test::bounceback::from_wire) {
+            Some(Some(h)) => self.metrics.record_bounceback(&h),
+            Some(None) => log::info!("test {}: the client's round trips are unreadable", self.id),
+            None => {}
+        }
     }
 
     fn release_udp(&mut self) {

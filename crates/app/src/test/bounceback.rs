@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use rperf3_engine::control::RunControl;
 use rperf3_engine::counters::StreamCounters;
-use rperf3_latency::{Clock, Histogram};
+use rperf3_latency::{oneway_wire, Clock, Histogram, OneWay};
 use rperf3_proto::bounceback::{answer, answers, put_seq, BbLoad, BouncebackOffer};
 use rperf3_report::input::BouncebackFigures;
 
@@ -187,12 +187,39 @@ impl BbTally {
         }
     }
 
+    /// The client's round trips of the whole test, for the server's metrics
+    /// (the latency core's encoding, in hex); `None` on the server.
+    pub(crate) fn wire_total(&self) -> Option<String> {
+        self.client.then(|| {
+            let o = OneWay::from_raw(self.total.clone(), 0, 0);
+            hex(&oneway_wire::encode(&o))
+        })
+    }
+
     /// Stops the load, if any (the test is over).
     pub(crate) fn stop_load(&mut self) {
         if let Some(l) = &mut self.load {
             l.stop();
         }
     }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Round trips a client sent with its results ([`BbTally::wire_total`]);
+/// `None` when the text is not that.
+pub(crate) fn from_wire(text: &str) -> Option<Histogram> {
+    let b = text.as_bytes();
+    if !b.len().is_multiple_of(2) {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = b
+        .chunks(2)
+        .map(|p| u8::from_str_radix(std::str::from_utf8(p).ok()?, 16).ok())
+        .collect();
+    oneway_wire::decode(&bytes?).map(|o| o.histogram().clone())
 }
 
 /// `--bounceback-load`: the load connections beside the streams, one each way
@@ -361,6 +388,22 @@ mod tests {
         cli.join().unwrap().unwrap();
         srv.join().unwrap().unwrap();
         (c, s, counters)
+    }
+
+    #[test]
+    fn the_clients_round_trips_cross_to_the_server_whole_issue18() {
+        let stats = Arc::new(BbStats::default());
+        let mut t = BbTally::new(stats.clone(), true, Instant::now());
+        for us in [20, 25, 40, 5000] {
+            stats.record(us * 1000);
+        }
+        t.interval(Instant::now(), true);
+        let h = from_wire(&t.wire_total().unwrap()).unwrap();
+        assert_eq!((h.count(), h.min_ns(), h.max_ns()), (4, 20_000, 5_000_000));
+        assert_eq!(h.mean_ns(), 5_085_000.0 / 4.0);
+        assert!(from_wire("0g").is_none() && from_wire("abc").is_none());
+        let server = BbTally::new(stats, false, Instant::now());
+        assert_eq!(server.wire_total(), None);
     }
 
     #[test]

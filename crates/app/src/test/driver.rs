@@ -105,6 +105,14 @@ impl Test {
         }
     }
 
+    /// The run, to change (once it exists).
+    pub(crate) fn run_mut(&mut self) -> Option<&mut TestRun> {
+        match self {
+            Self::Running(r) | Self::Ended(r) => Some(r),
+            Self::Idle | Self::Setup(_) => None,
+        }
+    }
+
     /// Stops counting (if it was): the last, possibly short, interval goes to
     /// `rep`. Workers get a short grace; sockets stay open.
     fn end(&mut self, rep: &mut Reporter) {
@@ -215,9 +223,14 @@ impl<M: Machine> Driver<M> {
         }
         if let Some(p) = plan.latency.take() {
             run.attach_prober(p);
-            // The client times the data once an rperf3 server took its offer.
+            // The client times the data once an rperf3 server took its offer;
+            // one that answers probes but not the offer predates it.
             if plan.params.latency.is_some_and(|l| l.owd) && run.probes_with_server() {
-                run.time_data();
+                if run.server_times_data() {
+                    run.time_data();
+                } else {
+                    run.note_data(DATA_UNTIMED);
+                }
             }
         }
         self.rep.start(&plan.start, &plan.info);
@@ -303,6 +316,11 @@ impl<M: Machine> Driver<M> {
         }
     }
 }
+
+/// Why the end has no data delays against an rperf3 server that answers
+/// probes but did not say it times the data.
+pub(crate) const DATA_UNTIMED: &str =
+    "not available, the server does not time the data (an rperf3 older than this client)";
 
 fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {

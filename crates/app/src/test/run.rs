@@ -59,6 +59,9 @@ pub(crate) struct TestRun {
     latency: Option<Prober>,
     /// `--bounceback`: this side's transactions, taken at each interval.
     bounceback: Option<BbTally>,
+    /// Why the data's one-way delays are missing or short, when the client
+    /// offered to time them.
+    data_note: Option<String>,
 }
 
 /// How long a test may go without progress in each direction before it is
@@ -129,6 +132,7 @@ impl TestRun {
             rate: None,
             latency: None,
             bounceback: None,
+            data_note: None,
         }
     }
 
@@ -153,10 +157,32 @@ impl TestRun {
         }
     }
 
-    /// Whether an rperf3 server answers this client's probes (so it agreed to
-    /// what the client offered in the latency parameters).
+    /// Whether an rperf3 server answers this client's probes.
     pub(crate) fn probes_with_server(&self) -> bool {
         self.latency.as_ref().is_some_and(Prober::with_server)
+    }
+
+    /// Whether the server said, on the dedicated probe connection, that it
+    /// times the data (an rperf3 server that predates it answers probes only).
+    pub(crate) fn server_times_data(&self) -> bool {
+        self.latency.as_ref().is_some_and(Prober::server_times_data)
+    }
+
+    /// The data's one-way delays are missing or short: the end says why.
+    pub(crate) fn note_data(&mut self, why: &str) {
+        self.data_note = Some(why.to_string());
+    }
+
+    /// After the test: the server's last data delays, by `deadline` (sent once
+    /// its streams were read to the end, before it asked for results).
+    pub(crate) fn await_last_data(&mut self, deadline: Instant) {
+        let complete = self
+            .latency
+            .as_ref()
+            .is_none_or(|p| p.await_last_data(deadline));
+        if !complete && self.data_note.is_none() {
+            self.note_data(DATA_SHORT);
+        }
     }
 
     /// The receiving streams' delay sinks (the server pushes what they hold).
@@ -466,6 +492,7 @@ impl TestRun {
             server_output_json: None,
             server_output_text: None,
             streams,
+            rperf3_bounceback: self.bounceback.as_ref().and_then(BbTally::wire_total),
         }
     }
 
@@ -486,6 +513,7 @@ impl TestRun {
                 LatencyFinal {
                     figures,
                     with_server: p.with_server(),
+                    data_note: self.data_note.clone(),
                 }
             }),
             streams: self.sampler.finals(&self.streams),
@@ -508,6 +536,11 @@ impl Drop for TestRun {
         self.close();
     }
 }
+
+/// Why the end's data delays up miss the last ones.
+const DATA_SHORT: &str =
+    "incomplete, the server's last delays of the data did not arrive in time; \
+     the figures of the data up miss the end of the test";
 
 /// A debug line per span, for `-d` (the outputs are the report's).
 fn log_figures(span: &str, f: &rperf3_latency::Figures) {

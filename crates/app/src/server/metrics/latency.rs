@@ -1,5 +1,9 @@
 //! `rperf3_latency_seconds`: the round trips of `--latency` tests, as a Prometheus
-//! histogram by probe kind (`idle`, `foreign`, `self`).
+//! histogram by probe kind (`idle`, `foreign`, `self`); beside it, with the same
+//! buckets, `rperf3_data_one_way_seconds` (the one-way delays of the data the
+//! server received, when the ends timed it) and `rperf3_bounceback_seconds`
+//! (`--bounceback` round trips, which the client times and sends with its
+//! results).
 //!
 //! A test hands its whole [`Samples`] over once, at its end; the buckets only grow,
 //! so a scrape sees cumulative counts as Prometheus expects. The latency core's
@@ -58,6 +62,13 @@ impl Buckets {
 /// The histograms of every kind.
 pub(super) type ByKind = [Buckets; KINDS.len()];
 
+/// The data's one-way delays up and the bounceback round trips.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct Delays {
+    pub(super) data_up: Buckets,
+    pub(super) bounceback: Buckets,
+}
+
 impl Metrics {
     /// A `--latency` test's round trips, once at its end: idle ones, foreign probes
     /// (handshakes and requests) and self probes.
@@ -66,6 +77,22 @@ impl Metrics {
         l[0].add(&s.idle);
         l[1].add(&s.foreign());
         l[2].add(&s.self_l);
+        drop(l);
+        let mut d = self.delays.lock().unwrap_or_else(|e| e.into_inner());
+        d.data_up.add(s.data_up.histogram());
+    }
+
+    /// A `--bounceback` test's round trips, once at its end (the client's).
+    pub(in crate::server) fn record_bounceback(&self, h: &Histogram) {
+        let mut d = self.delays.lock().unwrap_or_else(|e| e.into_inner());
+        d.bounceback.add(h);
+    }
+
+    pub(super) fn delays_snapshot(&self) -> Delays {
+        self.delays
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub(super) fn latency_snapshot(&self) -> ByKind {
@@ -90,4 +117,24 @@ pub(super) fn encode(enc: &mut DescriptorEncoder<'_>, by_kind: &ByKind) -> std::
         b.encode(m.encode_family(&labels)?)?;
     }
     Ok(())
+}
+
+/// The `data_one_way_seconds` and `bounceback_seconds` families, present from
+/// the start.
+pub(super) fn encode_delays(enc: &mut DescriptorEncoder<'_>, d: &Delays) -> std::fmt::Result {
+    let mut m = enc.encode_descriptor(
+        "data_one_way_seconds",
+        "One-way delays of the data --latency tests sent the server (direction up), \
+         when both ends timed it.",
+        None,
+        MetricType::Histogram,
+    )?;
+    d.data_up.encode(m.encode_family(&[("direction", "up")])?)?;
+    let m = enc.encode_descriptor(
+        "bounceback_seconds",
+        "Round trips of --bounceback tests, as their clients timed them.",
+        None,
+        MetricType::Histogram,
+    )?;
+    d.bounceback.encode(m)
 }

@@ -81,6 +81,9 @@ pub(super) struct Metrics {
     state: Mutex<State>,
     /// Round trips of ended `--latency` tests, by kind.
     latency: Mutex<latency::ByKind>,
+    /// One-way delays of the data the server received in ended `--latency`
+    /// tests, and round trips of ended `--bounceback` tests.
+    delays: Mutex<latency::Delays>,
 }
 
 #[derive(Debug, Default)]
@@ -396,6 +399,7 @@ impl Collector for View {
             &one(tot.retransmits),
         )?;
         latency::encode(&mut enc, &self.0.latency_snapshot())?;
+        latency::encode_delays(&mut enc, &self.0.delays_snapshot())?;
         per_test(&mut enc, &s.tests)
     }
 }

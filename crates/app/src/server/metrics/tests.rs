@@ -251,3 +251,49 @@ fn latency_round_trips_are_a_cumulative_histogram_by_kind_issue18() {
         assert!((sum - 2.0 * sum_s).abs() < 1e-9, "{kind}: sum {sum}");
     }
 }
+
+#[test]
+fn data_delays_and_bounceback_round_trips_are_histograms_from_the_start_issue18() {
+    use rperf3_latency::{Histogram, OneWay, Samples, Way};
+    let m = Metrics::new();
+    let text = m.encode();
+    for (family, series) in [
+        ("data_one_way_seconds", "{direction=\"up\"}"),
+        ("bounceback_seconds", ""),
+    ] {
+        assert!(
+            text.contains(&format!("# TYPE rperf3_{family} histogram\n")),
+            "{text}"
+        );
+        let count = format!("rperf3_{family}_count{series}");
+        assert_eq!(value(&text, &count), Some(0.0), "{count} in\n{text}");
+    }
+    // Data up: 3 ms twice and 300 ms; a negative delay is no delay.
+    let mut o = OneWay::new();
+    for (sent, recv) in [(0, 3_000_000), (10, 3_000_010), (0, 300_000_000), (5, 0)] {
+        o.record(sent, recv);
+    }
+    let mut s = Samples::default();
+    s.merge_data(Way::Up, &o);
+    // What the client measured of the data down is not the server's to count.
+    s.merge_data(Way::Down, &o);
+    m.record_latency(&s);
+    let mut h = Histogram::new();
+    for us in [20, 30, 2000] {
+        h.record(us * 1000);
+    }
+    m.record_bounceback(&h);
+    m.record_bounceback(&h);
+    let text = m.encode();
+    let up = |k: &str| value(&text, &format!("rperf3_data_one_way_seconds_{k}"));
+    assert_eq!(up("count{direction=\"up\"}"), Some(3.0), "{text}");
+    assert_eq!(up("bucket{le=\"0.0025\",direction=\"up\"}"), Some(0.0));
+    assert_eq!(up("bucket{le=\"0.005\",direction=\"up\"}"), Some(2.0));
+    assert_eq!(up("bucket{le=\"0.5\",direction=\"up\"}"), Some(3.0));
+    assert!((up("sum{direction=\"up\"}").unwrap() - 0.306).abs() < 1e-9);
+    let bb = |k: &str| value(&text, &format!("rperf3_bounceback_seconds_{k}"));
+    assert_eq!(bb("count"), Some(6.0), "{text}");
+    assert_eq!(bb("bucket{le=\"0.0001\"}"), Some(4.0));
+    assert_eq!(bb("bucket{le=\"0.0025\"}"), Some(6.0));
+    assert!((bb("sum").unwrap() - 2.0 * 0.00205).abs() < 1e-9);
+}
