@@ -319,6 +319,9 @@ impl<'a> Test<'a> {
             Mode::FullDuplex => vec!["(full-duplex)"],
             _ => vec![],
         };
+        if self.req.as_ref().is_some_and(|r| r.isochronous) {
+            notes.push("(isoch)");
+        }
         if self.trip() {
             notes.push("(trip-times)");
         }

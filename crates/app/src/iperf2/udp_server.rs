@@ -173,6 +173,7 @@ pub(crate) fn run(
         mode_note: None,
         bounceback: None,
         histograms: cfg.common.histograms,
+        hist_bins: cfg.common.hist_bins,
         isoch: None,
     }));
     // One flow at a time on the listener itself: multicast and -U.

@@ -297,6 +297,7 @@ impl Replayer<'_> {
             trip_times: false,
             bounceback: None,
             histograms: false,
+            hist_bins: Default::default(),
             isoch: None,
         };
         for l in block {

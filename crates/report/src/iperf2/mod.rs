@@ -411,6 +411,7 @@ mod tests {
             trip_times: false,
             bounceback: None,
             histograms: false,
+            hist_bins: Default::default(),
             isoch: None,
         };
         let events = || {

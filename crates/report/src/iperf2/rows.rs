@@ -38,6 +38,10 @@ pub(crate) enum Header {
     Bounceback,
     /// An `--isochronous` UDP sender: writes, packets per second, frames.
     PpsIsoch,
+    /// `-e` `--isochronous` TCP sender: writes, retries, cwnd, RTT, frames.
+    WriteIsoch,
+    /// `-e` `--histograms` TCP sender: the `-e` columns and its write times.
+    WriteTimes,
 }
 
 /// 2.2.1's `-e` layouts put eight spaces after `Interval`.
@@ -64,6 +68,14 @@ impl Header {
             Self::WriteEnh => format!(
                 "[ ID] Interval{T}Transfer    Bandwidth       Write/Err  Rtry     \
                  InF(pkts)/Cwnd(pkts)/RTT(var)        NetPwr"
+            ),
+            Self::WriteIsoch => format!(
+                "[ ID] Interval{T}Transfer     Bandwidth      Write/Err  Rtry     \
+                 Cwnd(pkts)/RTT(var)     isoch:tx/miss/slip  NetPwr"
+            ),
+            Self::WriteTimes => format!(
+                "[ ID] Interval{T}Transfer    Bandwidth       Write/Err  Rtry    \
+                 InF(pkts)/Cwnd(pkts)/RTT(var)   NetPwr  write-times avg/min/max/stdev (cnt)"
             ),
             Self::SumCntWriteEnh => {
                 format!("[SUM-cnt] Interval{T}Transfer    Bandwidth       Write/Err  Rtry")
@@ -173,6 +185,40 @@ pub(crate) fn row(r: &Row2, layout: &Layout2, side: Side2, used: RowUse) -> (Hea
                     t.writes, t.write_errors, t.retries
                 ));
                 Header::SumCntWriteEnh
+            } else if let Some(i) = t.isoch {
+                // Frames replace the in-flight figures.
+                lines.push(format!(
+                    "{head}  {}/{} {:>8} {:>8}K({})/{}({}) us  {:>9}/{}/{}       {}",
+                    t.writes,
+                    t.write_errors,
+                    t.retries,
+                    t.cwnd_bytes / 1024,
+                    t.cwnd_pkts,
+                    t.rtt_us,
+                    t.rttvar_us,
+                    i.frames,
+                    i.missed,
+                    i.slips,
+                    netpwr(r.bytes, dur, f64::from(t.rtt_us) * 1e-6)
+                ));
+                Header::WriteIsoch
+            } else if let Some(w) = t.write_times {
+                lines.push(format!(
+                    "{head}  {}/{} {:>8}{:>7}K({})/{}K({})/{}({}) us      {}  {} ms ({})",
+                    t.writes,
+                    t.write_errors,
+                    t.retries,
+                    t.inflight_bytes / 1024,
+                    t.inflight_pkts,
+                    t.cwnd_bytes / 1024,
+                    t.cwnd_pkts,
+                    t.rtt_us,
+                    t.rttvar_us,
+                    netpwr(r.bytes, dur, f64::from(t.rtt_us) * 1e-6),
+                    ms4(w.mean_ns, w.min_ns, w.max_ns, w.stdev_ns),
+                    w.count
+                ));
+                Header::WriteTimes
             } else {
                 lines.push(format!(
                     "{head}  {}/{}{:>10} {:>8}K({})/{}K({})/{}({}) us  {}",
@@ -280,6 +326,18 @@ pub(crate) fn row(r: &Row2, layout: &Layout2, side: Side2, used: RowUse) -> (Hea
         }
     }
     (header, lines)
+}
+
+/// `0.141/0.040/2.817/0.397`: mean/min/max/stdev, ns shown in ms.
+fn ms4(mean: u64, min: u64, max: u64, stdev: u64) -> String {
+    let ms = |ns: u64| ns as f64 * 1e-6;
+    format!(
+        "{:.3}/{:.3}/{:.3}/{:.3}",
+        ms(mean),
+        ms(min),
+        ms(max),
+        ms(stdev)
+    )
 }
 
 /// `0.064/0.026/1.995/0.082 ms (21719/131075)  178 KByte 44369592`: write
