@@ -82,7 +82,8 @@ impl FlowStats {
     }
 
     /// Counters for a `--trip-times` receiver (see [`FlowStats::trip`]).
-    pub(crate) fn with_trip(len: u32, histograms: bool) -> Self {
+    /// `histograms`: the bins of its histogram lines (`--histograms`).
+    pub(crate) fn with_trip(len: u32, histograms: Option<HistBins2>) -> Self {
         Self {
             trip: Some(TripLatency::new(histograms)),
             ..Self::new(len)

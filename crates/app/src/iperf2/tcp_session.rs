@@ -351,7 +351,10 @@ impl<'a> Test<'a> {
         let send = matches!(mode, Mode::Reverse | Mode::FullDuplex);
         if recv {
             let st = Arc::new(if self.trip() {
-                FlowStats::with_trip(self.len, self.sh.cfg.common.histograms)
+                FlowStats::with_trip(self.len, {
+                    let c = &self.sh.cfg.common;
+                    c.histograms.then_some(c.hist_bins)
+                })
             } else {
                 FlowStats::new(self.len)
             });

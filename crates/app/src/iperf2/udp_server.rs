@@ -290,6 +290,7 @@ pub(crate) fn run(
             group: group.clone(),
             back_id,
             histograms: cfg.common.histograms,
+            hist_bin_ns: cfg.common.hist_bins.bin_ns,
         };
         if inline {
             if let Err(e) = l
