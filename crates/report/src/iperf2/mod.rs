@@ -21,6 +21,8 @@ mod golden_csv;
 mod golden_extra;
 #[cfg(test)]
 mod golden_parse;
+#[cfg(test)]
+mod golden_write;
 
 use std::sync::Mutex;
 
