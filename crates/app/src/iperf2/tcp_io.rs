@@ -40,6 +40,10 @@ pub(crate) struct FlowStats {
     pub(crate) isoch: Option<IsochStats>,
     /// `--histograms` sender: how long its writes take.
     pub(crate) wtimer: Option<WriteTimer>,
+    /// A receiver of `--isochronous` frames: read burst by burst, as 2.2.1
+    /// does (a prompt read of each frame keeps the peer's Nagle and our
+    /// delayed ACK from pairing frames up), the headers' reads not counted.
+    pub(crate) frames: bool,
 }
 
 /// A copy of [`FlowStats`] at one instant.
@@ -68,6 +72,7 @@ impl FlowStats {
             trip: None,
             isoch: None,
             wtimer: None,
+            frames: false,
         }
     }
 
@@ -144,8 +149,8 @@ pub(crate) fn recv_loop(
     ctl: &RunControl,
     stats: &FlowStats,
 ) -> io::Result<()> {
-    if let Some(lat) = &stats.trip {
-        return super::tcp_trip::recv_bursts(sock, len, ctl, stats, lat);
+    if stats.trip.is_some() || stats.frames {
+        return super::tcp_trip::recv_bursts(sock, len, ctl, stats, stats.trip.as_ref());
     }
     let mut buf = vec![0u8; len.max(1) as usize];
     while !ctl.stopped() {

@@ -356,7 +356,9 @@ impl<'a> Test<'a> {
                     c.histograms.then_some(c.hist_bins)
                 })
             } else {
-                FlowStats::new(self.len)
+                let mut st = FlowStats::new(self.len);
+                st.frames = self.req.as_ref().is_some_and(|r| r.isochronous);
+                st
             });
             // The header and whatever came with it are test data.
             st.io.add_many(0, self.pre as u64);

@@ -144,14 +144,15 @@ impl Read for Bursts {
 
 /// Reads bursts (a header, then the rest of its size in reads of at most
 /// `len`) until the peer closes or the run stops, counting every read and
-/// each complete burst's delay. Bytes that are not a burst header end the
-/// delays; the rest is counted as plain data.
+/// each complete burst's delay (into `lat`; without it, frames are read and
+/// their headers' reads go uncounted). Bytes that are not a burst header end
+/// the delays; the rest is counted as plain data.
 pub(crate) fn recv_bursts(
     mut sock: &TcpStream,
     len: u32,
     ctl: &RunControl,
     stats: &FlowStats,
-    lat: &TripLatency,
+    lat: Option<&TripLatency>,
 ) -> io::Result<()> {
     let mut buf = vec![0u8; (len as usize).max(BURST_HEADER_LEN)];
     let mut head = [0u8; BURST_HEADER_LEN];
@@ -181,7 +182,11 @@ pub(crate) fn recv_bursts(
             }
             Err(e) => return Err(e),
         };
-        stats.read(n);
+        if lat.is_none() && !plain && left == 0 {
+            stats.io.add_many(0, n as u64);
+        } else {
+            stats.read(n);
+        }
         if plain {
             continue;
         }
@@ -204,7 +209,7 @@ pub(crate) fn recv_bursts(
                 }
             }
         }
-        if left == 0 {
+        if let (0, Some(lat)) = (left, lat) {
             lat.record(sent, wall_ns());
         }
     }
@@ -301,7 +306,7 @@ mod tests {
         }
         drop(c);
         let (stats, lat) = (FlowStats::new(1000), TripLatency::default());
-        recv_bursts(&s, 1000, &RunControl::new(None), &stats, &lat).unwrap();
+        recv_bursts(&s, 1000, &RunControl::new(None), &stats, Some(&lat)).unwrap();
         let t = lat.total().figures();
         assert_eq!(t.count, 3);
         // Loopback within this process: positive, and far below a second.
@@ -340,7 +345,7 @@ mod tests {
         c.write_all(&[b'7'; 5000]).unwrap();
         drop(c);
         let (stats, lat) = (FlowStats::new(1000), TripLatency::default());
-        recv_bursts(&s, 1000, &RunControl::new(None), &stats, &lat).unwrap();
+        recv_bursts(&s, 1000, &RunControl::new(None), &stats, Some(&lat)).unwrap();
         assert_eq!(
             (stats.sample().bytes, lat.total().figures().count),
             (5000, 0)
