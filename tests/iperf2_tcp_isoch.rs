@@ -1,8 +1,8 @@
 //! iperf 2's TCP `--isochronous` and the TCP client's `--histograms` write
 //! timer between rperf3 (as `iperf`) and the stock 2.1.8 and 2.2.1, each
 //! role: the frame line, `(isoch)` on both connection lines, the frame
-//! columns, and what the receiver (the other program) counts: the rate of
-//! the frames, one read per frame. The write timer: its settings lines, the
+//! columns, and what the receiver (the other program) counts: one read per
+//! frame, and the bytes of the frames the sender counted at the mean size. The write timer: its settings lines, the
 //! `write-times` column and a `W8-PDF` line per row whose count is the
 //! row's data writes.
 
@@ -65,7 +65,8 @@ fn isochronous(peer: &Path, p: Pairing2) {
     let frames = f[0] - 1;
     assert!((59..=61).contains(&(frames + f[1])), "slots {f:?}\n{ctx}");
     // The receiver reads each frame once (2.2.1 and 2.1.8 may add one read
-    // of a header's remainder).
+    // of a header's remainder; on a loaded machine a late frame can meet the
+    // next in one read, or come in two).
     let got = s
         .lines()
         .filter(|l| parse_row(l).is_some_and(|r| r.tag == "1" && r.start == 0.0))
@@ -73,14 +74,19 @@ fn isochronous(peer: &Path, p: Pairing2) {
         .max()
         .unwrap_or_else(|| panic!("no server reads\n{ctx}"));
     assert!(
-        (frames.saturating_sub(1)..=frames + 1).contains(&got),
+        got.abs_diff(frames) <= 1 + frames / 10,
         "{got} reads for {frames} frames\n{ctx}"
     );
-    // ... at the asked-for mean rate: 60 frames drawn with a 10% spread
-    // leave the mean within 1.3% (one sigma); the span adds a frame's worth.
+    // ... and what it received is those frames at the asked-for mean size,
+    // 20 Mbit/s over 60 frames a second (41,667 bytes): 60 frames drawn with
+    // a 10% spread leave the mean within 1.3% (one sigma). A loaded sender
+    // that misses slots sends fewer frames, not smaller ones.
     let srv = total(&s, "1").unwrap_or_else(|| panic!("no server total\n{ctx}"));
-    let bps = srv.bytes * 8.0 / srv.end;
-    assert!((bps / 20e6 - 1.0).abs() < 0.06, "{bps} bit/s\n{ctx}");
+    let per_frame = srv.bytes / frames as f64;
+    assert!(
+        (per_frame / (20e6 / 60.0 / 8.0) - 1.0).abs() < 0.06,
+        "{per_frame} bytes a frame\n{ctx}"
+    );
 }
 
 both_ways2!(iperf2_tcp_isoch, |peer: &Path, p| isochronous(peer, p));
