@@ -412,6 +412,7 @@ fn row(
             reads: d.calls,
             bins: d.bins,
             latency,
+            frames: spec.stats.frames,
         }),
     };
     Row2 {
@@ -549,6 +550,7 @@ mod tests {
                 reads: 1,
                 bins: [1, 0, 0, 0, 0, 0, 0, 0],
                 latency: None,
+                frames: false,
             })
         );
     }

@@ -144,8 +144,9 @@ impl Read for Bursts {
 
 /// Reads bursts (a header, then the rest of its size in reads of at most
 /// `len`) until the peer closes or the run stops, counting every read and
-/// each complete burst's delay (into `lat`; without it, frames are read and
-/// their headers' reads go uncounted). Bytes that are not a burst header end
+/// each complete burst's delay (into `lat`); a burst header's reads count
+/// only when bursts are writes, not `--isochronous` frames (2.2.1 counts a
+/// read per frame). Bytes that are not a burst header end
 /// the delays; the rest is counted as plain data.
 pub(crate) fn recv_bursts(
     mut sock: &TcpStream,
@@ -182,7 +183,7 @@ pub(crate) fn recv_bursts(
             }
             Err(e) => return Err(e),
         };
-        if lat.is_none() && !plain && left == 0 {
+        if stats.frames && !plain && left == 0 {
             stats.io.add_many(0, n as u64);
         } else {
             stats.read(n);

@@ -112,3 +112,53 @@ pub(super) fn pdf(l: &str, tag: Tag2) -> Hist2 {
         max_at: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::golden::print;
+    use super::super::model::{Layout2, Row2, RowKind2, Side2, TcpRecv2};
+    use super::*;
+
+    /// A 2.2.1 server's row for a 2.2.1 client's `--isochronous=60:20m,2m
+    /// --trip-times -t 1` (this machine, 2026-11-26): the latency columns
+    /// without `inP`, under their own title.
+    #[test]
+    fn isochronous_trip_rows_have_no_in_flight_column_issue18() {
+        let want = [
+            "[ ID] Interval        Transfer    Bandwidth    Burst Latency avg/min/max/stdev \
+             (cnt/size) NetPwr  Reads=Dist",
+            "[  1] 0.00-1.00 sec  2.38 MBytes  20.0 Mbits/sec  5.683/0.059/21.770/7.905 ms \
+             (60/41620) 439  61=1:0:58:2:0:0:0:0",
+        ];
+        let row = Row2 {
+            tag: Tag2::Id(1),
+            addrs: None,
+            start: 0.0,
+            end: 1.0,
+            bytes: 60 * 41_620,
+            kind: RowKind2::TcpRecv(TcpRecv2 {
+                reads: 61,
+                bins: [1, 0, 58, 2, 0, 0, 0, 0],
+                latency: Some(TcpLatency2 {
+                    count: 60,
+                    mean_ns: 5_683_000,
+                    min_ns: 59_000,
+                    max_ns: 21_770_000,
+                    stdev_ns: 7_905_000,
+                }),
+                frames: true,
+            }),
+            at: std::time::UNIX_EPOCH,
+        };
+        let layout = Layout2 {
+            enhanced: true,
+            ..Layout2::default()
+        };
+        let got = print(
+            Side2::Server,
+            &layout,
+            vec![super::super::model::Event2::Interval(row)],
+        );
+        assert_eq!(got, want);
+    }
+}

@@ -284,6 +284,9 @@ pub struct TcpRecv2 {
     /// With `--trip-times`: the one-way latency of the sender's writes (the
     /// `-e` row then shows latency, `(cnt/size)`, `inP` and NetPwr).
     pub latency: Option<TcpLatency2>,
+    /// The sender's `--isochronous` frames: with latency, 2.2.1 leaves the
+    /// `inP` column out.
+    pub frames: bool,
 }
 
 /// One-way latency of a TCP receiver's writes (`--trip-times`), nanoseconds.

@@ -18,6 +18,9 @@ pub(crate) enum Header {
     ReadEnh,
     /// `-e` TCP receiver with trip times: latency, inP, NetPwr, reads.
     ReadTrip,
+    /// `-e` TCP receiver of `--isochronous` frames with trip times: latency,
+    /// NetPwr, reads.
+    ReadIsochTrip,
     /// `-e` `[SUM-cnt]` TCP receiver.
     SumCntReadEnh,
     /// `-e` TCP sender: writes, retries, cwnd, RTT, NetPwr.
@@ -61,6 +64,10 @@ impl Header {
             Self::ReadTrip => format!(
                 "[ ID] Interval{T}Transfer    Bandwidth    Burst Latency avg/min/max/stdev \
                  (cnt/size) inP NetPwr  Reads=Dist"
+            ),
+            Self::ReadIsochTrip => format!(
+                "[ ID] Interval{T}Transfer    Bandwidth    Burst Latency avg/min/max/stdev \
+                 (cnt/size) NetPwr  Reads=Dist"
             ),
             Self::SumCntReadEnh => {
                 format!("[SUM-cnt] Interval{T}Transfer    Bandwidth       Reads=Dist")
@@ -252,8 +259,15 @@ pub(crate) fn row(r: &Row2, layout: &Layout2, side: Side2, used: RowUse) -> (Hea
                     Header::ReadEnh
                 }
                 (false, Some(lat)) => {
-                    lines.push(format!("{head}  {}  {dist}", trip_columns(r, &lat)));
-                    Header::ReadTrip
+                    lines.push(format!(
+                        "{head}  {}  {dist}",
+                        trip_columns(r, &lat, !t.frames)
+                    ));
+                    if t.frames {
+                        Header::ReadIsochTrip
+                    } else {
+                        Header::ReadTrip
+                    }
                 }
             }
         }
@@ -342,21 +356,25 @@ fn ms4(mean: u64, min: u64, max: u64, stdev: u64) -> String {
 
 /// `0.064/0.026/1.995/0.082 ms (21719/131075)  178 KByte 44369592`: write
 /// latency, writes measured and their mean size, bytes in flight (Little's
-/// law: rate x latency) and NetPwr.
-fn trip_columns(r: &Row2, lat: &TcpLatency2) -> String {
+/// law: rate x latency; left out for frames, as 2.2.1 does) and NetPwr.
+fn trip_columns(r: &Row2, lat: &TcpLatency2, in_p: bool) -> String {
     let dur = r.end - r.start;
     let ms = |ns: u64| ns as f64 * 1e-6;
     let mean_s = lat.mean_ns as f64 * 1e-9;
     let per_sec = if dur > 0.0 { r.bytes as f64 / dur } else { 0.0 };
+    let in_p = if in_p {
+        format!("{} ", size(per_sec * mean_s, 'A'))
+    } else {
+        String::new()
+    };
     format!(
-        "{:.3}/{:.3}/{:.3}/{:.3} ms ({}/{}) {} {}",
+        "{:.3}/{:.3}/{:.3}/{:.3} ms ({}/{}) {in_p}{}",
         ms(lat.mean_ns),
         ms(lat.min_ns),
         ms(lat.max_ns),
         ms(lat.stdev_ns),
         lat.count,
         r.bytes.checked_div(lat.count).unwrap_or(0),
-        size(per_sec * mean_s, 'A'),
         netpwr(r.bytes, dur, mean_s)
     )
 }
