@@ -75,6 +75,8 @@ pub(crate) struct State {
     pub(crate) skip_rx_copy: bool,
     /// `--histograms`.
     pub(crate) histograms: bool,
+    /// `--histograms=width,bins`.
+    pub(crate) hist_bins: rperf3_app::iperf2::config::HistBins2,
     /// `--isochronous[=fps:mean,stdev]` (with `--ipg`).
     pub(crate) isoch: Option<rperf3_app::iperf2::config::IsochSpec>,
     /// `--ipg` milliseconds.
@@ -156,6 +158,7 @@ impl Default for State {
             permit_key: None,
             skip_rx_copy: false,
             histograms: false,
+            hist_bins: Default::default(),
             isoch: None,
             ipg_ms: None,
         }
@@ -369,7 +372,10 @@ impl State {
             O2::SumOnly => self.sum_only = true,
             O2::HideIps => self.hide_ips = true,
             O2::TripTimes => self.trip_times = true,
-            O2::Histograms => self.histograms = true,
+            O2::Histograms => {
+                self.histograms = true;
+                self.hist_bins = units::histograms(v);
+            }
             O2::Isochronous => {
                 // iperf 2 turns -e on with it.
                 self.enhanced = true;

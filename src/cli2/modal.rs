@@ -182,12 +182,6 @@ fn client_checks(st: &State, len: i64, diag: &mut Vec<String>) -> bool {
         diag.push("ERROR: option of --permit-key requires a value on the client".into());
         bail = true;
     }
-    if st.isoch.is_some() && !st.udp {
-        // Frames over TCP (2.2.1's burst headers) are not done yet.
-        diag.push(
-            "WARNING: option --isochronous on TCP is not supported by rperf3, ignored".into(),
-        );
-    }
     if st.txstart.is_some_and(|(s, _)| s < 0) {
         diag.push("ERROR: --txstart-time must be a positive value".into());
         bail = true;
@@ -412,13 +406,10 @@ fn client_config(st: &State) -> Client2 {
                 quickack: !st.bb_no_quickack,
             }
         }),
-        isoch: st
-            .isoch
-            .filter(|_| st.udp)
-            .map(|i| rperf3_app::iperf2::config::IsochSpec {
-                ipg_ms: st.ipg_ms.unwrap_or(0.0).max(0.0),
-                ..i
-            }),
+        isoch: st.isoch.map(|i| rperf3_app::iperf2::config::IsochSpec {
+            ipg_ms: st.ipg_ms.unwrap_or(0.0).max(0.0),
+            ..i
+        }),
     }
 }
 
@@ -474,6 +465,7 @@ fn common(st: &State, client: bool, bind: Option<Bind2>) -> Common2 {
         permit_key: st.permit_key.clone(),
         skip_rx_copy: st.skip_rx_copy,
         histograms: st.histograms,
+        hist_bins: st.hist_bins,
     }
 }
 

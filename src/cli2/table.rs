@@ -252,7 +252,8 @@ pub(crate) static OPTIONS: &[Spec] = &[
         row(Both, "<algo>", "TCP congestion control algorithm"),
     ]),
     opt!(Histograms, None, Some("histograms"), Optional, [
-        row(Srv, "", "one-way delays of --trip-times writes in 100 us bins after each row"),
+        row(Srv, "[=<w>,<n>]", "one-way delays of --trip-times writes in bins after each row"),
+        row(Cli, "[=<w>,<n>]", "TCP: time each write, in <w> (100u) wide bins, <n> (100000) of them"),
     ]),
     opt!(HideIps, None, Some("hide-ips"), No, [row(Both, "", "mask addresses and host names in the output")]),
     opt!(Unsupported, None, Some("jitter-histograms"), Optional, []),
@@ -287,7 +288,7 @@ pub(crate) static OPTIONS: &[Spec] = &[
         row(Cli, "<ms>", "gap between the datagrams of an --isochronous frame"),
     ]),
     opt!(Isochronous, None, Some("isochronous"), Optional, [
-        row(Cli, "[=<fps>:<mean>,<stdev>]", "UDP frames at a frame rate, sizes lognormal around the mean rate"),
+        row(Cli, "[=<fps>:<mean>,<stdev>]", "frames at a frame rate, sizes lognormal around the mean rate"),
     ]),
     opt!(SumOnly, None, Some("sum-only"), No, [row(Both, "", "print only the [SUM] lines")]),
     opt!(Unsupported, None, Some("local-only"), Optional, []),

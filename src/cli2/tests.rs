@@ -389,11 +389,29 @@ fn isochronous_reads_frames_rates_and_gap() {
         Action::Run(cfg) => assert!(cfg.common.enhanced),
         a => panic!("{a:?}"),
     }
-    let p = run("-c h --isochronous");
-    assert_eq!(
-        p.stderr,
-        ["WARNING: option --isochronous on TCP is not supported by rperf3, ignored"]
-    );
+    // TCP frames too (issue 18), with no warning.
+    let p = run("-c h --isochronous=30:5m");
+    assert!(p.stderr.is_empty(), "{:?}", p.stderr);
+    assert_eq!(client("-c h --isochronous=30:5m").isoch.unwrap().fps, 30.0);
+}
+
+/// `--histograms=width,bins` as 2.2.1's client reads the sane forms: `u` or
+/// no suffix µs, `m` ms; what is missing or not a whole positive number
+/// keeps its default.
+#[test]
+fn histograms_take_bin_width_and_count_issue18() {
+    let bins = |a: &str| match run(&format!("-c h {a}")).action {
+        Action::Run(cfg) => (cfg.common.histograms, cfg.common.hist_bins),
+        a => panic!("{a:?}"),
+    };
+    let b = |bin_ns, bins| rperf3_app::iperf2::config::HistBins2 { bin_ns, bins };
+    assert_eq!(bins("--histograms"), (true, b(100_000, 100_000)));
+    assert_eq!(bins("--histograms=1m,50"), (true, b(1_000_000, 50)));
+    assert_eq!(bins("--histograms=250u,10"), (true, b(250_000, 10)));
+    assert_eq!(bins("--histograms=2"), (true, b(2_000, 100_000)));
+    assert_eq!(bins("--histograms=,30"), (true, b(100_000, 30)));
+    assert_eq!(bins("--histograms=0.5m,x"), (true, b(100_000, 100_000)));
+    assert_eq!(bins("-e"), (false, b(100_000, 100_000)));
 }
 
 /// 2.2.1 still takes `--udp-histograms` (and its abbreviation

@@ -155,6 +155,30 @@ pub(crate) fn isochronous(s: &str) -> rperf3_app::iperf2::config::IsochSpec {
     spec
 }
 
+/// `--histograms[=width,bins]`: a whole width in microseconds (`u`, or no
+/// suffix, as 2.2.1's client reads it) or milliseconds (`m`), then the bins.
+/// What is left out, or is no whole positive number, keeps its default
+/// (100 µs, 100,000 bins); 2.2.1 takes some of those to zero-width bins.
+pub(crate) fn histograms(s: &str) -> rperf3_app::iperf2::config::HistBins2 {
+    let mut b = rperf3_app::iperf2::config::HistBins2::default();
+    let (w, n) = s.split_once(',').unwrap_or((s, ""));
+    let (num, scale) = match w.strip_suffix('m') {
+        Some(n) => (n, 1_000_000),
+        None => (w.strip_suffix('u').unwrap_or(w), 1_000),
+    };
+    if let Ok(v) = num.parse::<u64>() {
+        if v > 0 {
+            b.bin_ns = v.saturating_mul(scale);
+        }
+    }
+    if let Ok(v) = n.parse::<u32>() {
+        if v > 0 {
+            b.bins = v;
+        }
+    }
+    b
+}
+
 /// C's `atoi`: leading white space, a sign, digits; anything else ends it.
 pub(crate) fn atoi(s: &str) -> i64 {
     let t = s.trim_start();

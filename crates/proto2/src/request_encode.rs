@@ -94,7 +94,10 @@ impl TestRequest {
         let base = base_for(self, version, dest_port);
         let start = self.txstart.or(self.trip_start);
         let start =
-            (self.trip_times || self.txstart.is_some() || self.fq_rate.is_some()).then(|| {
+            // 2.2.1 sends the start block with frames too (its header is 80
+            // bytes long then).
+            (self.trip_times || self.isochronous || self.txstart.is_some() || self.fq_rate.is_some())
+                .then(|| {
                 StartBlock {
                     start: start.unwrap_or_default(),
                     fq_rate: self.fq_rate.unwrap_or(0),

@@ -42,10 +42,12 @@ pub(crate) fn request(cl: &Client2, c: &Common2, len: u32) -> TestRequest {
         peer_detect: cl.peer_detect,
         // Bursts with write stamps go only in a plain forward test.
         trip_times: c.trip_times && cl.mode == Mode2::Normal,
-        trip_start: (c.trip_times && cl.mode == Mode2::Normal).then(wall_now),
+        trip_start: ((c.trip_times || cl.isoch.is_some()) && cl.mode == Mode2::Normal)
+            .then(wall_now),
         txstart: None,
         skewed_start: false,
-        isochronous: false,
+        // Frames go only in a plain forward test, as bursts do.
+        isochronous: cl.isoch.is_some() && cl.mode == Mode2::Normal,
         isoch_settings: None,
         no_udp_fin: false,
         seq64: false,

@@ -11,6 +11,9 @@ use rperf3_sys::net::Family;
 /// `--isochronous` and `--ipg`, as the protocol crate schedules them.
 pub use rperf3_proto2::IsochSpec;
 
+/// `--histograms=width,bins`.
+pub use rperf3_report::iperf2::model::HistBins2;
+
 /// Default port of both roles, TCP and UDP.
 pub const DEFAULT_PORT: u16 = 5001;
 /// Default TCP read/write length (`-l`): 128 KiB.
@@ -112,8 +115,11 @@ pub struct Common2 {
     /// `--skip-rx-copy` (server reads with MSG_TRUNC).
     pub skip_rx_copy: bool,
     /// `--histograms`: a receiver of `--trip-times` bursts prints their
-    /// one-way delays in 100 µs bins after each row.
+    /// one-way delays in bins after each row; a TCP client times its writes.
     pub histograms: bool,
+    /// `--histograms=width,bins`: the histograms' bins (100 µs × 100,000
+    /// by default).
+    pub hist_bins: HistBins2,
 }
 
 /// A bounceback client's requests (`--bounceback[=N]`, `--bounceback-*`).
@@ -213,7 +219,8 @@ pub struct Client2 {
     pub txstart: Option<f64>,
     /// `--bounceback`: a request/reply test instead of a transfer.
     pub bounceback: Option<Bounceback2>,
-    /// `--isochronous` (UDP): frames at a frame rate instead of paced datagrams.
+    /// `--isochronous`: frames at a frame rate instead of paced datagrams
+    /// (UDP) or a steady stream of writes (TCP).
     pub isoch: Option<IsochSpec>,
 }
 
@@ -315,6 +322,7 @@ impl Default for Common2 {
             permit_key: None,
             skip_rx_copy: false,
             histograms: false,
+            hist_bins: HistBins2::default(),
         }
     }
 }

@@ -21,6 +21,7 @@ use rperf3_sys::tcp_info::tcp_info;
 
 use super::tcp_io::{FlowSample, FlowStats};
 use super::tcp_trip::{hist, Delays};
+use super::tcp_wtimer;
 use crate::test::ticker::{Due, Ticker};
 
 /// Which way a flow's bytes go, seen from this side.
@@ -283,14 +284,19 @@ impl Set {
             let s = f.spec.stats.sample();
             let d = s.since(&f.last);
             f.last = s;
-            let tcp = tcp_now(f.spec.sock.as_ref());
+            let mut tcp = tcp_now(f.spec.sock.as_ref());
             let retries = tcp.retrans.saturating_sub(f.last_retrans);
             f.last_retrans = tcp.retrans;
             let delays = f.spec.stats.trip.as_ref().map(|t| t.take_interval());
             let lat = delays.as_ref().map(Delays::figures);
+            let writes = f.spec.stats.wtimer.as_ref().map(|w| w.take_interval());
+            tcp.send.write_times = writes.as_ref().map(tcp_wtimer::figures);
             let row = row(&f.spec, begin, end, (&d, lat), retries, tcp.send);
             if let Some(h) = hist(&f.spec.stats, f.spec.tag, &row, delays.as_ref(), "F8") {
                 hists.push(h);
+            }
+            if let (Some(w), Some(t)) = (&writes, &f.spec.stats.wtimer) {
+                hists.push(tcp_wtimer::hist(w, t.bins, f.spec.tag, &row, "W8"));
             }
             sum = Some(match sum {
                 None => row.clone(),
@@ -326,12 +332,15 @@ impl Set {
         f.end = Some(at);
         let total = f.spec.stats.sample();
         f.total = total;
-        let tcp = tcp_now(f.spec.sock.as_ref());
+        let mut tcp = tcp_now(f.spec.sock.as_ref());
         let retries = tcp.retrans.saturating_sub(f.first_retrans);
         let delays = f.spec.stats.trip.as_ref().map(|t| t.total());
         let lat = delays.as_ref().map(Delays::figures);
+        let writes = f.spec.stats.wtimer.as_ref().map(|w| (w.total(), w.bins));
+        tcp.send.write_times = writes.as_ref().map(|w| tcp_wtimer::figures(&w.0));
         let r = row(&f.spec, 0.0, end, (&total, lat), retries, tcp.send);
-        let h = hist(&f.spec.stats, f.spec.tag, &r, delays.as_ref(), "F8(f)");
+        let h = hist(&f.spec.stats, f.spec.tag, &r, delays.as_ref(), "F8(f)")
+            .or_else(|| writes.map(|(w, b)| tcp_wtimer::hist(&w, b, f.spec.tag, &r, "W8(f)")));
         // The socket is closed by its worker once nothing else holds it.
         f.spec.sock = None;
         self.report.event(Event2::Final(r));
@@ -396,12 +405,14 @@ fn row(
             writes: d.calls,
             write_errors: d.errors,
             retries,
+            isoch: spec.stats.isoch.is_some().then_some(d.isoch),
             ..tcp
         }),
         Dir::Recv => RowKind2::TcpRecv(TcpRecv2 {
             reads: d.calls,
             bins: d.bins,
             latency,
+            frames: spec.stats.frames,
         }),
     };
     Row2 {
@@ -539,6 +550,7 @@ mod tests {
                 reads: 1,
                 bins: [1, 0, 0, 0, 0, 0, 0, 0],
                 latency: None,
+                frames: false,
             })
         );
     }

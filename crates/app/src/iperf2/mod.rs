@@ -9,6 +9,7 @@ mod interval;
 mod tcp_bounceback;
 mod tcp_client;
 mod tcp_io;
+mod tcp_isoch;
 mod tcp_server;
 #[cfg(test)]
 mod tcp_server_tests;
@@ -17,6 +18,7 @@ mod tcp_setup;
 #[cfg(test)]
 mod tcp_tests;
 mod tcp_trip;
+mod tcp_wtimer;
 mod workers;
 
 use std::sync::Arc;

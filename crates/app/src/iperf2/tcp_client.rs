@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rperf3_proto2::{Layout, VERSION_2_2_1};
-use rperf3_report::iperf2::model::{BbSettings2, Event2, Tag2};
-use rperf3_report::iperf2::Report2;
+use rperf3_report::iperf2::model::{BbSettings2, Event2, IsochSettings2, Tag2};
+use rperf3_report::iperf2::{isoch_schedule_line, Report2};
 use rperf3_sys::net;
 
 use super::client_header::{os_text, rate_bps, read_ack, request};
@@ -19,6 +19,7 @@ use super::connect_back::{accept_back, BACK_GRACE, NO_BACK};
 use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
 use super::tcp_bounceback;
 use super::tcp_io::{pacer_for, pattern, FlowStats};
+use super::tcp_isoch::FramePlan;
 use super::tcp_setup::{self, apply_opts, Wake};
 use super::tcp_trip::Bursts;
 use super::workers::{SendPlan, Source, Workers};
@@ -57,6 +58,9 @@ struct Client<'a> {
     /// `--trip-times`: the report start the header carried; writes are
     /// stamped bursts.
     trip: Option<rperf3_proto2::Timeval>,
+    /// `--isochronous` (a forward test): the report start the header
+    /// carried, which every frame's burst header repeats.
+    frames: Option<rperf3_proto2::Timeval>,
 }
 
 impl<'a> Client<'a> {
@@ -71,6 +75,7 @@ impl<'a> Client<'a> {
             len,
             addrs,
             trip: None,
+            frames: None,
         })
     }
 
@@ -136,9 +141,16 @@ impl<'a> Client<'a> {
         block.host = Some(self.cl.host.clone());
         block.flows = self.cl.parallel.max(1);
         block.trip_times = self.c.trip_times;
+        block.isoch = self.cl.isoch.map(|i| IsochSettings2 {
+            fps: i.fps,
+            mean_bps: i.mean_bps,
+            stdev_bps: i.stdev_bps,
+            ipg_ms: i.ipg_ms,
+        });
         self.report.event(Event2::Settings(block));
         let req = request(self.cl, self.c, self.len);
         self.trip = req.trip_start.filter(|_| req.trip_times);
+        self.frames = req.trip_start.filter(|_| req.isochronous);
         let header = req
             .tcp_header(VERSION_2_2_1, self.c.port)
             .encode(Layout::V2_2_1)
@@ -179,6 +191,9 @@ impl<'a> Client<'a> {
             Mode2::FullDuplex => vec!["(full-duplex)"],
             _ => vec![],
         };
+        if self.frames.is_some() {
+            notes.push("(isoch)");
+        }
         if self.c.trip_times {
             notes.push("(trip-times)");
         }
@@ -281,9 +296,19 @@ impl<'a> Client<'a> {
         Ok(Some(l))
     }
 
-    /// What a sender sends. A `-F` file that cannot be opened falls back to
-    /// the pattern, with iperf 2's two lines.
-    fn source(&self) -> Source {
+    /// What a sender sends; frames are scheduled from `origin` to `end`. A
+    /// `-F` file that cannot be opened falls back to the pattern, with iperf
+    /// 2's two lines.
+    fn source(&self, origin: Instant, end: Option<Instant>) -> Source {
+        if let (Some(start), Some(spec)) = (self.frames, self.cl.isoch) {
+            return Source::Frames(FramePlan {
+                spec,
+                len: self.len,
+                start,
+                origin,
+                end,
+            });
+        }
         let pat = || Source::Pattern(Arc::new(pattern(self.len)));
         match &self.cl.input {
             // 2.2.1 fills stamped writes with 0xA5.
@@ -342,11 +367,14 @@ impl<'a> Client<'a> {
         let sends = !matches!(self.cl.mode, Mode2::Reverse);
         let recvs = matches!(self.cl.mode, Mode2::Reverse | Mode2::FullDuplex);
         let drain = time.unwrap_or(Duration::ZERO).max(Duration::from_secs(2));
+        let mut senders = Vec::new();
         for (id, s, _, connected) in &streams {
             let addrs = addrs_of(s);
             if sends {
-                let source = self.source();
-                let st = Arc::new(FlowStats::new(self.len));
+                let source = self.source(start, time.map(|t| start + t));
+                let timer = self.c.histograms.then_some(self.c.hist_bins);
+                let st = Arc::new(FlowStats::sender(self.len, self.frames.is_some(), timer));
+                senders.push((*id, st.clone()));
                 st.io.add(sent_header);
                 iv.add(
                     key(*id, Dir::Send),
@@ -398,9 +426,9 @@ impl<'a> Client<'a> {
         let mut aborted = false;
         // A paced sender ends itself at the end of -t (a block due then still
         // goes, however late its thread wakes); the stop is its backstop.
-        let t_stop = time.map(|t| match self.cl.rate {
-            Some(_) => t + PACED_GRACE,
-            None => t,
+        let t_stop = time.map(|t| match (self.cl.rate, self.frames) {
+            (None, None) => t,
+            _ => t + PACED_GRACE,
         });
         loop {
             if intr.triggered() && !aborted {
@@ -447,6 +475,13 @@ impl<'a> Client<'a> {
         }
         let errors = w.join();
         iv.finish();
+        for (id, st) in senders {
+            let errs = st.isoch.as_ref().and_then(|i| i.schedule_errors_ms());
+            if let Some((m, lo, hi, sd)) = errs {
+                let line = isoch_schedule_line(Tag2::Id(id), m, lo, hi, sd);
+                self.report.event(Event2::Message(line));
+            }
+        }
         for e in errors {
             self.report.event(Event2::Message(e));
         }

@@ -14,7 +14,11 @@ use rperf3_engine::control::RunControl;
 use rperf3_engine::counters::StreamCounters;
 use rperf3_engine::pacing::Pacer;
 
+use rperf3_report::iperf2::model::{HistBins2, Isoch2};
+
 use super::tcp_trip::TripLatency;
+use super::tcp_wtimer::WriteTimer;
+use super::udp_isoch::{since, IsochStats};
 
 /// Bins of the read-length histogram.
 pub(crate) const READ_BINS: usize = 8;
@@ -32,6 +36,14 @@ pub(crate) struct FlowStats {
     /// `--trip-times` receiver: the stream is read burst by burst and each
     /// burst's one-way delay kept here.
     pub(crate) trip: Option<TripLatency>,
+    /// `--isochronous` sender: its frames.
+    pub(crate) isoch: Option<IsochStats>,
+    /// `--histograms` sender: how long its writes take.
+    pub(crate) wtimer: Option<WriteTimer>,
+    /// A receiver of `--isochronous` frames: read burst by burst, as 2.2.1
+    /// does (a prompt read of each frame keeps the peer's Nagle and our
+    /// delayed ACK from pairing frames up), the headers' reads not counted.
+    pub(crate) frames: bool,
 }
 
 /// A copy of [`FlowStats`] at one instant.
@@ -45,6 +57,8 @@ pub(crate) struct FlowSample {
     pub(crate) errors: u64,
     /// Read-length histogram.
     pub(crate) bins: [u64; READ_BINS],
+    /// `--isochronous` sender: frames so far.
+    pub(crate) isoch: Isoch2,
 }
 
 impl FlowStats {
@@ -56,11 +70,25 @@ impl FlowStats {
             bins: Default::default(),
             bin_width: (u64::from(len) / READ_BINS as u64).max(1),
             trip: None,
+            isoch: None,
+            wtimer: None,
+            frames: false,
+        }
+    }
+
+    /// Counters for a sender: of frames with `isoch`, of write times with
+    /// `bins` (`--histograms`).
+    pub(crate) fn sender(len: u32, isoch: bool, bins: Option<HistBins2>) -> Self {
+        Self {
+            isoch: isoch.then(IsochStats::default),
+            wtimer: bins.map(WriteTimer::new),
+            ..Self::new(len)
         }
     }
 
     /// Counters for a `--trip-times` receiver (see [`FlowStats::trip`]).
-    pub(crate) fn with_trip(len: u32, histograms: bool) -> Self {
+    /// `histograms`: the bins of its histogram lines (`--histograms`).
+    pub(crate) fn with_trip(len: u32, histograms: Option<HistBins2>) -> Self {
         Self {
             trip: Some(TripLatency::new(histograms)),
             ..Self::new(len)
@@ -83,6 +111,11 @@ impl FlowStats {
             calls: s.blocks,
             errors: self.errors.load(Ordering::Relaxed),
             bins: std::array::from_fn(|i| self.bins[i].load(Ordering::Relaxed)),
+            isoch: self
+                .isoch
+                .as_ref()
+                .map(IsochStats::tally)
+                .unwrap_or_default(),
         }
     }
 }
@@ -95,6 +128,7 @@ impl FlowSample {
             calls: self.calls.saturating_sub(earlier.calls),
             errors: self.errors.saturating_sub(earlier.errors),
             bins: std::array::from_fn(|i| self.bins[i].saturating_sub(earlier.bins[i])),
+            isoch: since(self.isoch, earlier.isoch),
         }
     }
 }
@@ -115,8 +149,8 @@ pub(crate) fn recv_loop(
     ctl: &RunControl,
     stats: &FlowStats,
 ) -> io::Result<()> {
-    if let Some(lat) = &stats.trip {
-        return super::tcp_trip::recv_bursts(sock, len, ctl, stats, lat);
+    if stats.trip.is_some() || stats.frames {
+        return super::tcp_trip::recv_bursts(sock, len, ctl, stats, stats.trip.as_ref());
     }
     let mut buf = vec![0u8; len.max(1) as usize];
     while !ctl.stopped() {
@@ -168,15 +202,11 @@ pub(crate) fn send_loop(
     stats: &FlowStats,
 ) -> io::Result<()> {
     let r = match pace {
-        None => rperf3_engine::tcp::send_loop(sock, buf, None, None, 1, ctl, &stats.io),
-        Some(p) => send_reader(
-            sock,
-            &mut Repeat(buf),
-            buf.len() as u32,
-            Some(p),
-            ctl,
-            stats,
-        ),
+        // Timed writes take the loop here, which times each one.
+        None if stats.wtimer.is_none() => {
+            rperf3_engine::tcp::send_loop(sock, buf, None, None, 1, ctl, &stats.io)
+        }
+        p => send_reader(sock, &mut Repeat(buf), buf.len() as u32, p, ctl, stats),
     };
     if r.is_err() {
         stats.errors.fetch_add(1, Ordering::Relaxed);
@@ -199,7 +229,7 @@ impl Read for Repeat<'_> {
 /// again) in `len`-byte writes until its end, the `-n` budget, a stop, or the
 /// paced end time (a paced sender knows its end better than a driver's wake-up).
 pub(crate) fn send_reader(
-    mut sock: &TcpStream,
+    sock: &TcpStream,
     src: &mut dyn Read,
     len: u32,
     pace: Option<Pace>,
@@ -208,7 +238,6 @@ pub(crate) fn send_reader(
 ) -> io::Result<()> {
     let (pacer, end) = (pace.map(|p| p.pacer), pace.and_then(|p| p.end));
     let start = pace.map_or_else(Instant::now, |p| p.origin);
-    use std::io::Write;
     let mut buf = vec![0u8; len.max(1) as usize];
     let mut sent = 0u64;
     while !ctl.stopped() {
@@ -237,10 +266,22 @@ pub(crate) fn send_reader(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        sock.write_all(&buf[..n])?;
+        timed_write(sock, &buf[..n], stats)?;
         sent += n as u64;
-        stats.io.add(n as u64);
     }
+    Ok(())
+}
+
+/// Writes all of `b` as one counted write, timed when the sender keeps a
+/// write timer.
+pub(crate) fn timed_write(mut sock: &TcpStream, b: &[u8], stats: &FlowStats) -> io::Result<()> {
+    use std::io::Write;
+    let began = Instant::now();
+    sock.write_all(b)?;
+    if let Some(t) = &stats.wtimer {
+        t.record(began);
+    }
+    stats.io.add(b.len() as u64);
     Ok(())
 }
 

@@ -319,6 +319,9 @@ impl<'a> Test<'a> {
             Mode::FullDuplex => vec!["(full-duplex)"],
             _ => vec![],
         };
+        if self.req.as_ref().is_some_and(|r| r.isochronous) {
+            notes.push("(isoch)");
+        }
         if self.trip() {
             notes.push("(trip-times)");
         }
@@ -347,11 +350,16 @@ impl<'a> Test<'a> {
         let recv = !matches!(mode, Mode::Reverse);
         let send = matches!(mode, Mode::Reverse | Mode::FullDuplex);
         if recv {
-            let st = Arc::new(if self.trip() {
-                FlowStats::with_trip(self.len, self.sh.cfg.common.histograms)
+            let mut st = if self.trip() {
+                FlowStats::with_trip(self.len, {
+                    let c = &self.sh.cfg.common;
+                    c.histograms.then_some(c.hist_bins)
+                })
             } else {
                 FlowStats::new(self.len)
-            });
+            };
+            st.frames = self.req.as_ref().is_some_and(|r| r.isochronous);
+            let st = Arc::new(st);
             // The header and whatever came with it are test data.
             st.io.add_many(0, self.pre as u64);
             let k = key(self.id, Dir::Recv);

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use rperf3_engine::control::RunControl;
 use rperf3_latency::{wall_ns, OneWay};
 use rperf3_proto2::{BurstHeader, Timeval, BURST_HEADER_LEN};
-use rperf3_report::iperf2::model::{Hist2, Row2, Tag2, TcpLatency2};
+use rperf3_report::iperf2::model::{Hist2, HistBins2, Row2, Tag2, TcpLatency2};
 
 use super::tcp_io::FlowStats;
 
@@ -23,8 +23,9 @@ const MAX_BURST: u32 = 1 << 30;
 #[derive(Debug, Default)]
 pub(crate) struct TripLatency {
     delays: Mutex<[Delays; 2]>,
-    /// `--histograms`: rows are followed by the delays' histogram line.
-    pub(crate) histograms: bool,
+    /// `--histograms`: rows are followed by the delays' histogram line, in
+    /// bins this wide (ns).
+    pub(crate) histograms: Option<u64>,
 }
 
 /// Delays of one span, and when its largest one arrived (wall clock, ns).
@@ -54,9 +55,9 @@ impl Delays {
 
 impl TripLatency {
     /// Delays kept for `--histograms` too.
-    pub(crate) fn new(histograms: bool) -> Self {
+    pub(crate) fn new(histograms: Option<HistBins2>) -> Self {
         Self {
-            histograms,
+            histograms: histograms.map(|b| b.bin_ns),
             ..Self::default()
         }
     }
@@ -143,14 +144,16 @@ impl Read for Bursts {
 
 /// Reads bursts (a header, then the rest of its size in reads of at most
 /// `len`) until the peer closes or the run stops, counting every read and
-/// each complete burst's delay. Bytes that are not a burst header end the
-/// delays; the rest is counted as plain data.
+/// each complete burst's delay (into `lat`); a burst header's reads count
+/// only when bursts are writes, not `--isochronous` frames (2.2.1 counts a
+/// read per frame). Bytes that are not a burst header end
+/// the delays; the rest is counted as plain data.
 pub(crate) fn recv_bursts(
     mut sock: &TcpStream,
     len: u32,
     ctl: &RunControl,
     stats: &FlowStats,
-    lat: &TripLatency,
+    lat: Option<&TripLatency>,
 ) -> io::Result<()> {
     let mut buf = vec![0u8; (len as usize).max(BURST_HEADER_LEN)];
     let mut head = [0u8; BURST_HEADER_LEN];
@@ -180,7 +183,11 @@ pub(crate) fn recv_bursts(
             }
             Err(e) => return Err(e),
         };
-        stats.read(n);
+        if stats.frames && !plain && left == 0 {
+            stats.io.add_many(0, n as u64);
+        } else {
+            stats.read(n);
+        }
         if plain {
             continue;
         }
@@ -203,15 +210,12 @@ pub(crate) fn recv_bursts(
                 }
             }
         }
-        if left == 0 {
+        if let (0, Some(lat)) = (left, lat) {
             lat.record(sent, wall_ns());
         }
     }
     Ok(())
 }
-
-/// iperf 2's histogram bins: 100 µs.
-const BIN_NS: u64 = 100_000;
 
 /// iperf 2's outliers: samples in bins beyond the outer fence, which lies
 /// three times the 10%–90% span of bins above the 90% bin (bins counted from
@@ -254,14 +258,13 @@ pub(crate) fn hist(
     name: &str,
 ) -> Option<Hist2> {
     let d = delays?;
-    if !stats.trip.as_ref().is_some_and(|t| t.histograms) {
-        return None;
-    }
-    Some(hist_of(d, tag, r, name))
+    let bin_ns = stats.trip.as_ref()?.histograms?;
+    Some(hist_of(d, tag, r, (name, bin_ns)))
 }
 
-/// The histogram line of `d`'s delays for row `r`, named `name`.
-pub(crate) fn hist_of(d: &Delays, tag: Tag2, r: &Row2, name: &str) -> Hist2 {
+/// The histogram line of `d`'s delays for row `r`, named `name`, in bins
+/// `bin_ns` wide.
+pub(crate) fn hist_of(d: &Delays, tag: Tag2, r: &Row2, (name, bin_ns): (&str, u64)) -> Hist2 {
     let h = d.oneway.histogram();
     let buckets = h.buckets();
     Hist2 {
@@ -269,8 +272,8 @@ pub(crate) fn hist_of(d: &Delays, tag: Tag2, r: &Row2, name: &str) -> Hist2 {
         start: r.start,
         end: r.end,
         name: name.into(),
-        bin_ns: BIN_NS,
-        outliers: fence_outliers(&buckets, BIN_NS),
+        bin_ns,
+        outliers: fence_outliers(&buckets, bin_ns),
         buckets,
         max_at: d.max_at.map(|(m, at)| {
             (
@@ -304,7 +307,7 @@ mod tests {
         }
         drop(c);
         let (stats, lat) = (FlowStats::new(1000), TripLatency::default());
-        recv_bursts(&s, 1000, &RunControl::new(None), &stats, &lat).unwrap();
+        recv_bursts(&s, 1000, &RunControl::new(None), &stats, Some(&lat)).unwrap();
         let t = lat.total().figures();
         assert_eq!(t.count, 3);
         // Loopback within this process: positive, and far below a second.
@@ -343,7 +346,7 @@ mod tests {
         c.write_all(&[b'7'; 5000]).unwrap();
         drop(c);
         let (stats, lat) = (FlowStats::new(1000), TripLatency::default());
-        recv_bursts(&s, 1000, &RunControl::new(None), &stats, &lat).unwrap();
+        recv_bursts(&s, 1000, &RunControl::new(None), &stats, Some(&lat)).unwrap();
         assert_eq!(
             (stats.sample().bytes, lat.total().figures().count),
             (5000, 0)

@@ -278,6 +278,7 @@ pub(crate) fn run(
         mode_note: note.map(str::to_string),
         bounceback: None,
         histograms: false,
+        hist_bins: Default::default(),
         isoch: c.isoch.map(|i| IsochSettings2 {
             fps: i.fps,
             mean_bps: i.mean_bps,

@@ -69,8 +69,10 @@ pub(crate) struct FlowStart {
     /// The transfer id of a `-d`/`-r` direction back.
     pub(crate) back_id: u32,
     /// `--histograms`: with trip-times, each row is followed by its
-    /// datagrams' one-way delays in 100 µs bins.
+    /// datagrams' one-way delays in bins of this width (ns).
     pub(crate) histograms: bool,
+    /// `--histograms=width,...`: the bins' width, ns.
+    pub(crate) hist_bin_ns: u64,
 }
 
 /// A running flow as the listener sees it: datagrams that reached the
@@ -286,7 +288,12 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
                 drain(&h.stats, delays.as_mut());
                 if let Some(d) = delays.as_mut() {
                     let iv = std::mem::take(&mut d[0]);
-                    report.event(Event2::Histogram(hist_of(&iv, tag, &row, "T8")));
+                    report.event(Event2::Histogram(hist_of(
+                        &iv,
+                        tag,
+                        &row,
+                        ("T8", f.hist_bin_ns),
+                    )));
                 }
                 if let Some((g, i)) = &f.group {
                     g.interval(*i, ticks.done - 1, &row, &*report);
@@ -336,7 +343,12 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
             let row = trip(row, f.req.trip_times);
             report.event(Event2::Interval(row.clone()));
             if let Some(d) = &delays {
-                report.event(Event2::Histogram(hist_of(&d[0], tag, &row, "T8")));
+                report.event(Event2::Histogram(hist_of(
+                    &d[0],
+                    tag,
+                    &row,
+                    ("T8", f.hist_bin_ns),
+                )));
             }
             if let Some((g, i)) = &f.group {
                 g.interval(*i, ticks.done - 1, &row, &*report);
@@ -355,7 +367,12 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     let row = trip(row, f.req.trip_times);
     report.event(Event2::Final(row.clone()));
     if let Some(d) = &delays {
-        report.event(Event2::Histogram(hist_of(&d[1], tag, &row, "T8(f)")));
+        report.event(Event2::Histogram(hist_of(
+            &d[1],
+            tag,
+            &row,
+            ("T8(f)", f.hist_bin_ns),
+        )));
     }
     if let Some((g, i)) = &f.group {
         g.total(*i, &row, &*report);

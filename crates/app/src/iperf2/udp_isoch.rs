@@ -53,7 +53,8 @@ impl IsochStats {
         })
     }
 
-    fn frame(&self, id: u32, late_us: i64) {
+    /// Accounts frame `id`, which left `late_us` from its slot.
+    pub(crate) fn frame(&self, id: u32, late_us: i64) {
         let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         g.0.on_frame(id);
         g.1.record(late_us.unsigned_abs().saturating_mul(1000));

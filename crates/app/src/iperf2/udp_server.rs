@@ -173,6 +173,7 @@ pub(crate) fn run(
         mode_note: None,
         bounceback: None,
         histograms: cfg.common.histograms,
+        hist_bins: cfg.common.hist_bins,
         isoch: None,
     }));
     // One flow at a time on the listener itself: multicast and -U.
@@ -289,6 +290,7 @@ pub(crate) fn run(
             group: group.clone(),
             back_id,
             histograms: cfg.common.histograms,
+            hist_bin_ns: cfg.common.hist_bins.bin_ns,
         };
         if inline {
             if let Err(e) = l

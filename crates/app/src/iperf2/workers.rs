@@ -18,6 +18,7 @@ use rperf3_engine::control::RunControl;
 
 use super::interval::Ender;
 use super::tcp_io::{self, FlowStats, Pace};
+use super::tcp_isoch::{send_frames, FramePlan};
 use super::tcp_setup::wake;
 
 /// What a sender sends.
@@ -26,6 +27,8 @@ pub(crate) enum Source {
     Pattern(Arc<Vec<u8>>),
     /// A reader (`-F` file, `-I` stdin), `len` bytes a write.
     Reader(Box<dyn Read + Send>, u32),
+    /// `--isochronous`: frames at the frame rate.
+    Frames(FramePlan),
 }
 
 /// How a sender ends.
@@ -81,6 +84,13 @@ impl Workers {
             .spawn(move || {
                 let r = match plan.source {
                     Source::Pattern(buf) => tcp_io::send_loop(&s, &buf, plan.pacer, &c, &st),
+                    Source::Frames(f) => {
+                        let r = send_frames(&s, f, &c, &st);
+                        if r.is_err() {
+                            st.errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                        r
+                    }
                     Source::Reader(mut src, len) => {
                         let r = tcp_io::send_reader(&s, &mut *src, len, plan.pacer, &c, &st);
                         if r.is_err() {

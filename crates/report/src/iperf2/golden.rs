@@ -527,3 +527,75 @@ fn golden_udp_isochronous_matches_2_2_1() {
     );
     assert!(server[5].contains("(isoch) (peer 2.2.1-rc)"));
 }
+
+/// A TCP sender row cut around NetPwr (rperf3's own figure): what comes
+/// before it and what follows it, both to be exact.
+fn around_netpwr(l: &str) -> (String, String) {
+    let (head, tail) = l.rsplit_once(" us ").unwrap();
+    let tail = tail.trim_start();
+    let after = tail.split_once(' ').map_or("", |x| x.1);
+    (head.to_string(), after.trim_start().to_string())
+}
+
+#[test]
+fn golden_tcp_isochronous_matches_2_2_1_issue18() {
+    // --isochronous=60:20m,2m -e over TCP: the frame line, "(isoch)" on both
+    // connection lines, the Cwnd/RTT ... isoch:tx/miss/slip columns and the
+    // schedule errors line; the server's rows are plain Reads=Dist rows.
+    let c = Case {
+        layout: enhanced(),
+        ..case("tcp-isoch")
+    };
+    let [client, server] = text_case(&c, None);
+    let want = fixture("tcp-isoch.client.txt");
+    assert!(
+        client[8].contains(" (isoch) (icwnd/mss/irtt="),
+        "{}",
+        client[8]
+    );
+    assert!(
+        want[10].ends_with("us         61/0/0       136"),
+        "{}",
+        want[10]
+    );
+    // Here even NetPwr (rperf3's own figure, bytes per second over the RTT)
+    // comes out as 2.2.1's: the rows are exact.
+    for i in 10..=12 {
+        assert_eq!(client[i], want[i]);
+    }
+    assert_eq!(client[13], want[13]);
+    assert!(
+        server[6].contains(" (isoch) (peer 2.2.1-rc)"),
+        "{}",
+        server[6]
+    );
+}
+
+#[test]
+fn golden_tcp_write_times_match_2_2_1_issue18() {
+    // --histograms -b 50m -e on the client: the write timer on the buffer
+    // line, the bins line, the write-times column and W8-PDF lines rebuilt
+    // from their bins (the 5/95/99.7% bins are the formatter's, exact).
+    let c = Case {
+        layout: enhanced(),
+        ..case("tcp-hist-client")
+    };
+    let [client, _] = text_case(&c, None);
+    let want = fixture("tcp-hist-client.client.txt");
+    assert_eq!(
+        client[2],
+        "Write buffer size: 131072 Byte (write timer enabled)"
+    );
+    assert_eq!(
+        client[6],
+        "Enabled write histograms bin-width=0.100 ms, bins=100000"
+    );
+    for i in [10, 12, 14] {
+        let (g, w) = (around_netpwr(&client[i]), around_netpwr(&want[i]));
+        assert_eq!(g, w, "row {i}");
+    }
+    assert!(client[15].starts_with("[  1] 0.00-2.05 sec W8(f)-PDF: bin(w=100us):cnt(97)="));
+    for i in [11, 13, 15] {
+        assert_eq!(client[i], want[i]);
+    }
+}

@@ -68,6 +68,7 @@ fn settings(lines: &[String]) -> Settings2 {
         mode_note: None,
         trip_times: false,
         histograms: false,
+        hist_bins: Default::default(),
         isoch: None,
         bounceback: Some(BbSettings2 {
             request: sizes[0],
@@ -348,6 +349,7 @@ fn settings_for_server() -> Settings2 {
         trip_times: false,
         bounceback: None,
         histograms: false,
+        hist_bins: Default::default(),
         isoch: None,
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::model::{
     Connection2, Event2, Isoch2, IsochSettings2, Latency2, Multicast2, Proto2, Row2, RowKind2,
-    Settings2, Side2, Tag2, TcpConnInfo2, TcpLatency2, TcpRecv2, TcpSend2, UdpRecv2, UdpSend2,
+    Settings2, Side2, Tag2, TcpConnInfo2, TcpLatency2, TcpRecv2, UdpRecv2, UdpSend2,
 };
 use super::units::{rate, transfer};
 
@@ -243,6 +243,11 @@ impl Replayer<'_> {
                     tag, v[0], v[1], v[2], v[3],
                 )));
                 rp.cmp.push(Cmp::Exact);
+            } else if l.contains("-PDF: ") {
+                let tag = tag_of(&l[..=l.find(']').unwrap_or(0)]);
+                rp.events
+                    .push(Event2::Histogram(super::golden_write::pdf(l, tag)));
+                rp.cmp.push(Cmp::Exact);
             } else if l.ends_with("Server Report:") {
                 server_report = true;
                 rp.cmp.push(Cmp::Exact);
@@ -297,6 +302,7 @@ impl Replayer<'_> {
             trip_times: false,
             bounceback: None,
             histograms: false,
+            hist_bins: Default::default(),
             isoch: None,
         };
         for l in block {
@@ -338,7 +344,11 @@ impl Replayer<'_> {
             } else if let Some(rest) = l.strip_prefix("Read buffer size: ") {
                 s.len = size_bytes(rest.split(" (").next().unwrap_or(rest)) as u32;
             } else if let Some(rest) = l.strip_prefix("Write buffer size: ") {
-                s.len = size_bytes(rest) as u32;
+                let timer = rest.strip_suffix(" (write timer enabled)");
+                s.histograms = timer.is_some();
+                s.len = size_bytes(timer.unwrap_or(rest)) as u32;
+            } else if let Some(rest) = l.strip_prefix("Enabled write histograms bin-width=") {
+                s.hist_bins = super::golden_write::write_bins(rest);
             } else if l.starts_with("TCP congestion control ") {
                 s.congestion = w.last().map(|x| x.to_string());
                 if l.contains(" set to ") {
@@ -418,26 +428,8 @@ impl Replayer<'_> {
         };
         let (kind, derived) = match kind {
             Kind::TcpSend => {
-                let mut t = TcpSend2::default();
-                if let Some(we) = rest.first() {
-                    let (wr, er) = we.split_once('/').unwrap_or_default();
-                    (t.writes, t.write_errors) = (int(wr), int(er));
-                    t.retries = int(rest[1]);
-                }
-                if let Some(c) = rest.get(2) {
-                    // 63K(1)/895K(14)/68(16)
-                    let p: Vec<&str> = c.split('/').collect();
-                    let kp = |s: &str| {
-                        let (k, n) = s.split_once("K(").unwrap_or_default();
-                        (int(k) * 1024, int(n.trim_end_matches(')')) as u32)
-                    };
-                    (t.inflight_bytes, t.inflight_pkts) = kp(p[0]);
-                    (t.cwnd_bytes, t.cwnd_pkts) = kp(p[1]);
-                    let (rtt, var) = p[2].split_once('(').unwrap_or_default();
-                    t.rtt_us = int(rtt) as u32;
-                    t.rttvar_us = int(var.trim_end_matches(')')) as u32;
-                }
-                (RowKind2::TcpSend(t), rest.len() > 2)
+                let (t, derived) = super::golden_write::tcp_send(rest);
+                (RowKind2::TcpSend(t), derived)
             }
             Kind::TcpRecv => {
                 let mut t = TcpRecv2::default();

@@ -38,13 +38,21 @@ pub(crate) fn line(h: &Hist2) -> String {
             .map_or(0, |b| b.0)
     };
     let list: Vec<String> = bins.iter().map(|(b, c)| format!("{b}:{c}")).collect();
+    // A receiver's lines and a sender's write timer (`W8`) have one space
+    // after "sec", a bounceback client's two, as 2.2.1 prints them.
+    let one = h.max_at.is_some() || h.name.starts_with('W');
+    // Whole milliseconds show as such (`w=1ms`), anything else in µs.
+    let width = if h.bin_ns >= 1_000_000 && h.bin_ns.is_multiple_of(1_000_000) {
+        format!("{}ms", h.bin_ns / 1_000_000)
+    } else {
+        format!("{}us", h.bin_ns / 1000)
+    };
     let mut s = format!(
-        "{}{} sec{}{}-PDF: bin(w={}us):cnt({total})={} (5.00/95.00/99.7%={}/{}/{},Outliers={},obl/obu=0/0)",
+        "{}{} sec{}{}-PDF: bin(w={width}):cnt({total})={} (5.00/95.00/99.7%={}/{}/{},Outliers={},obl/obu=0/0)",
         tag(h.tag),
         interval(h.start, h.end),
-        if h.max_at.is_some() { " " } else { "  " },
+        if one { " " } else { "  " },
         h.name,
-        h.bin_ns / 1000,
         list.join(","),
         at(0.05),
         at(0.95),

@@ -21,6 +21,8 @@ mod golden_csv;
 mod golden_extra;
 #[cfg(test)]
 mod golden_parse;
+#[cfg(test)]
+mod golden_write;
 
 use std::sync::Mutex;
 
@@ -411,6 +413,7 @@ mod tests {
             trip_times: false,
             bounceback: None,
             histograms: false,
+            hist_bins: Default::default(),
             isoch: None,
         };
         let events = || {

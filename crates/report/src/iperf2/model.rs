@@ -121,6 +121,28 @@ pub struct Settings2 {
     pub histograms: bool,
     /// An `--isochronous` client: its frame schedule line.
     pub isoch: Option<IsochSettings2>,
+    /// `--histograms[=width,bins]`: the bins a TCP client's write timer or a
+    /// server's receive histograms use (shown in their settings lines).
+    pub hist_bins: HistBins2,
+}
+
+/// The bins of iperf 2's latency histograms (`--histograms=width,bins`):
+/// 100 µs wide, 100,000 of them by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistBins2 {
+    /// Bin width, nanoseconds.
+    pub bin_ns: u64,
+    /// Bins; samples beyond the last one count as `obu` (overflow).
+    pub bins: u32,
+}
+
+impl Default for HistBins2 {
+    fn default() -> Self {
+        Self {
+            bin_ns: 100_000,
+            bins: 100_000,
+        }
+    }
 }
 
 /// What an `--isochronous` client sends: frames a second, the mean rate and
@@ -244,6 +266,12 @@ pub struct TcpSend2 {
     pub rtt_us: u32,
     /// RTT variance, microseconds.
     pub rttvar_us: u32,
+    /// `--isochronous`: the row's frames (the `isoch:tx/miss/slip` column
+    /// replaces the in-flight one).
+    pub isoch: Option<Isoch2>,
+    /// `--histograms`: how long the row's writes took (the `write-times`
+    /// column); the header's write is not timed.
+    pub write_times: Option<TcpLatency2>,
 }
 
 /// Extra figures of a TCP receiver row (`-e`).
@@ -256,6 +284,9 @@ pub struct TcpRecv2 {
     /// With `--trip-times`: the one-way latency of the sender's writes (the
     /// `-e` row then shows latency, `(cnt/size)`, `inP` and NetPwr).
     pub latency: Option<TcpLatency2>,
+    /// The sender's `--isochronous` frames: with latency, 2.2.1 leaves the
+    /// `inP` column out.
+    pub frames: bool,
 }
 
 /// One-way latency of a TCP receiver's writes (`--trip-times`), nanoseconds.

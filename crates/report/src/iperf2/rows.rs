@@ -18,6 +18,9 @@ pub(crate) enum Header {
     ReadEnh,
     /// `-e` TCP receiver with trip times: latency, inP, NetPwr, reads.
     ReadTrip,
+    /// `-e` TCP receiver of `--isochronous` frames with trip times: latency,
+    /// NetPwr, reads.
+    ReadIsochTrip,
     /// `-e` `[SUM-cnt]` TCP receiver.
     SumCntReadEnh,
     /// `-e` TCP sender: writes, retries, cwnd, RTT, NetPwr.
@@ -38,6 +41,10 @@ pub(crate) enum Header {
     Bounceback,
     /// An `--isochronous` UDP sender: writes, packets per second, frames.
     PpsIsoch,
+    /// `-e` `--isochronous` TCP sender: writes, retries, cwnd, RTT, frames.
+    WriteIsoch,
+    /// `-e` `--histograms` TCP sender: the `-e` columns and its write times.
+    WriteTimes,
 }
 
 /// 2.2.1's `-e` layouts put eight spaces after `Interval`.
@@ -58,12 +65,24 @@ impl Header {
                 "[ ID] Interval{T}Transfer    Bandwidth    Burst Latency avg/min/max/stdev \
                  (cnt/size) inP NetPwr  Reads=Dist"
             ),
+            Self::ReadIsochTrip => format!(
+                "[ ID] Interval{T}Transfer    Bandwidth    Burst Latency avg/min/max/stdev \
+                 (cnt/size) NetPwr  Reads=Dist"
+            ),
             Self::SumCntReadEnh => {
                 format!("[SUM-cnt] Interval{T}Transfer    Bandwidth       Reads=Dist")
             }
             Self::WriteEnh => format!(
                 "[ ID] Interval{T}Transfer    Bandwidth       Write/Err  Rtry     \
                  InF(pkts)/Cwnd(pkts)/RTT(var)        NetPwr"
+            ),
+            Self::WriteIsoch => format!(
+                "[ ID] Interval{T}Transfer     Bandwidth      Write/Err  Rtry     \
+                 Cwnd(pkts)/RTT(var)     isoch:tx/miss/slip  NetPwr"
+            ),
+            Self::WriteTimes => format!(
+                "[ ID] Interval{T}Transfer    Bandwidth       Write/Err  Rtry    \
+                 InF(pkts)/Cwnd(pkts)/RTT(var)   NetPwr  write-times avg/min/max/stdev (cnt)"
             ),
             Self::SumCntWriteEnh => {
                 format!("[SUM-cnt] Interval{T}Transfer    Bandwidth       Write/Err  Rtry")
@@ -173,6 +192,40 @@ pub(crate) fn row(r: &Row2, layout: &Layout2, side: Side2, used: RowUse) -> (Hea
                     t.writes, t.write_errors, t.retries
                 ));
                 Header::SumCntWriteEnh
+            } else if let Some(i) = t.isoch {
+                // Frames replace the in-flight figures.
+                lines.push(format!(
+                    "{head}  {}/{} {:>8} {:>8}K({})/{}({}) us  {:>9}/{}/{}       {}",
+                    t.writes,
+                    t.write_errors,
+                    t.retries,
+                    t.cwnd_bytes / 1024,
+                    t.cwnd_pkts,
+                    t.rtt_us,
+                    t.rttvar_us,
+                    i.frames,
+                    i.missed,
+                    i.slips,
+                    netpwr(r.bytes, dur, f64::from(t.rtt_us) * 1e-6)
+                ));
+                Header::WriteIsoch
+            } else if let Some(w) = t.write_times {
+                lines.push(format!(
+                    "{head}  {}/{} {:>8}{:>7}K({})/{}K({})/{}({}) us      {}  {} ms ({})",
+                    t.writes,
+                    t.write_errors,
+                    t.retries,
+                    t.inflight_bytes / 1024,
+                    t.inflight_pkts,
+                    t.cwnd_bytes / 1024,
+                    t.cwnd_pkts,
+                    t.rtt_us,
+                    t.rttvar_us,
+                    netpwr(r.bytes, dur, f64::from(t.rtt_us) * 1e-6),
+                    ms4(w.mean_ns, w.min_ns, w.max_ns, w.stdev_ns),
+                    w.count
+                ));
+                Header::WriteTimes
             } else {
                 lines.push(format!(
                     "{head}  {}/{}{:>10} {:>8}K({})/{}K({})/{}({}) us  {}",
@@ -206,8 +259,15 @@ pub(crate) fn row(r: &Row2, layout: &Layout2, side: Side2, used: RowUse) -> (Hea
                     Header::ReadEnh
                 }
                 (false, Some(lat)) => {
-                    lines.push(format!("{head}  {}  {dist}", trip_columns(r, &lat)));
-                    Header::ReadTrip
+                    lines.push(format!(
+                        "{head}  {}  {dist}",
+                        trip_columns(r, &lat, !t.frames)
+                    ));
+                    if t.frames {
+                        Header::ReadIsochTrip
+                    } else {
+                        Header::ReadTrip
+                    }
                 }
             }
         }
@@ -282,23 +342,39 @@ pub(crate) fn row(r: &Row2, layout: &Layout2, side: Side2, used: RowUse) -> (Hea
     (header, lines)
 }
 
+/// `0.141/0.040/2.817/0.397`: mean/min/max/stdev, ns shown in ms.
+fn ms4(mean: u64, min: u64, max: u64, stdev: u64) -> String {
+    let ms = |ns: u64| ns as f64 * 1e-6;
+    format!(
+        "{:.3}/{:.3}/{:.3}/{:.3}",
+        ms(mean),
+        ms(min),
+        ms(max),
+        ms(stdev)
+    )
+}
+
 /// `0.064/0.026/1.995/0.082 ms (21719/131075)  178 KByte 44369592`: write
 /// latency, writes measured and their mean size, bytes in flight (Little's
-/// law: rate x latency) and NetPwr.
-fn trip_columns(r: &Row2, lat: &TcpLatency2) -> String {
+/// law: rate x latency; left out for frames, as 2.2.1 does) and NetPwr.
+fn trip_columns(r: &Row2, lat: &TcpLatency2, in_p: bool) -> String {
     let dur = r.end - r.start;
     let ms = |ns: u64| ns as f64 * 1e-6;
     let mean_s = lat.mean_ns as f64 * 1e-9;
     let per_sec = if dur > 0.0 { r.bytes as f64 / dur } else { 0.0 };
+    let in_p = if in_p {
+        format!("{} ", size(per_sec * mean_s, 'A'))
+    } else {
+        String::new()
+    };
     format!(
-        "{:.3}/{:.3}/{:.3}/{:.3} ms ({}/{}) {} {}",
+        "{:.3}/{:.3}/{:.3}/{:.3} ms ({}/{}) {in_p}{}",
         ms(lat.mean_ns),
         ms(lat.min_ns),
         ms(lat.max_ns),
         ms(lat.stdev_ns),
         lat.count,
         r.bytes.checked_div(lat.count).unwrap_or(0),
-        size(per_sec * mean_s, 'A'),
         netpwr(r.bytes, dur, mean_s)
     )
 }

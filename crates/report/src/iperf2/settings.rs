@@ -3,12 +3,22 @@
 //! and a `-d`/`-r` server's connection back), with the `-e`, `-m`, multicast
 //! and socket-buffer lines in iperf 2.2.1's order.
 
-use super::model::{IsochSettings2, Layout2, Proto2, Settings2, Side2};
+use super::model::{HistBins2, IsochSettings2, Layout2, Proto2, Settings2, Side2};
 use super::units::size;
 
-/// A `--histograms` server's line (its bins are fixed, as 2.2.1's default).
-const HISTOGRAMS_LINE: &str =
-    "Enabled receive histograms bin-width=0.100 ms, bins=100000 (clients should use --trip-times)";
+/// A `--histograms` server's line.
+fn histograms_line(b: HistBins2) -> String {
+    format!(
+        "Enabled receive histograms bin-width={:.3} ms, bins={} (clients should use --trip-times)",
+        b.bin_ns as f64 / 1e6,
+        b.bins
+    )
+}
+
+/// Whether a block is a TCP client's that times its writes (`--histograms`).
+fn write_timer(s: &Settings2) -> bool {
+    s.side == Side2::Client && s.proto == Proto2::Tcp && s.histograms && s.bounceback.is_none()
+}
 
 /// The dashes above and below a block.
 pub(crate) const SEPARATOR: &str = "------------------------------------------------------------";
@@ -23,6 +33,13 @@ pub(crate) fn block(s: &Settings2, layout: &Layout2) -> Vec<String> {
     v.push(window_line(s));
     if s.side == Side2::Client && s.proto == Proto2::Tcp && s.trip_times && layout.enhanced {
         v.push("Warn: Send side bloat possible per --tcp-write-prefetch not being set".into());
+    }
+    if write_timer(s) && layout.enhanced {
+        v.push(format!(
+            "Enabled write histograms bin-width={:.3} ms, bins={}",
+            s.hist_bins.bin_ns as f64 / 1e6,
+            s.hist_bins.bins
+        ));
     }
     v.push(SEPARATOR.to_string());
     v
@@ -66,7 +83,7 @@ fn listener(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
                     v.push(format!("TCP congestion control default {cc}"));
                 }
                 if s.histograms {
-                    v.push(HISTOGRAMS_LINE.into());
+                    v.push(histograms_line(s.hist_bins));
                 }
             }
             // 2.2.1 prints the UDP read size in bytes, with a trailing space.
@@ -76,7 +93,7 @@ fn listener(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
                     size(f64::from(s.len), 'B')
                 ));
                 if s.histograms {
-                    v.push(HISTOGRAMS_LINE.into());
+                    v.push(histograms_line(s.hist_bins));
                 }
             }
         }
@@ -126,8 +143,13 @@ fn connector(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
             }
         } else if s.proto == Proto2::Tcp {
             v.push(format!(
-                "Write buffer size: {}",
-                size(f64::from(s.len), 'B')
+                "Write buffer size: {}{}",
+                size(f64::from(s.len), 'B'),
+                if write_timer(s) {
+                    " (write timer enabled)"
+                } else {
+                    ""
+                }
             ));
         }
         if let Some(i) = &s.isoch {
