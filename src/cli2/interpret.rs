@@ -75,6 +75,10 @@ pub(crate) struct State {
     pub(crate) skip_rx_copy: bool,
     /// `--histograms`.
     pub(crate) histograms: bool,
+    /// `--jitter-histograms[=us]`: the bin width, µs.
+    pub(crate) jitter_histograms: Option<u32>,
+    /// `--bounceback-txdelay`, seconds.
+    pub(crate) bb_txdelay: Option<f64>,
     /// `--isochronous[=fps:mean,stdev]` (with `--ipg`).
     pub(crate) isoch: Option<rperf3_app::iperf2::config::IsochSpec>,
     /// `--ipg` milliseconds.
@@ -156,6 +160,8 @@ impl Default for State {
             permit_key: None,
             skip_rx_copy: false,
             histograms: false,
+            jitter_histograms: None,
+            bb_txdelay: None,
             isoch: None,
             ipg_ms: None,
         }
@@ -370,6 +376,11 @@ impl State {
             O2::HideIps => self.hide_ips = true,
             O2::TripTimes => self.trip_times = true,
             O2::Histograms => self.histograms = true,
+            O2::JitterHistograms => {
+                let us = if v.is_empty() { 100 } else { units::atoi(v) };
+                self.jitter_histograms =
+                    Some(u32::try_from(us).ok().filter(|&u| u > 0).unwrap_or(100));
+            }
             O2::Isochronous => {
                 // iperf 2 turns -e on with it.
                 self.enhanced = true;
@@ -384,6 +395,7 @@ impl State {
             O2::BbPeriod => self.bb_period = units::strtod_whole(v).unwrap_or(0.0),
             O2::BbRequest => self.bb_request = Some(units::atoi(v)),
             O2::BbReply => self.bb_reply = Some(units::atoi(v)),
+            O2::BbTxDelay => self.bb_txdelay = units::strtod_whole(v),
             O2::Utc => self.utc = true,
             O2::SyncTransferId => self.sync_transfer_id = true,
             O2::TxStartTime => self.txstart(v, diag),

@@ -114,6 +114,10 @@ pub struct Common2 {
     /// `--histograms`: a receiver of `--trip-times` bursts prints their
     /// one-way delays in 100 µs bins after each row.
     pub histograms: bool,
+    /// `--jitter-histograms[=us]` (a UDP server): rows are followed by the
+    /// differences of consecutive datagrams' transit times in bins this many
+    /// µs wide.
+    pub jitter_histograms: Option<u32>,
 }
 
 /// A bounceback client's requests (`--bounceback[=N]`, `--bounceback-*`).
@@ -133,6 +137,9 @@ pub struct Bounceback2 {
     pub hold_us: u32,
     /// Ask the server for TCP_QUICKACK (off with `--bounceback-no-quickack`).
     pub quickack: bool,
+    /// `--bounceback-txdelay`: seconds the client waits after connecting
+    /// before its first request (0: none).
+    pub txdelay: f64,
 }
 
 /// `-B host[:port][%dev]`.
@@ -315,6 +322,7 @@ impl Default for Common2 {
             permit_key: None,
             skip_rx_copy: false,
             histograms: false,
+            jitter_histograms: None,
         }
     }
 }

@@ -67,6 +67,7 @@ pub(crate) fn settings(side: Side2, c: &Common2, port: u16, len: u32, window: u6
         trip_times: false,
         bounceback: None,
         histograms: c.histograms,
+        jitter_bin_us: None,
         isoch: None,
     }
 }

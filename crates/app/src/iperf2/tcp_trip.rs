@@ -25,6 +25,8 @@ pub(crate) struct TripLatency {
     delays: Mutex<[Delays; 2]>,
     /// `--histograms`: rows are followed by the delays' histogram line.
     pub(crate) histograms: bool,
+    /// A `-R` or full-duplex client: the server's test header comes first.
+    pub(crate) preamble: bool,
 }
 
 /// Delays of one span, and when its largest one arrived (wall clock, ns).
@@ -57,6 +59,15 @@ impl TripLatency {
     pub(crate) fn new(histograms: bool) -> Self {
         Self {
             histograms,
+            ..Self::default()
+        }
+    }
+
+    /// A `-R` or full-duplex client's: the server's header comes first.
+    pub(crate) fn after_header(histograms: bool) -> Self {
+        Self {
+            histograms,
+            preamble: true,
             ..Self::default()
         }
     }
@@ -156,6 +167,9 @@ pub(crate) fn recv_bursts(
     let mut head = [0u8; BURST_HEADER_LEN];
     let (mut have, mut left, mut sent) = (0usize, 0usize, 0i64);
     let mut plain = false;
+    if lat.preamble {
+        have = skip_preamble(sock, ctl, stats, &mut head)?;
+    }
     while !ctl.stopped() {
         let r = if plain {
             sock.read(&mut buf)
@@ -209,6 +223,56 @@ pub(crate) fn recv_bursts(
     }
     Ok(())
 }
+
+/// Reads the test header a trip-times server sends before its bursts (its
+/// length is in its flags word) and counts it as one read. Returns how many
+/// bytes of the first burst header are already in `head`: the first four,
+/// if they are no header (a server that sends bursts at once).
+fn skip_preamble(
+    mut sock: &TcpStream,
+    ctl: &RunControl,
+    stats: &FlowStats,
+    head: &mut [u8; BURST_HEADER_LEN],
+) -> io::Result<usize> {
+    let mut got = 0;
+    let mut fill = |b: &mut [u8]| -> io::Result<bool> {
+        let mut at = 0;
+        while at < b.len() && !ctl.stopped() {
+            match sock.read(&mut b[at..]) {
+                Ok(0) => return Ok(false),
+                Ok(n) => at += n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted
+                            | io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(at == b.len())
+    };
+    if !fill(&mut head[..4])? {
+        return Ok(0);
+    }
+    let flags = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+    let hlen = ((flags & HEADER_LEN_MASK) >> 1) as usize;
+    if flags & HEADER_LENBIT == 0 || hlen < 4 {
+        return Ok(4);
+    }
+    let mut rest = vec![0u8; hlen - 4];
+    if fill(&mut rest)? {
+        got += hlen;
+    }
+    stats.read(got);
+    Ok(0)
+}
+
+/// The test header's flag saying bits 1..8 hold its length.
+const HEADER_LENBIT: u32 = 0x0001_0000;
+/// Those bits.
+const HEADER_LEN_MASK: u32 = 0x0000_01FE;
 
 /// iperf 2's histogram bins: 100 µs.
 const BIN_NS: u64 = 100_000;
@@ -265,7 +329,11 @@ pub(crate) fn hist_of(d: &Delays, tag: Tag2, r: &Row2, name: &str) -> Hist2 {
     let h = d.oneway.histogram();
     let buckets = h.buckets();
     Hist2 {
-        tag,
+        // 2.2.1 tags a -R client's histogram lines `[  1]`, not `[ *1]`.
+        tag: match tag {
+            Tag2::ReverseId(n) => Tag2::Id(n),
+            t => t,
+        },
         start: r.start,
         end: r.end,
         name: name.into(),

@@ -65,6 +65,7 @@ pub(crate) fn listener_block(sock: &UdpSocket, port: u16, len: u32) -> Event2 {
         mode_note: None,
         bounceback: None,
         histograms: false,
+        jitter_bin_us: None,
         isoch: None,
     })
 }
@@ -126,6 +127,7 @@ pub(crate) fn send_back(
         mode_note: None,
         bounceback: None,
         histograms: false,
+        jitter_bin_us: None,
         isoch: None,
     }));
     let local = sock.local_addr().unwrap_or(to);

@@ -173,6 +173,7 @@ pub(crate) fn run(
         mode_note: None,
         bounceback: None,
         histograms: cfg.common.histograms,
+        jitter_bin_us: cfg.common.jitter_histograms,
         isoch: None,
     }));
     // One flow at a time on the listener itself: multicast and -U.
@@ -289,6 +290,7 @@ pub(crate) fn run(
             group: group.clone(),
             back_id,
             histograms: cfg.common.histograms,
+            jitter_bin_us: cfg.common.jitter_histograms,
         };
         if inline {
             if let Err(e) = l

@@ -297,6 +297,7 @@ impl Replayer<'_> {
             trip_times: false,
             bounceback: None,
             histograms: false,
+            jitter_bin_us: None,
             isoch: None,
         };
         for l in block {

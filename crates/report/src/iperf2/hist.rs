@@ -42,7 +42,9 @@ pub(crate) fn line(h: &Hist2) -> String {
         "{}{} sec{}{}-PDF: bin(w={}us):cnt({total})={} (5.00/95.00/99.7%={}/{}/{},Outliers={},obl/obu=0/0)",
         tag(h.tag),
         interval(h.start, h.end),
-        if h.max_at.is_some() { " " } else { "  " },
+        // A bounceback client's line has two spaces; receivers' and
+        // writers' lines (with or without their largest value) one.
+        if h.max_at.is_none() && h.name.starts_with("BB") { "  " } else { " " },
         h.name,
         h.bin_ns / 1000,
         list.join(","),

@@ -411,6 +411,7 @@ mod tests {
             trip_times: false,
             bounceback: None,
             histograms: false,
+            jitter_bin_us: None,
             isoch: None,
         };
         let events = || {

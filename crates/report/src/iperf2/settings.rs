@@ -78,6 +78,9 @@ fn listener(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
                 if s.histograms {
                     v.push(HISTOGRAMS_LINE.into());
                 }
+                if let Some(w) = s.jitter_bin_us {
+                    v.push(format!("Enabled jitter histograms (bin-width={w} us)"));
+                }
             }
         }
     }
