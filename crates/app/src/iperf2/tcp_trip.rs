@@ -225,21 +225,21 @@ pub(crate) fn recv_bursts(
 }
 
 /// Reads the test header a trip-times server sends before its bursts (its
-/// length is in its flags word) and counts it as one read. Returns how many
-/// bytes of the first burst header are already in `head`: the first four,
-/// if they are no header (a server that sends bursts at once).
+/// length is in its flags word) and counts its bytes. Returns how many bytes
+/// of the first burst header are already in `head`: the first four, if they
+/// are no header (a server that sends bursts at once).
 fn skip_preamble(
     mut sock: &TcpStream,
     ctl: &RunControl,
     stats: &FlowStats,
     head: &mut [u8; BURST_HEADER_LEN],
 ) -> io::Result<usize> {
-    let mut got = 0;
-    let mut fill = |b: &mut [u8]| -> io::Result<bool> {
+    // Reads into `b` until it is full, the peer closes or the run stops.
+    let mut fill = |b: &mut [u8]| -> io::Result<usize> {
         let mut at = 0;
         while at < b.len() && !ctl.stopped() {
             match sock.read(&mut b[at..]) {
-                Ok(0) => return Ok(false),
+                Ok(0) => break,
                 Ok(n) => at += n,
                 Err(e)
                     if matches!(
@@ -251,24 +251,27 @@ fn skip_preamble(
                 Err(e) => return Err(e),
             }
         }
-        Ok(at == b.len())
+        Ok(at)
     };
-    if !fill(&mut head[..4])? {
-        return Ok(0);
+    let n = fill(&mut head[..4])?;
+    if n > 0 {
+        stats.read(n);
     }
     let flags = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
     let hlen = ((flags & HEADER_LEN_MASK) >> 1) as usize;
-    if flags & HEADER_LENBIT == 0 || hlen < 4 {
-        return Ok(4);
+    if n < 4 || flags & HEADER_LENBIT == 0 || flags & HEADER_EXTEND == 0 || hlen < 4 {
+        return Ok(n);
     }
     let mut rest = vec![0u8; hlen - 4];
-    if fill(&mut rest)? {
-        got += hlen;
-    }
-    stats.read(got);
+    let r = fill(&mut rest)?;
+    // The header's bytes are test data, as 2.2.1's client counts them.
+    stats.io.add_many(0, r as u64);
     Ok(0)
 }
 
+/// The flag every 2.x test header has (a burst's first bytes, 0xA5 filler,
+/// do not).
+const HEADER_EXTEND: u32 = 0x4000_0000;
 /// The test header's flag saying bits 1..8 hold its length.
 const HEADER_LENBIT: u32 = 0x0001_0000;
 /// Those bits.
@@ -400,6 +403,38 @@ mod tests {
         // 2.2.1's tcp-hist-client: "cnt(48)=1:34,2:12,3:1,29:1 ... Outliers=1".
         let w = [(us(1), 34), (us(2), 12), (us(3), 1), (us(29), 1)];
         assert_eq!(fence_outliers(&w, 100_000), 1);
+    }
+
+    /// A -R client's stream: the server's 80-byte test header (its length in
+    /// its flags word, 0x400100A0), then bursts; and a server that sends its
+    /// bursts at once. Both read as two bursts, every byte counted.
+    #[test]
+    fn a_reverse_stream_skips_the_servers_header() {
+        for header in [true, false] {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (s, _) = l.accept().unwrap();
+            if header {
+                let mut h = vec![0u8; 80];
+                h[..4].copy_from_slice(&0x4001_00A0u32.to_be_bytes());
+                c.write_all(&h).unwrap();
+            }
+            let mut src = Bursts::new(vec![0xA5; 1000], Timeval::default());
+            for _ in 0..2 {
+                let mut b = vec![0u8; 1000];
+                assert_eq!(src.read(&mut b).unwrap(), 1000);
+                c.write_all(&b).unwrap();
+            }
+            drop(c);
+            let (stats, lat) = (FlowStats::new(1000), TripLatency::after_header(false));
+            recv_bursts(&s, 1000, &RunControl::new(None), &stats, &lat).unwrap();
+            let want = if header { 2080 } else { 2000 };
+            assert_eq!(
+                (stats.sample().bytes, lat.total().figures().count),
+                (want, 2),
+                "header {header}"
+            );
+        }
     }
 
     /// Data that is no burst header is counted, without delays.
