@@ -77,6 +77,10 @@ pub(crate) struct State {
     pub(crate) histograms: bool,
     /// `--histograms=width,bins`.
     pub(crate) hist_bins: rperf3_app::iperf2::config::HistBins2,
+    /// `--jitter-histograms[=us]`: the bin width, µs.
+    pub(crate) jitter_histograms: Option<u32>,
+    /// `--bounceback-txdelay`, seconds.
+    pub(crate) bb_txdelay: Option<f64>,
     /// `--isochronous[=fps:mean,stdev]` (with `--ipg`).
     pub(crate) isoch: Option<rperf3_app::iperf2::config::IsochSpec>,
     /// `--ipg` milliseconds.
@@ -158,9 +162,11 @@ impl Default for State {
             permit_key: None,
             skip_rx_copy: false,
             histograms: false,
-            hist_bins: Default::default(),
             isoch: None,
             ipg_ms: None,
+            hist_bins: Default::default(),
+            jitter_histograms: None,
+            bb_txdelay: None,
         }
     }
 }
@@ -376,6 +382,11 @@ impl State {
                 self.histograms = true;
                 self.hist_bins = units::histograms(v);
             }
+            O2::JitterHistograms => {
+                let us = if v.is_empty() { 100 } else { units::atoi(v) };
+                self.jitter_histograms =
+                    Some(u32::try_from(us).ok().filter(|&u| u > 0).unwrap_or(100));
+            }
             O2::Isochronous => {
                 // iperf 2 turns -e on with it.
                 self.enhanced = true;
@@ -390,6 +401,7 @@ impl State {
             O2::BbPeriod => self.bb_period = units::strtod_whole(v).unwrap_or(0.0),
             O2::BbRequest => self.bb_request = Some(units::atoi(v)),
             O2::BbReply => self.bb_reply = Some(units::atoi(v)),
+            O2::BbTxDelay => self.bb_txdelay = units::strtod_whole(v),
             O2::Utc => self.utc = true,
             O2::SyncTransferId => self.sync_transfer_id = true,
             O2::TxStartTime => self.txstart(v, diag),

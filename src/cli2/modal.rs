@@ -127,6 +127,10 @@ pub(crate) fn finish(st: &State, diag: &mut Vec<String>) -> Modal {
         if st.rate_variance {
             diag.push("WARNING: a -b variance is not supported by rperf3, ignored".into());
         }
+        if st.jitter_histograms.is_some() {
+            // 2.2.1's words (it names the option in the singular).
+            diag.push("WARN: option of --jitter-histogram not supported on the client".into());
+        }
     } else if st.port_range {
         diag.push(format!(
             "WARNING: port ranges (-p) are not supported by rperf3, using port {}",
@@ -404,6 +408,7 @@ fn client_config(st: &State) -> Client2 {
                 reply: st.bb_reply.map_or(request, |r| r.clamp(1, 1 << 30) as u32),
                 hold_us: (st.bb_hold_ms.max(0.0) * 1e3) as u32,
                 quickack: !st.bb_no_quickack,
+                txdelay: st.bb_txdelay.unwrap_or(0.0).max(0.0),
             }
         }),
         isoch: st.isoch.map(|i| rperf3_app::iperf2::config::IsochSpec {
@@ -466,6 +471,7 @@ fn common(st: &State, client: bool, bind: Option<Bind2>) -> Common2 {
         skip_rx_copy: st.skip_rx_copy,
         histograms: st.histograms,
         hist_bins: st.hist_bins,
+        jitter_histograms: st.jitter_histograms.filter(|_| !client),
     }
 }
 

@@ -67,6 +67,7 @@ pub(crate) enum O2 {
     HideIps,
     TripTimes,
     Histograms,
+    JitterHistograms,
     Isochronous,
     Ipg,
     Bounceback,
@@ -75,6 +76,7 @@ pub(crate) enum O2 {
     BbPeriod,
     BbRequest,
     BbReply,
+    BbTxDelay,
     Utc,
     SyncTransferId,
     TxStartTime,
@@ -194,7 +196,9 @@ pub(crate) static OPTIONS: &[Spec] = &[
     opt!(Bounceback, None, Some("bounceback"), Optional, [
         row(Cli, "[=n]", "round trips: n requests (10) every period, each answered by the server"),
     ]),
-    opt!(Unsupported, None, Some("bounceback-txdelay"), Required, []),
+    opt!(BbTxDelay, None, Some("bounceback-txdelay"), Required, [
+        row(Cli, "<s>", "wait this long after connecting before the first request"),
+    ]),
     opt!(BbHold, None, Some("bounceback-hold"), Required, [
         row(Cli, "<ms>", "ask the server to hold each request this long before replying"),
     ]),
@@ -256,7 +260,9 @@ pub(crate) static OPTIONS: &[Spec] = &[
         row(Cli, "[=<w>,<n>]", "TCP: time each write, in <w> (100u) wide bins, <n> (100000) of them"),
     ]),
     opt!(HideIps, None, Some("hide-ips"), No, [row(Both, "", "mask addresses and host names in the output")]),
-    opt!(Unsupported, None, Some("jitter-histograms"), Optional, []),
+    opt!(JitterHistograms, None, Some("jitter-histograms"), Optional, [
+        row(Srv, "[=<us>]", "UDP: delay variations between datagrams in bins of <us> (100) after each row"),
+    ]),
     // 2.2.1 still takes 2.1.8's --udp-histogram(s) as --histograms.
     opt!(Histograms, None, Some("udp-histograms"), Optional, []),
     opt!(Unsupported, None, Some("l2checks"), No, []),

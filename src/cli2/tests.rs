@@ -359,15 +359,39 @@ fn output_options() {
 
 #[test]
 fn unsupported_iperf2_options_warn_and_run() {
-    let p = run("-c h --jitter-histograms --tcp-quickack");
+    let p = run("-c h --txdelay-time 1 --tcp-quickack");
     assert_eq!(
         p.stderr,
         [
-            "WARNING: option --jitter-histograms is not supported by rperf3, ignored",
+            "WARNING: option --txdelay-time is not supported by rperf3, ignored",
             "WARNING: option --tcp-quickack is not supported by rperf3, ignored",
         ]
     );
     assert!(matches!(p.action, Action::Run(_)));
+}
+
+/// `--jitter-histograms[=us]` is a server's (bins of 100 µs unless given);
+/// a client says so in 2.2.1's words and runs without it.
+#[test]
+fn jitter_histograms_on_the_server_only() {
+    assert_eq!(
+        cfg("-s -u --jitter-histograms").common.jitter_histograms,
+        Some(100)
+    );
+    assert_eq!(
+        cfg("-s -u --jitter-histograms=50").common.jitter_histograms,
+        Some(50)
+    );
+    assert_eq!(cfg("-s -u").common.jitter_histograms, None);
+    let p = run("-c h -u --jitter-histograms");
+    assert_eq!(
+        p.stderr,
+        ["WARN: option of --jitter-histogram not supported on the client"]
+    );
+    match p.action {
+        Action::Run(c) => assert_eq!(c.common.jitter_histograms, None),
+        _ => panic!("runs"),
+    }
 }
 
 /// `--isochronous[=fps:mean,stdev]` as 2.2.1 reads it: defaults 60 frames of
@@ -458,6 +482,14 @@ fn bounceback_options() {
         0.0
     );
     assert_eq!(bb("-c h"), None);
+    // --bounceback-txdelay: seconds before the first request (none by default).
+    assert_eq!(
+        bb("-c h --bounceback --bounceback-txdelay 1.5")
+            .unwrap()
+            .txdelay,
+        1.5
+    );
+    assert_eq!(bb("-c h --bounceback").unwrap().txdelay, 0.0);
     let c = cfg("-c h --bounceback");
     assert!(c.common.enhanced && c.common.nodelay);
 }

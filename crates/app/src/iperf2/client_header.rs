@@ -23,6 +23,7 @@ pub(crate) fn request(cl: &Client2, c: &Common2, len: u32) -> TestRequest {
             port: cl.listen_port.unwrap_or(c.port),
         },
     };
+    let stamped = matches!(cl.mode, Mode2::Normal | Mode2::Reverse | Mode2::FullDuplex);
     TestRequest {
         transport: Transport::Tcp,
         end: match cl.end {
@@ -40,9 +41,11 @@ pub(crate) fn request(cl: &Client2, c: &Common2, len: u32) -> TestRequest {
         peer_version: None,
         wants_ack: false,
         peer_detect: cl.peer_detect,
-        // Bursts with write stamps go only in a plain forward test.
-        trip_times: c.trip_times && cl.mode == Mode2::Normal,
-        trip_start: ((c.trip_times || cl.isoch.is_some()) && cl.mode == Mode2::Normal)
+        // Bursts with write stamps go both ways on the test's own
+        // connection (not on a -d/-r connection back); frames carry the
+        // start block only in a plain forward test, as 2.2.1's do.
+        trip_times: c.trip_times && stamped,
+        trip_start: ((c.trip_times && stamped) || (cl.isoch.is_some() && cl.mode == Mode2::Normal))
             .then(wall_now),
         txstart: None,
         skewed_start: false,

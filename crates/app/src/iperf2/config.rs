@@ -120,6 +120,10 @@ pub struct Common2 {
     /// `--histograms=width,bins`: the histograms' bins (100 µs × 100,000
     /// by default).
     pub hist_bins: HistBins2,
+    /// `--jitter-histograms[=us]` (a UDP server): rows are followed by the
+    /// differences of consecutive datagrams' transit times in bins this many
+    /// µs wide.
+    pub jitter_histograms: Option<u32>,
 }
 
 /// A bounceback client's requests (`--bounceback[=N]`, `--bounceback-*`).
@@ -139,6 +143,9 @@ pub struct Bounceback2 {
     pub hold_us: u32,
     /// Ask the server for TCP_QUICKACK (off with `--bounceback-no-quickack`).
     pub quickack: bool,
+    /// `--bounceback-txdelay`: seconds the client waits after connecting
+    /// before its first request (0: none).
+    pub txdelay: f64,
 }
 
 /// `-B host[:port][%dev]`.
@@ -323,6 +330,7 @@ impl Default for Common2 {
             skip_rx_copy: false,
             histograms: false,
             hist_bins: HistBins2::default(),
+            jitter_histograms: None,
         }
     }
 }

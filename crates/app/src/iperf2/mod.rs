@@ -36,6 +36,7 @@ mod udp_common;
 mod udp_flow;
 mod udp_group;
 mod udp_isoch;
+mod udp_jitter;
 mod udp_send;
 mod udp_server;
 #[cfg(test)]

@@ -359,9 +359,9 @@ pub(crate) fn serve(s: TcpStream, first: Vec<u8>, accepted: Instant, sh: &Arc<Sh
     );
     // One buffer for every request and reply: requests are read into its
     // first `size` bytes, and a reply longer than the request is padded with
-    // the pattern kept past them.
+    // the zeros kept past them (2.2.1's server sends zeros there).
     buf.truncate(size);
-    buf.extend((size..reply).map(|i| b'0' + (i % 10) as u8));
+    buf.resize(size.max(reply), 0);
     let hold = Duration::from_micros(u64::from(h.hold_us));
     // A client that goes quiet for longer than any sensible period is gone.
     let _ = s.set_read_timeout(Some(IDLE_LIMIT));

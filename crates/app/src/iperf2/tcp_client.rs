@@ -269,6 +269,14 @@ impl<'a> Client<'a> {
             line.connect_time = Some(ct);
             self.report.event(Event2::Connected(line));
         }
+        if bb.txdelay > 0.0 {
+            // 2.2.1 holds its first request back on the client (nothing on
+            // the wire asks the server to wait), saying so as --txstart-time.
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            self.wait_start(now.as_secs_f64() + bb.txdelay, intr);
+        }
         let time = match self.cl.end {
             End2::Time(d) => d,
             // iperf 2 runs a bounceback test by time only.
@@ -400,7 +408,14 @@ impl<'a> Client<'a> {
                     .map_err(|e| e.to_string())?;
             }
             if recvs {
-                let st = Arc::new(FlowStats::new(self.len));
+                // With trip-times the server's writes are stamped bursts.
+                let st = Arc::new(match self.trip {
+                    Some(_) => FlowStats::with_trip_back(
+                        self.len,
+                        self.c.histograms.then_some(self.c.hist_bins),
+                    ),
+                    None => FlowStats::new(self.len),
+                });
                 let tag = Tag2::ReverseId(*id);
                 iv.add(
                     key(*id, Dir::Recv),

@@ -95,6 +95,15 @@ impl FlowStats {
         }
     }
 
+    /// The same for a `-R` or full-duplex client, whose server sends its own
+    /// test header before the bursts.
+    pub(crate) fn with_trip_back(len: u32, histograms: Option<HistBins2>) -> Self {
+        Self {
+            trip: Some(TripLatency::after_header(histograms)),
+            ..Self::new(len)
+        }
+    }
+
     /// Records one read of `n` (> 0) bytes.
     pub(crate) fn read(&self, n: usize) {
         self.io.add(n as u64);

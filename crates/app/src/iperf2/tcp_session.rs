@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rperf3_proto2::{
-    classify_tcp, AckTimes, Decoded, HeaderAck, HeaderError, Mode, RequestLimits, TcpStart,
+    classify_tcp, AckTimes, Decoded, HeaderAck, HeaderError, Layout, Mode, RequestLimits, TcpStart,
     TestEnd, TestRequest, Timeval, VERSION_2_2_1,
 };
 use rperf3_report::iperf2::model::{Event2, Tag2};
@@ -22,6 +22,7 @@ use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
 use super::tcp_io::{pacer_for, pattern, FlowStats};
 use super::tcp_server::{Group, Shared};
 use super::tcp_setup::{self, Wake};
+use super::tcp_trip::Bursts;
 use super::workers::{SendPlan, Source, Workers};
 
 /// How long a client has to send its whole test header (iperf 2.1.8's limit).
@@ -225,11 +226,9 @@ impl<'a> Test<'a> {
         }
     }
 
-    /// A `--trip-times` test whose client writes bursts to this receiver.
+    /// A `--trip-times` test: its writes, either way, are stamped bursts.
     fn trip(&self) -> bool {
-        self.req
-            .as_ref()
-            .is_some_and(|r| r.trip_times && r.mode == Mode::Normal)
+        self.req.as_ref().is_some_and(|r| r.trip_times)
     }
 
     fn mode(&self) -> Mode {
@@ -285,11 +284,56 @@ impl<'a> Test<'a> {
         // The last holder's drop waits for the set's final rows.
     }
 
-    fn send_plan(&self, drain: bool, start: Instant) -> SendPlan {
+    /// With trip-times, what a `-R` or full-duplex sender writes before its
+    /// bursts: this server's own test header (mode and rate cleared, its clock
+    /// as the start), which a 2.2.1 client reads (by its length) and checks
+    /// against its clock; and that start.
+    fn reverse_header(&self) -> Option<(Vec<u8>, Timeval)> {
+        let r = self.req.as_ref()?;
+        if !(r.trip_times && matches!(r.mode, Mode::Reverse | Mode::FullDuplex)) {
+            return None;
+        }
+        let start = now_tv();
+        let h = TestRequest {
+            mode: Mode::Normal,
+            transfer_id: None,
+            rate: 0,
+            rate_is_pps: false,
+            peer_detect: false,
+            wants_ack: false,
+            trip_start: Some(start),
+            txstart: None,
+            isochronous: false,
+            isoch_settings: None,
+            no_udp_fin: false,
+            fq_rate: None,
+            write_prefetch: None,
+            barrier_us: None,
+            quickack: false,
+            periodic_burst: false,
+            l4s: false,
+            cca: None,
+            permit_key: None,
+            ..r.clone()
+        };
+        let bytes = h
+            .tcp_header(VERSION_2_2_1, self.sh.port)
+            .encode(Layout::V2_2_1);
+        Some((bytes.ok()?, start))
+    }
+
+    /// `stamps`: the start a `--trip-times` sender's bursts carry.
+    fn send_plan(&self, drain: bool, start: Instant, stamps: Option<Timeval>) -> SendPlan {
         let r = self.req.as_ref();
         let len = r.and_then(|r| r.buf_len).unwrap_or(self.len);
+        // With trip-times a -R or full-duplex client reads bursts whose
+        // headers carry this side's write times (filled with 0xA5, as 2.2.1).
+        let source = match stamps {
+            Some(t) => Source::Reader(Box::new(Bursts::new(vec![0xA5; len as usize], t)), len),
+            None => Source::Pattern(Arc::new(pattern(len))),
+        };
         SendPlan {
-            source: Source::Pattern(Arc::new(pattern(len))),
+            source,
             pacer: pacer_for(
                 r.map_or(0, |r| r.rate),
                 start,
@@ -381,10 +425,16 @@ impl<'a> Test<'a> {
             let k = key(self.id, Dir::Send);
             gr.iv
                 .add(k, FlowSpec::of(tag, Dir::Send, &st, &self.s, addrs));
+            let stamps = self.reverse_header().and_then(|(h, t)| {
+                let _ = self.s.set_write_timeout(Some(HEADER_LIMIT));
+                let sent = (&*self.s).write_all(&h).is_ok();
+                let _ = self.s.set_write_timeout(None);
+                sent.then_some(t)
+            });
             if let Ok(wk) = wake.waker() {
                 let _ = w.send(
                     &self.s,
-                    self.send_plan(!recv, start),
+                    self.send_plan(!recv, start, stamps),
                     &st,
                     (gr.iv.ender(), k),
                     wk,
@@ -495,7 +545,7 @@ impl<'a> Test<'a> {
         if let Ok(wk) = wake.waker() {
             let _ = w.send(
                 &b,
-                self.send_plan(true, Instant::now()),
+                self.send_plan(true, Instant::now(), None),
                 &st,
                 (gr.iv.ender(), k),
                 wk,

@@ -68,6 +68,7 @@ pub(crate) fn settings(side: Side2, c: &Common2, port: u16, len: u32, window: u6
         bounceback: None,
         histograms: c.histograms,
         hist_bins: c.hist_bins,
+        jitter_bin_us: None,
         isoch: None,
     }
 }

@@ -26,6 +26,8 @@ pub(crate) struct TripLatency {
     /// `--histograms`: rows are followed by the delays' histogram line, in
     /// bins this wide (ns).
     pub(crate) histograms: Option<u64>,
+    /// A `-R` or full-duplex client: the server's test header comes first.
+    pub(crate) preamble: bool,
 }
 
 /// Delays of one span, and when its largest one arrived (wall clock, ns).
@@ -58,6 +60,15 @@ impl TripLatency {
     pub(crate) fn new(histograms: Option<HistBins2>) -> Self {
         Self {
             histograms: histograms.map(|b| b.bin_ns),
+            ..Self::default()
+        }
+    }
+
+    /// A `-R` or full-duplex client's: the server's header comes first.
+    pub(crate) fn after_header(histograms: Option<HistBins2>) -> Self {
+        Self {
+            histograms: histograms.map(|b| b.bin_ns),
+            preamble: true,
             ..Self::default()
         }
     }
@@ -159,6 +170,9 @@ pub(crate) fn recv_bursts(
     let mut head = [0u8; BURST_HEADER_LEN];
     let (mut have, mut left, mut sent) = (0usize, 0usize, 0i64);
     let mut plain = false;
+    if lat.is_some_and(|l| l.preamble) {
+        have = skip_preamble(sock, ctl, stats, &mut head)?;
+    }
     while !ctl.stopped() {
         let r = if plain {
             sock.read(&mut buf)
@@ -217,6 +231,59 @@ pub(crate) fn recv_bursts(
     Ok(())
 }
 
+/// Reads the test header a trip-times server sends before its bursts (its
+/// length is in its flags word) and counts its bytes. Returns how many bytes
+/// of the first burst header are already in `head`: the first four, if they
+/// are no header (a server that sends bursts at once).
+fn skip_preamble(
+    mut sock: &TcpStream,
+    ctl: &RunControl,
+    stats: &FlowStats,
+    head: &mut [u8; BURST_HEADER_LEN],
+) -> io::Result<usize> {
+    // Reads into `b` until it is full, the peer closes or the run stops.
+    let mut fill = |b: &mut [u8]| -> io::Result<usize> {
+        let mut at = 0;
+        while at < b.len() && !ctl.stopped() {
+            match sock.read(&mut b[at..]) {
+                Ok(0) => break,
+                Ok(n) => at += n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted
+                            | io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(at)
+    };
+    let n = fill(&mut head[..4])?;
+    if n > 0 {
+        stats.read(n);
+    }
+    let flags = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+    let hlen = ((flags & HEADER_LEN_MASK) >> 1) as usize;
+    if n < 4 || flags & HEADER_LENBIT == 0 || flags & HEADER_EXTEND == 0 || hlen < 4 {
+        return Ok(n);
+    }
+    let mut rest = vec![0u8; hlen - 4];
+    let r = fill(&mut rest)?;
+    // The header's bytes are test data, as 2.2.1's client counts them.
+    stats.io.add_many(0, r as u64);
+    Ok(0)
+}
+
+/// The flag every 2.x test header has (a burst's first bytes, 0xA5 filler,
+/// do not).
+const HEADER_EXTEND: u32 = 0x4000_0000;
+/// The test header's flag saying bits 1..8 hold its length.
+const HEADER_LENBIT: u32 = 0x0001_0000;
+/// Those bits.
+const HEADER_LEN_MASK: u32 = 0x0000_01FE;
+
 /// iperf 2's outliers: samples in bins beyond the outer fence, which lies
 /// three times the 10%–90% span of bins above the 90% bin (bins counted from
 /// 1, the fence compared with a bin's 0-based index, as 2.2.1 does it).
@@ -268,7 +335,11 @@ pub(crate) fn hist_of(d: &Delays, tag: Tag2, r: &Row2, (name, bin_ns): (&str, u6
     let h = d.oneway.histogram();
     let buckets = h.buckets();
     Hist2 {
-        tag,
+        // 2.2.1 tags a -R client's histogram lines `[  1]`, not `[ *1]`.
+        tag: match tag {
+            Tag2::ReverseId(n) => Tag2::Id(n),
+            t => t,
+        },
         start: r.start,
         end: r.end,
         name: name.into(),
@@ -335,6 +406,38 @@ mod tests {
         // 2.2.1's tcp-hist-client: "cnt(48)=1:34,2:12,3:1,29:1 ... Outliers=1".
         let w = [(us(1), 34), (us(2), 12), (us(3), 1), (us(29), 1)];
         assert_eq!(fence_outliers(&w, 100_000), 1);
+    }
+
+    /// A -R client's stream: the server's 80-byte test header (its length in
+    /// its flags word, 0x400100A0), then bursts; and a server that sends its
+    /// bursts at once. Both read as two bursts, every byte counted.
+    #[test]
+    fn a_reverse_stream_skips_the_servers_header() {
+        for header in [true, false] {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (s, _) = l.accept().unwrap();
+            if header {
+                let mut h = vec![0u8; 80];
+                h[..4].copy_from_slice(&0x4001_00A0u32.to_be_bytes());
+                c.write_all(&h).unwrap();
+            }
+            let mut src = Bursts::new(vec![0xA5; 1000], Timeval::default());
+            for _ in 0..2 {
+                let mut b = vec![0u8; 1000];
+                assert_eq!(src.read(&mut b).unwrap(), 1000);
+                c.write_all(&b).unwrap();
+            }
+            drop(c);
+            let (stats, lat) = (FlowStats::new(1000), TripLatency::after_header(None));
+            recv_bursts(&s, 1000, &RunControl::new(None), &stats, Some(&lat)).unwrap();
+            let want = if header { 2080 } else { 2000 };
+            assert_eq!(
+                (stats.sample().bytes, lat.total().figures().count),
+                (want, 2),
+                "header {header}"
+            );
+        }
     }
 
     /// Data that is no burst header is counted, without delays.

@@ -66,6 +66,7 @@ pub(crate) fn listener_block(sock: &UdpSocket, port: u16, len: u32) -> Event2 {
         bounceback: None,
         histograms: false,
         hist_bins: Default::default(),
+        jitter_bin_us: None,
         isoch: None,
     })
 }
@@ -128,6 +129,7 @@ pub(crate) fn send_back(
         bounceback: None,
         histograms: false,
         hist_bins: Default::default(),
+        jitter_bin_us: None,
         isoch: None,
     }));
     let local = sock.local_addr().unwrap_or(to);

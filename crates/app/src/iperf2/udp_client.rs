@@ -185,6 +185,22 @@ fn wire_mode(cfg: &Config2, c: &Client2) -> Mode {
     }
 }
 
+/// The connection line's notes, in 2.2.1's order: a full-duplex client
+/// (which ends without the FIN handshake) says `(no-udp-fin)` as well.
+fn conn_notes(c: &Client2, mode: Mode, trip_times: bool) -> Vec<String> {
+    [
+        (c.isoch.is_some(), "(isoch)"),
+        (mode == Mode::Reverse, "(reverse)"),
+        (mode == Mode::FullDuplex, "(full-duplex)"),
+        (mode == Mode::FullDuplex, "(no-udp-fin)"),
+        (trip_times, "(trip-times)"),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, n)| n.to_string())
+    .collect()
+}
+
 /// Runs the UDP client of `cfg` (whose role is a client).
 pub(crate) fn run(
     cfg: &Config2,
@@ -279,6 +295,7 @@ pub(crate) fn run(
         bounceback: None,
         histograms: false,
         hist_bins: Default::default(),
+        jitter_bin_us: None,
         isoch: c.isoch.map(|i| IsochSettings2 {
             fps: i.fps,
             mean_bps: i.mean_bps,
@@ -312,13 +329,7 @@ pub(crate) fn run(
                 cfg.common.bind.as_ref().and_then(|b| b.device.as_deref()),
             ),
             peer: dest,
-            notes: c
-                .isoch
-                .map(|_| "(isoch)")
-                .iter()
-                .chain(&note)
-                .map(|n| n.to_string())
-                .collect(),
+            notes: conn_notes(c, mode, cfg.common.trip_times),
             peer_version: None,
             tcp: None,
             connect_time: None,

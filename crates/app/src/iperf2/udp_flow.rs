@@ -21,10 +21,10 @@ use rperf3_report::iperf2::Report2;
 use super::config::DEFAULT_UDP_RATE;
 use super::connect_back::same_host;
 use super::tcp_setup::device_of;
-use super::tcp_trip::{hist_of, Delays};
 use super::udp_back::send_back;
 use super::udp_common::{latency, pattern, recv_row, server_report, trip, RecvMark, Ticks};
 use super::udp_group::Group;
+use super::udp_jitter::RowHists;
 use super::udp_send::{Tx, TxPlan};
 
 /// A client silent this long has gone: its flow ends with what it has.
@@ -73,6 +73,9 @@ pub(crate) struct FlowStart {
     pub(crate) histograms: bool,
     /// `--histograms=width,...`: the bins' width, ns.
     pub(crate) hist_bin_ns: u64,
+    /// `--jitter-histograms`: each row is followed by its datagrams' transit
+    /// differences in bins this many µs wide.
+    pub(crate) jitter_bin_us: Option<u32>,
 }
 
 /// A running flow as the listener sees it: datagrams that reached the
@@ -103,14 +106,16 @@ impl FlowHandle {
 
 /// Prepares a flow's shared state; the first datagram is already counted.
 pub(crate) fn handle_for(f: &FlowStart) -> FlowHandle {
-    let mut stats = Udp2Stats::new(f.req.seq64);
-    stats.keep_samples = hist_wanted(f);
     let h = FlowHandle {
-        stats: Arc::new(Mutex::new(stats)),
+        stats: Arc::new(Mutex::new(Udp2Stats::new(f.req.seq64))),
         counters: Arc::new(StreamCounters::default()),
         ctl: Arc::new(RunControl::new(None)),
         receives: f.req.mode != Mode::Reverse,
     };
+    h.stats
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .keep_samples = hist_wanted(f) || jitter_wanted(f);
     h.feed(&f.first);
     h
 }
@@ -120,7 +125,10 @@ pub(crate) fn handle_for(f: &FlowStart) -> FlowHandle {
 pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     let receives = f.req.mode != Mode::Reverse;
     // --histograms: (this interval's, the whole flow's) delays.
-    let mut delays = hist_wanted(&f).then(<[Delays; 2]>::default);
+    let mut hists = RowHists::new(
+        hist_wanted(&f).then_some(f.hist_bin_ns),
+        f.jitter_bin_us.filter(|_| jitter_wanted(&f)),
+    );
     let sends = matches!(f.req.mode, Mode::Reverse | Mode::FullDuplex);
     // The direction the server sends is tagged `[ *N]` beside a received one.
     let (tag, tx_tag) = if receives {
@@ -133,6 +141,8 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         (f.req.isochronous, "(isoch)"),
         (f.req.mode == Mode::Reverse, "(reverse)"),
         (f.req.mode == Mode::FullDuplex, "(full-duplex)"),
+        // 2.2.1 says so for every test it sends in (no FIN handshake ends it).
+        (f.req.no_udp_fin || sends, "(no-udp-fin)"),
         (f.req.trip_times, "(trip-times)"),
     ] {
         if on {
@@ -252,7 +262,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     let mut silent = false;
     loop {
         let now = Instant::now();
-        drain(&h.stats, delays.as_mut());
+        hists.drain(&h.stats);
         if let Some(t) = &tx {
             if tx_end.is_some_and(|e| now >= e) || limit.is_some_and(|l| now >= l) {
                 t.ctl.stop();
@@ -280,20 +290,15 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
                 let (m, jitter, lat) = {
                     let mut s = h.stats.lock().unwrap_or_else(|p| p.into_inner());
                     let lat = s.take_interval();
+                    // The histograms' samples are the row's datagrams.
+                    hists.take(&mut s);
                     (RecvMark::of(&s), s.jitter, lat)
                 };
                 let lat = with_latency.then(|| latency(&lat));
                 let row = trip(recv_row(tag, span, mark, m, jitter, lat), f.req.trip_times);
                 report.event(Event2::Interval(row.clone()));
-                drain(&h.stats, delays.as_mut());
-                if let Some(d) = delays.as_mut() {
-                    let iv = std::mem::take(&mut d[0]);
-                    report.event(Event2::Histogram(hist_of(
-                        &iv,
-                        tag,
-                        &row,
-                        ("T8", f.hist_bin_ns),
-                    )));
+                for l in hists.interval_lines(tag, &row) {
+                    report.event(Event2::Histogram(l));
                 }
                 if let Some((g, i)) = &f.group {
                     g.interval(*i, ticks.done - 1, &row, &*report);
@@ -329,7 +334,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     if !receives {
         return;
     }
-    drain(&h.stats, delays.as_mut());
+    hists.drain(&h.stats);
     let s = h.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let dur = s.span();
     // The interval the flow ended in, when it is most of one (the sender's
@@ -342,13 +347,10 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
             let row = recv_row(tag, span, mark, RecvMark::of(&s), s.jitter, lat);
             let row = trip(row, f.req.trip_times);
             report.event(Event2::Interval(row.clone()));
-            if let Some(d) = &delays {
-                report.event(Event2::Histogram(hist_of(
-                    &d[0],
-                    tag,
-                    &row,
-                    ("T8", f.hist_bin_ns),
-                )));
+            // 2.2.1 follows an interval row printed at the flow's end with
+            // the whole flow's lines (`T8(f)`, `J8(f)`).
+            for l in hists.total_lines(tag, &row) {
+                report.event(Event2::Histogram(l));
             }
             if let Some((g, i)) = &f.group {
                 g.interval(*i, ticks.done - 1, &row, &*report);
@@ -366,13 +368,8 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     row.addrs = Some((f.local, f.peer));
     let row = trip(row, f.req.trip_times);
     report.event(Event2::Final(row.clone()));
-    if let Some(d) = &delays {
-        report.event(Event2::Histogram(hist_of(
-            &d[1],
-            tag,
-            &row,
-            ("T8(f)", f.hist_bin_ns),
-        )));
+    for l in hists.total_lines(tag, &row) {
+        report.event(Event2::Histogram(l));
     }
     if let Some((g, i)) = &f.group {
         g.total(*i, &row, &*report);
@@ -404,19 +401,10 @@ fn hist_wanted(f: &FlowStart) -> bool {
     f.histograms && f.req.trip_times && f.req.mode != Mode::Reverse
 }
 
-/// Moves the samples the receiver kept into the interval's and the flow's
-/// delays (the flow's loop drains them every pass, so they stay few).
-fn drain(stats: &Mutex<Udp2Stats>, delays: Option<&mut [Delays; 2]>) {
-    let Some(d) = delays else { return };
-    let samples = {
-        let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
-        std::mem::take(&mut s.samples)
-    };
-    for (sent_us, at_us) in samples {
-        let (sent, at) = (sent_us.saturating_mul(1000), at_us.saturating_mul(1000));
-        d[0].record(sent, at);
-        d[1].record(sent, at);
-    }
+/// Whether a flow's rows get jitter histogram lines: `--jitter-histograms`
+/// on a flow the client sends.
+fn jitter_wanted(f: &FlowStart) -> bool {
+    f.jitter_bin_us.is_some() && f.req.mode != Mode::Reverse
 }
 
 /// Where a `-d`/`-r` flow's direction back goes (the client's address, the

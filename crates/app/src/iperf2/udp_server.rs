@@ -174,6 +174,7 @@ pub(crate) fn run(
         bounceback: None,
         histograms: cfg.common.histograms,
         hist_bins: cfg.common.hist_bins,
+        jitter_bin_us: cfg.common.jitter_histograms,
         isoch: None,
     }));
     // One flow at a time on the listener itself: multicast and -U.
@@ -291,6 +292,7 @@ pub(crate) fn run(
             back_id,
             histograms: cfg.common.histograms,
             hist_bin_ns: cfg.common.hist_bins.bin_ns,
+            jitter_bin_us: cfg.common.jitter_histograms,
         };
         if inline {
             if let Err(e) = l

@@ -43,11 +43,18 @@ pub(crate) fn line(c: &Connection2, layout: &Layout2) -> String {
         if let Some(ct) = c.connect_time {
             s.push_str(&format!(" (ct={:.2} ms)", ct.as_secs_f64() * 1e3));
         }
-        let zone = layout.tz_name.as_deref().unwrap_or("UTC");
-        s.push_str(&format!(
-            " on {} ({zone})",
-            date_ms(civil(c.at, layout.utc_offset_secs))
-        ));
+        // 2.2.1's server dates every connection but a -R client's.
+        let reverse_served = c.peer_version.is_some()
+            && c.notes
+                .iter()
+                .any(|n| n.trim_matches(['(', ')']) == "reverse");
+        if !reverse_served {
+            let zone = layout.tz_name.as_deref().unwrap_or("UTC");
+            s.push_str(&format!(
+                " on {} ({zone})",
+                date_ms(civil(c.at, layout.utc_offset_secs))
+            ));
+        }
     }
     s
 }

@@ -69,6 +69,7 @@ fn settings(lines: &[String]) -> Settings2 {
         trip_times: false,
         histograms: false,
         hist_bins: Default::default(),
+        jitter_bin_us: None,
         isoch: None,
         bounceback: Some(BbSettings2 {
             request: sizes[0],
@@ -350,6 +351,44 @@ fn settings_for_server() -> Settings2 {
         bounceback: None,
         histograms: false,
         hist_bins: Default::default(),
+        jitter_bin_us: None,
         isoch: None,
     }
+}
+
+/// `--jitter-histograms` on a UDP server (2.2.1's `udp-jitter-hist`): the
+/// block's line, and each `J8-PDF` / `J8(f)-PDF` line (one space after `sec`,
+/// no largest value) rebuilt from its bins and outlier count.
+#[test]
+fn golden_jitter_histogram_lines_match_2_2_1() {
+    let want = fixture("udp-jitter-hist.server.txt");
+    let mut s = settings_for_server();
+    (s.jitter_bin_us, s.proto, s.len) = (Some(100), Proto2::Udp, 1470);
+    let layout = Layout2 {
+        enhanced: true,
+        ..Layout2::default()
+    };
+    let block = print(Side2::Server, &layout, vec![Event2::Settings(s)]);
+    let at = want
+        .iter()
+        .position(|l| l.starts_with("Enabled jitter histograms"))
+        .unwrap();
+    assert_eq!(block[at], want[at]);
+    assert_eq!(
+        block.len(),
+        want.iter().position(|l| l.starts_with("[")).unwrap()
+    );
+    let mut n = 0;
+    for l in want.iter().filter(|l| l.contains("-PDF:")) {
+        let (head, rest) = l.split_once(" sec ").unwrap();
+        let (name, body) = rest.split_once("-PDF:").unwrap();
+        let mut h = hist(&format!("{head} sec  BB8(f)-PDF:{body}"));
+        h.name = name.into();
+        assert_eq!(
+            print(Side2::Server, &layout, vec![Event2::Histogram(h)]),
+            std::slice::from_ref(l)
+        );
+        n += 1;
+    }
+    assert!(n >= 3, "{n} lines");
 }

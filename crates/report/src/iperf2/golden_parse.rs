@@ -303,6 +303,7 @@ impl Replayer<'_> {
             bounceback: None,
             histograms: false,
             hist_bins: Default::default(),
+            jitter_bin_us: None,
             isoch: None,
         };
         for l in block {

@@ -38,9 +38,6 @@ pub(crate) fn line(h: &Hist2) -> String {
             .map_or(0, |b| b.0)
     };
     let list: Vec<String> = bins.iter().map(|(b, c)| format!("{b}:{c}")).collect();
-    // A receiver's lines and a sender's write timer (`W8`) have one space
-    // after "sec", a bounceback client's two, as 2.2.1 prints them.
-    let one = h.max_at.is_some() || h.name.starts_with('W');
     // Whole milliseconds show as such (`w=1ms`), anything else in µs.
     let width = if h.bin_ns >= 1_000_000 && h.bin_ns.is_multiple_of(1_000_000) {
         format!("{}ms", h.bin_ns / 1_000_000)
@@ -51,7 +48,9 @@ pub(crate) fn line(h: &Hist2) -> String {
         "{}{} sec{}{}-PDF: bin(w={width}):cnt({total})={} (5.00/95.00/99.7%={}/{}/{},Outliers={},obl/obu=0/0)",
         tag(h.tag),
         interval(h.start, h.end),
-        if one { " " } else { "  " },
+        // A bounceback client's line has two spaces; receivers' and
+        // writers' lines (with or without their largest value) one.
+        if h.max_at.is_none() && h.name.starts_with("BB") { "  " } else { " " },
         h.name,
         list.join(","),
         at(0.05),

@@ -414,6 +414,7 @@ mod tests {
             bounceback: None,
             histograms: false,
             hist_bins: Default::default(),
+            jitter_bin_us: None,
             isoch: None,
         };
         let events = || {

@@ -119,6 +119,9 @@ pub struct Settings2 {
     pub bounceback: Option<BbSettings2>,
     /// A server with `--histograms` (its block says so).
     pub histograms: bool,
+    /// A UDP server with `--jitter-histograms`: the bin width, µs (its block
+    /// says so).
+    pub jitter_bin_us: Option<u32>,
     /// An `--isochronous` client: its frame schedule line.
     pub isoch: Option<IsochSettings2>,
     /// `--histograms[=width,bins]`: the bins a TCP client's write timer or a

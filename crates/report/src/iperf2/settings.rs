@@ -95,6 +95,9 @@ fn listener(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
                 if s.histograms {
                     v.push(histograms_line(s.hist_bins));
                 }
+                if let Some(w) = s.jitter_bin_us {
+                    v.push(format!("Enabled jitter histograms (bin-width={w} us)"));
+                }
             }
         }
     }
