@@ -110,10 +110,12 @@ fn bounceback(peer: &Path, p: Pairing2) {
         (lo - 1.0..=hi + 1.0).contains(&rps),
         "RPS {rps} vs {lo}..{hi}\n{ctx}"
     );
+    // The server may have answered one request more: a 2.1.8 client writes
+    // one as its time runs out and does not wait for the reply.
     let (got, _) = total_cols(&s).unwrap_or_else(|| panic!("no server total\n{ctx}"));
-    let both_ways = count * 200.0;
+    let answered = |n: f64| (got.bytes - n * 200.0).abs() <= n * 200.0 * 0.005 + 1.0;
     assert!(
-        (got.bytes - both_ways).abs() <= both_ways * 0.005 + 1.0,
+        answered(count) || answered(count + 1.0),
         "server {} bytes, client {count} round trips\n{ctx}",
         got.bytes
     );
