@@ -20,6 +20,8 @@ mod units;
 mod tests;
 #[cfg(test)]
 mod tests_errors;
+#[cfg(test)]
+mod tests_latency;
 
 use std::ffi::OsString;
 
