@@ -20,6 +20,8 @@ mod golden_csv;
 #[cfg(test)]
 mod golden_extra;
 #[cfg(test)]
+mod golden_fields;
+#[cfg(test)]
 mod golden_latency;
 #[cfg(test)]
 mod golden_parse;
