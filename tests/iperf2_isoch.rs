@@ -8,10 +8,9 @@
 
 use std::path::Path;
 
-use crate::common::iperf2::{parse_row, run_pair as run, sent_datagrams, Pairing2};
-
-/// 20 Mbit/s in 60 frames a second, sizes spread by 2 Mbit/s.
-const ISOCH: &str = "--isochronous=60:20m,2m";
+use crate::common::iperf2::{
+    assert_isoch_notes, parse_row, run_pair as run, sent_datagrams, Pairing2, ISOCH,
+};
 
 fn isochronous(peer: &Path, p: Pairing2) {
     let (c, s) = run(
@@ -21,19 +20,7 @@ fn isochronous(peer: &Path, p: Pairing2) {
         &["-u", "-e", "-i", "1", "-t", "1", ISOCH],
     );
     let ctx = format!("{p:?}\n--- client:\n{c}\n--- server:\n{s}");
-    assert!(
-        c.lines().any(|l| l
-            == "Isochronous: 60.00 frames/sec mean=20.0 Mbit/s, stddev=2.00 Mbit/s, \
-                Period/IPG=16.67/0.000 ms"),
-        "frame line\n{ctx}"
-    );
-    for side in [&c, &s] {
-        assert!(
-            side.lines()
-                .any(|l| l.contains("connected with") && l.contains(" (isoch) ")),
-            "(isoch) note\n{ctx}"
-        );
-    }
+    assert_isoch_notes(&c, &s, &ctx);
     assert!(
         c.lines().any(|l| l.ends_with("  PPS  isoch:tx/miss/slip")),
         "isoch columns\n{ctx}"

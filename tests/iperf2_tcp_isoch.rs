@@ -8,10 +8,9 @@
 
 use std::path::Path;
 
-use crate::common::iperf2::{ours, parse_row, run_pair as run, total, Pairing2, Server2};
-
-/// 20 Mbit/s in 60 frames a second, sizes spread by 2 Mbit/s.
-const ISOCH: &str = "--isochronous=60:20m,2m";
+use crate::common::iperf2::{
+    assert_isoch_notes, ours, parse_row, run_pair as run, total, Pairing2, Server2, ISOCH,
+};
 
 /// `N=b0:b1:...` of a `Reads=Dist` row: N.
 fn reads(line: &str) -> Option<u64> {
@@ -28,19 +27,7 @@ fn isochronous(peer: &Path, p: Pairing2) {
         &["-e", "-i", "1", "-t", "1", ISOCH],
     );
     let ctx = format!("{p:?}\n--- client:\n{c}\n--- server:\n{s}");
-    assert!(
-        c.lines().any(|l| l
-            == "Isochronous: 60.00 frames/sec mean=20.0 Mbit/s, stddev=2.00 Mbit/s, \
-                Period/IPG=16.67/0.000 ms"),
-        "frame line\n{ctx}"
-    );
-    for side in [&c, &s] {
-        assert!(
-            side.lines()
-                .any(|l| l.contains("connected with") && l.contains(" (isoch) ")),
-            "(isoch) note\n{ctx}"
-        );
-    }
+    assert_isoch_notes(&c, &s, &ctx);
     assert!(
         c.lines()
             .any(|l| l.ends_with("     isoch:tx/miss/slip  NetPwr")),

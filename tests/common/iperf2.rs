@@ -437,3 +437,25 @@ mod live {
         );
     }
 }
+
+/// The `--isochronous` option of the interop tests: 60 frames a second of
+/// 20 Mbit/s mean, 2 Mbit/s deviation.
+pub(crate) const ISOCH: &str = "--isochronous=60:20m,2m";
+
+/// What both ends of an [`ISOCH`] test print about it, as 2.2.1 does: the
+/// client's frame line and `(isoch)` on each side's connection line.
+pub(crate) fn assert_isoch_notes(c: &str, s: &str, ctx: &str) {
+    assert!(
+        c.lines().any(|l| l
+            == "Isochronous: 60.00 frames/sec mean=20.0 Mbit/s, stddev=2.00 Mbit/s, \
+                Period/IPG=16.67/0.000 ms"),
+        "frame line\n{ctx}"
+    );
+    for side in [c, s] {
+        assert!(
+            side.lines()
+                .any(|l| l.contains("connected with") && l.contains(" (isoch) ")),
+            "(isoch) note\n{ctx}"
+        );
+    }
+}
