@@ -2,8 +2,8 @@
 //! ways, `--isochronous` over UDP and TCP, and the TCP write timer, each
 //! replayed from a 2.2.1 capture and compared line for line.
 
-use super::golden::{case, compare, enhanced, print, tcp_kind, text_case, udp_kind, Case};
-use super::golden_parse::{fixture, Kind, Replayer};
+use super::golden::{case, enhanced, text_case, text_case_cut, Case};
+use super::golden_parse::{fixture, Kind};
 use super::model::{Side2, Tag2};
 
 #[test]
@@ -54,43 +54,20 @@ fn golden_trip_times_back_match_2_2_1() {
             ipg_us: name.starts_with("udp").then_some(1176.0),
             ..case(name)
         };
-        for side in [Side2::Client, Side2::Server] {
-            let file = format!(
-                "{name}.{}.txt",
-                if side == Side2::Client {
-                    "client"
-                } else {
-                    "server"
-                }
-            );
-            let want = fixture(&file);
-            let base: Box<dyn Fn(Tag2) -> Kind> = if c.udp {
-                Box::new(udp_kind(side))
-            } else {
-                Box::new(tcp_kind(side))
-            };
-            // A -R server only sends; a UDP client receives its [ *1] rows,
-            // a full-duplex UDP server sends its [ *1] rows.
+        // A -R server only sends; a UDP client receives its [ *1] rows,
+        // a full-duplex UDP server sends its [ *1] rows.
+        let over = |side: Side2, t: Tag2| {
             let sends = name.ends_with("-R") && side == Side2::Server;
-            let kind = |t: Tag2| match (c.udp, side, t) {
-                (false, ..) if sends => Kind::TcpSend,
-                (true, ..) if sends => Kind::UdpSend,
-                (true, Side2::Client, Tag2::ReverseId(_)) => Kind::UdpRecv,
-                (true, Side2::Server, Tag2::ReverseId(_)) => Kind::UdpSend,
-                _ => base(t),
-            };
-            let rp = Replayer {
-                side,
-                kind: &kind,
-                ipg_us: c.ipg_us.filter(|_| side == Side2::Client),
-                trip_times: c.trip_times,
+            match (c.udp, side, t) {
+                (false, ..) if sends => Some(Kind::TcpSend),
+                (true, ..) if sends => Some(Kind::UdpSend),
+                (true, Side2::Client, Tag2::ReverseId(_)) => Some(Kind::UdpRecv),
+                (true, Side2::Server, Tag2::ReverseId(_)) => Some(Kind::UdpSend),
+                _ => None,
             }
-            .text(&want);
-            let got = print(side, &c.layout, rp.events);
-            let cut =
-                |v: &[String]| -> Vec<String> { v.iter().map(|l| without_final_inp(l)).collect() };
-            compare(&file, &cut(&got), &cut(&want), &rp.cmp);
-            assert!(got.iter().any(|l| l.contains(" (trip-times)")), "{file}");
+        };
+        for got in text_case_cut(&c, Some(&over), &without_final_inp) {
+            assert!(got.iter().any(|l| l.contains(" (trip-times)")), "{name}");
         }
     }
 }
