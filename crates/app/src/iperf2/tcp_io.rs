@@ -166,13 +166,7 @@ pub(crate) fn recv_loop(
         match sock.read(&mut buf) {
             Ok(0) => return Ok(()),
             Ok(n) => stats.read(n),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::Interrupted
-                        | io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                ) => {}
+            Err(e) if read_again(&e) => {}
             Err(e) => return Err(e),
         }
     }
@@ -329,6 +323,15 @@ pub(crate) fn pattern(len: u32) -> Vec<u8> {
     (0..len.max(1) as usize)
         .map(|i| b'0' + (i % 10) as u8)
         .collect()
+}
+
+/// A read that ended without data or error worth reporting: a signal, or the
+/// socket's timeout (set so a reader sees the run's stop in time). Read again.
+pub(crate) fn read_again(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 #[cfg(test)]

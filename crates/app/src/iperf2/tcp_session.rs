@@ -119,12 +119,7 @@ pub(crate) fn read_start(
             Ok(n) => buf.truncate(have + n),
             Err(e) => {
                 buf.truncate(have);
-                if !matches!(
-                    e.kind(),
-                    io::ErrorKind::Interrupted
-                        | io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                ) {
+                if !super::tcp_io::read_again(&e) {
                     return Err(Refused::Io(e.to_string()));
                 }
             }

@@ -185,16 +185,7 @@ pub(crate) fn recv_bursts(
         let n = match r {
             Ok(0) => return Ok(()),
             Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::Interrupted
-                        | io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                ) =>
-            {
-                continue
-            }
+            Err(e) if super::tcp_io::read_again(&e) => continue,
             Err(e) => return Err(e),
         };
         if stats.frames && !plain && left == 0 {
@@ -248,13 +239,7 @@ fn skip_preamble(
             match sock.read(&mut b[at..]) {
                 Ok(0) => break,
                 Ok(n) => at += n,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::Interrupted
-                            | io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                    ) => {}
+                Err(e) if super::tcp_io::read_again(&e) => {}
                 Err(e) => return Err(e),
             }
         }
