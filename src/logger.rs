@@ -53,7 +53,7 @@ impl Log for Logger {
 
 /// RFC 3339 UTC time of a Unix time in milliseconds (one clock read, so the
 /// seconds and the milliseconds always agree).
-fn utc(ms: u64) -> String {
+pub(crate) fn utc(ms: u64) -> String {
     let (secs, milli) = (ms / 1000, ms % 1000);
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     let (year, month, day) = rperf3_report::start::civil_date(days);

@@ -11,6 +11,7 @@ mod cli;
 mod cli2;
 mod iperf2;
 mod logger;
+mod mesh;
 mod output;
 mod plot;
 mod rpm;
@@ -32,6 +33,14 @@ fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     if let Some((prog, rest)) = iperf2::select(&args) {
         return iperf2::main(&prog, rest);
+    }
+    if args.get(1).is_some_and(|a| a == mesh::SUBCOMMAND) {
+        let prog = args[0].to_string_lossy();
+        let prog = std::path::Path::new(&*prog).file_name().map_or_else(
+            || "rperf3".to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
+        return mesh::main(&prog, &args[2..]);
     }
     let prog = args
         .first()

@@ -44,6 +44,7 @@ mod latency_data_owd;
 mod latency_interop;
 mod latency_probe;
 mod logging;
+mod mesh;
 mod metrics;
 mod metrics_delays;
 mod metrics_outcomes;

@@ -23,6 +23,10 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         help: "draw runs from -J or --json-stream output as an SVG",
     },
     CommandSpec {
+        usage: "mesh --peers FILE|--peers-dns NAME|--peers-k8s SERVICE [options]",
+        help: "a fleet agent: serves tests and tests every other member on a shared schedule",
+    },
+    CommandSpec {
         usage: "--generate man|complete-bash|complete-zsh|complete-fish",
         help: "print the man page or a shell completion script",
     },

@@ -17,7 +17,7 @@ mod qos;
 mod raw;
 mod rpm;
 mod table;
-mod units;
+pub(crate) mod units;
 mod validate;
 
 #[cfg(test)]

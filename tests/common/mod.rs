@@ -12,6 +12,7 @@ pub(crate) mod interop;
 #[macro_use]
 pub(crate) mod iperf2;
 pub(crate) mod json;
+pub(crate) mod mesh_records;
 pub(crate) mod proc;
 pub(crate) mod prom;
 pub(crate) mod raw;

@@ -11,6 +11,7 @@
 mod auth;
 mod client;
 pub mod config;
+mod exclusive;
 mod interrupt;
 pub mod iperf2;
 mod latency;
@@ -20,8 +21,11 @@ mod test;
 
 pub use auth::{ClientAuth, ServerAuth};
 pub use client::run as run_client;
+pub use exclusive::{Exclusive, Held};
 pub use interrupt::Interrupt;
-pub use server::serve;
+/// The trait an embedder's metrics implement ([`ServeHooks::extra_metrics`]).
+pub use prometheus_client::collector::Collector;
+pub use server::{serve, serve_with, ServeHooks};
 pub use test::setup::{client_params, version_string};
 
 use rperf3_proto::IperfError;

@@ -13,6 +13,7 @@ use super::metrics::TestOutcome;
 use super::refuse::access_denied;
 use super::session::{Session, SessionSetup};
 use super::{Host, Running, Waiting, START_HEADROOM};
+use crate::exclusive::Held;
 
 impl Host<'_, '_> {
     /// A whole cookie arrived: a data stream of a running test, or a new test.
@@ -42,9 +43,18 @@ impl Host<'_, '_> {
             self.refuse_busy(conn);
             return;
         }
+        // A node shared with tests outside the server (a mesh agent's own)
+        // takes one test at a time, whichever side runs it.
+        let held = match &self.hooks.exclusive {
+            Some(x) => match x.try_hold() {
+                Some(h) => Some(h),
+                None => return self.refuse_busy(conn),
+            },
+            None => None,
+        };
         let ip = rperf3_sys::net::unmap(peer).ip();
         match self.admission.arrive(ip) {
-            Decision::Run => self.start(conn, peer, cookie),
+            Decision::Run => self.start(conn, peer, cookie, held),
             Decision::Queue(t) => {
                 self.waiting.insert(t, Waiting { conn, peer, cookie });
             }
@@ -82,12 +92,23 @@ impl Host<'_, '_> {
 
     /// Starts waiting clients while slots are free.
     pub(super) fn start_waiting(&mut self) {
-        if self.exiting {
+        if self.exiting || self.waiting.is_empty() {
             return;
         }
-        while let Some((t, ip)) = self.admission.start_next() {
+        loop {
+            let held = match &self.hooks.exclusive {
+                Some(x) => match x.try_hold() {
+                    Some(h) => Some(h),
+                    // The node's slot is taken: they wait on.
+                    None => return,
+                },
+                None => None,
+            };
+            let Some((t, ip)) = self.admission.start_next() else {
+                return;
+            };
             match self.waiting.remove(&t) {
-                Some(w) => self.start(w.conn, w.peer, w.cookie),
+                Some(w) => self.start(w.conn, w.peer, w.cookie, held),
                 // Not there (cannot happen: leaving the queue removes both).
                 None => self.admission.finished(ip),
             }
@@ -95,7 +116,13 @@ impl Host<'_, '_> {
     }
 
     /// Starts a session thread for a test that has a slot.
-    fn start(&mut self, conn: TcpStream, peer: SocketAddr, cookie: [u8; COOKIE_LEN]) {
+    fn start(
+        &mut self,
+        conn: TcpStream,
+        peer: SocketAddr,
+        cookie: [u8; COOKIE_LEN],
+        held: Option<Held>,
+    ) {
         let ip = rperf3_sys::net::unmap(peer).ip();
         let id = self.next_id;
         self.next_id += 1;
@@ -145,6 +172,7 @@ impl Host<'_, '_> {
                 ip,
                 mailbox,
                 thread,
+                _held: held,
             })
         })();
         match started {

@@ -27,11 +27,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use prometheus_client::collector::Collector;
 use rperf3_proto::{IperfError, COOKIE_LEN, IE_LISTEN, IE_RECV_COOKIE, IE_SERVER_TERM};
 use rperf3_report::Reporter;
 
 use crate::auth::ServerAuth;
 use crate::config::{CommonConfig, ServerConfig};
+use crate::exclusive::{Exclusive, Held};
 use crate::interrupt::Interrupt;
 use crate::Outcome;
 use admission::{Admission, Ticket};
@@ -60,6 +62,8 @@ struct Running {
     ip: IpAddr,
     mailbox: Mailbox<ToSession>,
     thread: JoinHandle<()>,
+    /// The node's slot, when the host shares it ([`ServeHooks::exclusive`]).
+    _held: Option<Held>,
 }
 
 /// A client waiting for a slot: its cookie is read, it waits for PARAM_EXCHANGE.
@@ -73,6 +77,18 @@ struct Waiting {
 /// may run side by side.
 pub(crate) type MakeReporter<'a> = dyn FnMut(Option<u64>) -> Reporter + 'a;
 
+/// What an embedder (the mesh agent) adds to a server.
+#[derive(Debug, Default, Clone)]
+pub struct ServeHooks {
+    /// A slot the server shares with tests run outside it: a new test is
+    /// refused as busy while anyone holds it, and holds it while it runs.
+    pub exclusive: Option<Arc<Exclusive>>,
+    /// More series for `--metrics`, encoded after the server's own.
+    pub extra_metrics: Option<Arc<dyn Collector>>,
+    /// Told once the server listens (and its metrics endpoint with it).
+    pub ready: Option<std::sync::mpsc::SyncSender<()>>,
+}
+
 /// Serves tests until interrupted (or after one with `-1`).
 pub fn serve(
     sc: &ServerConfig,
@@ -80,6 +96,18 @@ pub fn serve(
     make_reporter: &mut MakeReporter<'_>,
     intr: &mut Interrupt,
     auth: Option<Arc<ServerAuth>>,
+) -> Outcome {
+    serve_with(sc, common, make_reporter, intr, auth, ServeHooks::default())
+}
+
+/// [`serve`], with what an embedder adds.
+pub fn serve_with(
+    sc: &ServerConfig,
+    common: &CommonConfig,
+    make_reporter: &mut MakeReporter<'_>,
+    intr: &mut Interrupt,
+    auth: Option<Arc<ServerAuth>>,
+    hooks: ServeHooks,
 ) -> Outcome {
     let mut rep = make_reporter(None);
     let listener = match rperf3_sys::net::listen_tcp(
@@ -102,7 +130,7 @@ pub fn serve(
         Ok(p) => p,
         Err(e) => return Outcome::finish(&mut rep, Some(IperfError::from_io(IE_LISTEN, &e))),
     };
-    let metrics = Metrics::new();
+    let metrics = Metrics::with_extra(hooks.extra_metrics.clone());
     // Bound before the banner: a taken or bad address is a startup error.
     let _endpoint = match sc.metrics {
         Some(addr) => match Endpoint::start(addr, metrics.clone()) {
@@ -123,6 +151,7 @@ pub fn serve(
     });
     let mut host = Host {
         auth,
+        hooks,
         sc,
         common,
         make_reporter,
@@ -151,12 +180,16 @@ pub fn serve(
         exiting: false,
     };
     host.rep.server_banner(common.port, host.next_id);
+    if let Some(tx) = host.hooks.ready.take() {
+        let _ = tx.send(());
+    }
     host.run(intr)
 }
 
 struct Host<'a, 'b> {
     /// Clients must authenticate.
     auth: Option<Arc<ServerAuth>>,
+    hooks: ServeHooks,
     sc: &'a ServerConfig,
     common: &'a CommonConfig,
     make_reporter: &'a mut MakeReporter<'b>,

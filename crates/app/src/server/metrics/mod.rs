@@ -84,6 +84,8 @@ pub(super) struct Metrics {
     /// One-way delays of the data the server received in ended `--latency`
     /// tests, and round trips of ended `--bounceback` tests.
     delays: Mutex<latency::Delays>,
+    /// An embedder's own series (the mesh agent's per-pair figures).
+    extra: Option<Arc<dyn Collector>>,
 }
 
 #[derive(Debug, Default)]
@@ -213,8 +215,17 @@ struct Snapshot {
 
 impl Metrics {
     /// Empty metrics.
+    #[cfg(test)]
     pub(super) fn new() -> Arc<Self> {
         Arc::default()
+    }
+
+    /// Empty metrics, and `extra`'s series after them in every scrape.
+    pub(super) fn with_extra(extra: Option<Arc<dyn Collector>>) -> Arc<Self> {
+        Arc::new(Self {
+            extra,
+            ..Self::default()
+        })
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -297,6 +308,9 @@ impl Metrics {
     pub(super) fn encode(self: &Arc<Self>) -> String {
         let mut reg = Registry::with_prefix("rperf3");
         reg.register_collector(Box::new(View(self.clone())));
+        if let Some(x) = &self.extra {
+            reg.register_collector(Box::new(Extra(x.clone())));
+        }
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
@@ -307,6 +321,16 @@ impl Metrics {
 /// The collector prometheus-client calls at each scrape.
 #[derive(Debug)]
 struct View(Arc<Metrics>);
+
+/// An embedder's collector, shared with it.
+#[derive(Debug)]
+struct Extra(Arc<dyn Collector>);
+
+impl Collector for Extra {
+    fn encode(&self, enc: DescriptorEncoder<'_>) -> std::fmt::Result {
+        self.0.encode(enc)
+    }
+}
 
 type Labels<'a> = Vec<(&'static str, &'a str)>;
 
