@@ -106,3 +106,43 @@ fn udp_receive_buffer_is_raised_unless_w_is_given_issue_9() {
     assert!(server_udp_rcvbuf(&[]) >= want, "want at least {want}");
     assert_eq!(server_udp_rcvbuf(&["-w", "100K"]), 2 * 102_400);
 }
+
+/// A server that takes the parameters and asks for the streams, then never
+/// answers the UDP stream's hello (lost on the way, say): Ctrl-C still ends
+/// the client at once, not after the 30 s the setup may take.
+#[test]
+fn a_client_waiting_for_the_udp_hello_stops_on_sigint_issue23() {
+    use crate::common::raw::{read_json, CREATE_STREAMS, PARAM_EXCHANGE};
+    use crate::common::{rperf3, Proc, Signal};
+    use std::io::{Read, Write};
+    use std::time::Duration;
+    let control = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = control.local_addr().unwrap().port();
+    let udp = std::net::UdpSocket::bind(("127.0.0.1", port)).unwrap();
+    let p = port.to_string();
+    let client = Proc::spawn(rperf3(), &["-c", "127.0.0.1", "-p", &p, "-u", "-t", "1"]);
+    let (mut c, _) = control.accept().unwrap();
+    let mut cookie = [0u8; 37];
+    c.read_exact(&mut cookie).unwrap();
+    c.write_all(&[PARAM_EXCHANGE]).unwrap();
+    let params = read_json(&mut c);
+    assert_eq!(params["udp"], true, "{params}");
+    c.write_all(&[CREATE_STREAMS]).unwrap();
+    // The hello arrives, and is not answered.
+    let mut buf = [0u8; 64];
+    udp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let (n, _) = udp.recv_from(&mut buf).expect("the client's hello");
+    assert_eq!(&buf[..n], b"9876");
+    let asked = std::time::Instant::now();
+    client.signal(Signal::SIGINT);
+    let out = client.finish(Duration::from_secs(10));
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        asked.elapsed()
+    );
+    assert!(
+        out.stderr.contains("interrupt - the client has terminated"),
+        "{out}"
+    );
+}

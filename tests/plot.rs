@@ -2,8 +2,11 @@
 //! (librsvg's `rsvg-convert`), and its structure, read with an XML parser, holds
 //! a line per stream plus the sum, axis titles with units, and a legend entry
 //! for each line. Broken input fails with a message and exit status 1.
+//! Mesh lines (`rperf3 mesh -J`) draw as matrices: [`mesh`].
 
 use crate::common;
+
+mod mesh;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -30,9 +33,20 @@ struct Polyline {
     points: Vec<(f64, f64)>,
 }
 
+/// A rectangle drawn in the SVG (a filled one has stroke "none").
+#[derive(Debug, Clone)]
+struct Rect {
+    x: f64,
+    y: f64,
+    w: f64,
+    h: f64,
+    fill: String,
+}
+
 struct Svg {
     texts: Vec<(f64, f64, String)>,
     lines: Vec<Polyline>,
+    rects: Vec<Rect>,
     size: (u32, u32),
 }
 
@@ -71,9 +85,21 @@ fn read_svg(path: &Path) -> Svg {
                 .collect(),
         })
         .collect();
+    let rects = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect"))
+        .map(|n| Rect {
+            x: num(&n, "x"),
+            y: num(&n, "y"),
+            w: num(&n, "width"),
+            h: num(&n, "height"),
+            fill: n.attribute("fill").unwrap().to_string(),
+        })
+        .collect();
     Svg {
         texts,
         lines,
+        rects,
         size: (dim("width"), dim("height")),
     }
 }

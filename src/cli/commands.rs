@@ -20,7 +20,7 @@ pub(crate) struct CommandSpec {
 pub(crate) static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         usage: "plot RUN.json [MORE.json ...] [-o FILE.svg]",
-        help: "draw runs from -J or --json-stream output as an SVG",
+        help: "draw runs from -J or --json-stream output, or mesh -J lines, as an SVG",
     },
     CommandSpec {
         usage: "mesh --peers FILE|--peers-dns NAME|--peers-k8s SERVICE [options]",
@@ -101,7 +101,13 @@ pub(crate) fn plot_help(prog: &str) -> String {
          Draws throughput per interval (each stream and their sum), then TCP\n\
          retransmits, congestion window and RTT, or UDP loss and jitter, from the\n\
          -J or --json-stream output of rperf3 or iperf3 (client or server side).\n\
-         Several runs in one plot compare their sums.\n\n"
+         Several runs in one plot compare their sums.\n\n\
+         The JSON lines of `{prog} mesh -J` (several agents' files, or one file of\n\
+         them concatenated) draw as a mesh instead: matrices of throughput, loaded\n\
+         latency p50 and, for UDP, loss, a row per source and a column per\n\
+         destination, each cell the pair's latest test (or why it did not run),\n\
+         and the worst pairs listed; titled \"Mesh: N nodes, M tests\" by default.\n\
+         A plot shows runs or mesh lines, not both.\n\n"
     );
     for o in PLOT_OPTIONS {
         let names = match o.short {

@@ -99,10 +99,11 @@ impl Agent<'_> {
                     );
                 }
             }
-            if !self.run_cycle(&c) || !self.wait_until(c.start + c.len) {
+            // The slots end before the period does; the last cycle ends there.
+            let slots_end = c.start + c.plan.slots.len() as f64 * self.args.slot;
+            if !self.run_cycle(&c) || !self.wait_until(slots_end) {
                 return Ended::Stopped;
             }
-            after = c.start + c.len;
             if member {
                 self.series.cycle_done();
                 done += 1;
@@ -110,6 +111,10 @@ impl Agent<'_> {
                     return Ended::Done;
                 }
             }
+            if !self.wait_until(c.start + c.len) {
+                return Ended::Stopped;
+            }
+            after = c.start + c.len;
         }
     }
 

@@ -68,6 +68,8 @@ mod tests {
                 idle_p50_s: 0.000051,
                 lost_percent: None,
                 jitter_ms: None,
+                lost_packets: None,
+                packets: None,
             }),
         };
         assert_eq!(

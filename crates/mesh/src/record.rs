@@ -95,6 +95,10 @@ pub struct Figures {
     pub lost_percent: Option<f64>,
     /// UDP: the receiver's jitter, ms.
     pub jitter_ms: Option<f64>,
+    /// UDP: datagrams lost and sent, as the receiver counted them.
+    pub lost_packets: Option<u64>,
+    /// See `lost_packets`.
+    pub packets: Option<u64>,
 }
 
 fn num(v: &Value, path: &[&str]) -> Option<f64> {
@@ -137,6 +141,8 @@ pub fn read_document(doc: &Value) -> Result<(Outcome, Figures), (Outcome, String
         idle_p50_s: ms("idle", "p50_ms"),
         lost_percent: udp.then(|| num(rx, &["lost_percent"]).unwrap_or(0.0)),
         jitter_ms: udp.then(|| num(rx, &["jitter_ms"]).unwrap_or(0.0)),
+        lost_packets: udp.then(|| num(rx, &["lost_packets"]).unwrap_or(0.0) as u64),
+        packets: udp.then(|| num(rx, &["packets"]).unwrap_or(0.0) as u64),
     };
     // A stock iperf3 server answers the test but not the latency offer.
     let outcome = if lat.get("with_server") == Some(&Value::Bool(false)) {
@@ -209,6 +215,8 @@ impl TestRecord {
         if let Some(f) = f.filter(|f| f.protocol == "udp") {
             m.insert("lost_percent".into(), json!(f.lost_percent));
             m.insert("jitter_ms".into(), json!(f.jitter_ms));
+            m.insert("lost_packets".into(), json!(f.lost_packets));
+            m.insert("packets".into(), json!(f.packets));
         }
         o.to_string()
     }
@@ -291,7 +299,10 @@ mod tests {
         d["start"]["test_start"]["protocol"] = json!("UDP");
         d["end"]["sum_received"]["lost_percent"] = json!(2.5);
         d["end"]["sum_received"]["jitter_ms"] = json!(0.125);
+        d["end"]["sum_received"]["lost_packets"] = json!(5);
+        d["end"]["sum_received"]["packets"] = json!(200);
         let (_, f) = read_document(&d).unwrap();
+        assert_eq!((f.lost_packets, f.packets), (Some(5), Some(200)));
         assert_eq!(f.retransmits, None);
         assert_eq!(f.lost_percent, Some(2.5));
         assert_eq!(f.jitter_ms, Some(0.125));
@@ -309,6 +320,8 @@ mod tests {
         let line: Value = serde_json::from_str(&rec.to_json()).unwrap();
         assert_eq!(line["lost_percent"], 2.5);
         assert_eq!(line["jitter_ms"], 0.125);
+        assert_eq!(line["lost_packets"], 5);
+        assert_eq!(line["packets"], 200);
         assert_eq!(line["retransmits"], Value::Null);
     }
 

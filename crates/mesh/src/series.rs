@@ -304,6 +304,8 @@ mod tests {
                 idle_p50_s: 0.001,
                 lost_percent: None,
                 jitter_ms: None,
+                lost_packets: None,
+                packets: None,
             }),
         }
     }

@@ -63,7 +63,7 @@ fn full_output(text: &str) -> Option<&str> {
     None
 }
 
-fn json_error(e: &serde_json::Error, line: Option<usize>) -> PlotError {
+pub(crate) fn json_error(e: &serde_json::Error, line: Option<usize>) -> PlotError {
     let line_no = line.unwrap_or(e.line());
     if e.is_eof() {
         PlotError::Truncated {

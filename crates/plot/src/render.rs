@@ -16,9 +16,11 @@ use crate::PlotError;
 const WIDTH: u32 = 1200;
 const LEGEND_WIDTH: u32 = 290;
 const UNIT_HEIGHT: u32 = 200;
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
-fn draw_err<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> PlotError {
+pub(crate) fn draw_err<E: std::error::Error + Send + Sync>(
+    e: DrawingAreaErrorKind<E>,
+) -> PlotError {
     PlotError::Draw(e.to_string())
 }
 
@@ -131,7 +133,7 @@ where
 }
 
 /// At most `max` characters, the middle elided: file names differ at both ends.
-fn shorten(s: &str, max: usize) -> String {
+pub(crate) fn shorten(s: &str, max: usize) -> String {
     let n = s.chars().count();
     if n <= max {
         return s.to_string();

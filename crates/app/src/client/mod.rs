@@ -453,8 +453,12 @@ impl Client<'_> {
                     rperf3_sys::sockopt::set_dont_fragment(&s)
                         .map_err(|e| IperfError::from_io(IE_SET_DONT_FRAGMENT, &e))?;
                 }
-                crate::test::udp_setup::hello(&s, len, left.min(UDP_CONNECT_TIMEOUT))
-                    .map_err(io_err)?;
+                match crate::test::udp_setup::hello(&s, len, left.min(UDP_CONNECT_TIMEOUT), intr) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                        return Err(self.interrupted())
+                    }
+                    r => r.map_err(io_err)?,
+                }
                 LiveStream::udp(s, i, sender)
             } else if params.protocol == Protocol::Sctp {
                 let ends = self.stream_ends(local_port, dev, left);

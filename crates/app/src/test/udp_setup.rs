@@ -8,9 +8,12 @@
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use rperf3_proto::{is_connect_reply, UDP_CONNECT_MSG};
+
+use crate::interrupt::Interrupt;
 
 /// Largest number of non-reply datagrams a client skips while waiting for the reply.
 const MAX_SKIPPED: usize = 64;
@@ -71,21 +74,36 @@ pub(crate) fn open_stream(
     Ok(sock)
 }
 
-/// Sends "9876" and waits up to `timeout` for the reply (TimedOut without it).
-pub(crate) fn hello(sock: &UdpSocket, len: usize, timeout: Duration) -> io::Result<()> {
+/// Sends "9876" and waits up to `timeout` for the reply (TimedOut without it;
+/// Interrupted as soon as `intr` fires: a lost hello must not hold Ctrl-C for
+/// the whole setup time).
+pub(crate) fn hello(
+    sock: &UdpSocket,
+    len: usize,
+    timeout: Duration,
+    intr: &mut Interrupt,
+) -> io::Result<()> {
     sock.send(&UDP_CONNECT_MSG)?;
     let deadline = Instant::now() + timeout;
     let mut buf = vec![0u8; len.max(4)];
-    for _ in 0..MAX_SKIPPED {
+    let mut skipped = 0;
+    while skipped < MAX_SKIPPED {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             break;
         }
-        sock.set_read_timeout(Some(left))?;
+        let ready = rperf3_sys::poll::wait_readable(&[sock.as_fd(), intr.fd()], left)?;
+        if ready[1] && intr.triggered() {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
+        }
+        if !ready[0] {
+            continue;
+        }
         let n = sock.recv(&mut buf)?;
         if is_connect_reply(&buf[..n.min(4)]) {
-            return sock.set_read_timeout(None);
+            return Ok(());
         }
+        skipped += 1;
     }
     Err(io::Error::new(
         io::ErrorKind::TimedOut,
