@@ -503,3 +503,77 @@ fn bad_mesh_command_lines_are_refused_issue23() {
     );
     assert!(o.stderr.contains("Address already in use"), "{o}");
 }
+
+#[test]
+fn budgets_skip_a_cycles_later_tests_and_text_lines_read_at_a_glance_issue23() {
+    let net = subnet();
+    let ip = |i: u32| format!("{net}.{i}");
+    let port = free_port();
+    let peers = scratch_file("mesh-budget");
+    std::fs::write(&peers, format!("a {}\nb {}\nc {}\n", ip(1), ip(2), ip(3))).unwrap();
+    let start = anchor(2.0);
+    let common = [
+        "-t",
+        "1",
+        "--slot",
+        "1.5",
+        "--start-at",
+        &start,
+        "--cycles",
+        "1",
+        "-b",
+        "8M",
+    ];
+    // a: its first test (1 MB at 8 Mbit/s) spends a 500 KB budget.
+    let mut a_args = common.to_vec();
+    a_args.extend(["--cycle-bytes", "500K"]);
+    // b: only tests that start in the cycle's first 3 s (its first two slots).
+    let mut b_args = common.to_vec();
+    b_args.extend(["--cycle-time", "3"]);
+    let a = agent("a", &ip(1), port, &peers, &a_args);
+    let b = agent("b", &ip(2), port, &peers, &b_args);
+    // c writes text lines (no -J).
+    let p = peers.to_string_lossy().into_owned();
+    let (ip3, port_s) = (ip(3), port.to_string());
+    let mut c_args = vec![
+        "mesh", "--name", "c", "--peers", &p, "-B", &ip3, "-p", &port_s,
+    ];
+    c_args.extend(common);
+    let c = Proc::spawn(rperf3(), &c_args);
+    let (oa, ob, oc) = (
+        a.finish(Duration::from_secs(30)),
+        b.finish(Duration::from_secs(30)),
+        c.finish(Duration::from_secs(30)),
+    );
+    for o in [&oa, &ob, &oc] {
+        assert_eq!(o.code(), Some(0), "{o}");
+    }
+    let la = lines(&oa.stdout);
+    assert_eq!(la.len(), 2, "{}", oa.stdout);
+    assert_eq!(field(&la[0], "outcome"), "ok", "{}", oa.stdout);
+    assert_eq!(field(&la[1], "outcome"), "budget", "{}", oa.stdout);
+    assert!(
+        field(&la[1], "error").contains("--cycle-bytes"),
+        "{}",
+        oa.stdout
+    );
+    // b is a source in slots 0 and 5 (the plan of 3 members).
+    let lb = lines(&ob.stdout);
+    let outcomes: Vec<(u64, &str)> = lb
+        .iter()
+        .map(|l| (l["slot"].as_u64().unwrap(), field(l, "outcome")))
+        .collect();
+    assert_eq!(outcomes, [(0, "ok"), (5, "budget")], "{}", ob.stdout);
+    assert!(
+        field(&lb[1], "error").contains("--cycle-time"),
+        "{}",
+        ob.stdout
+    );
+    // 3 members, 6 slots: each is a source twice.
+    let text: Vec<&str> = oc.stdout.lines().collect();
+    assert_eq!(text.len(), 2, "{}", oc.stdout);
+    for l in text {
+        assert!(l.contains(" c -> ") && l.contains("  ok  "), "{l}");
+        assert!(l.contains("bits/sec") && l.contains("RPM"), "{l}");
+    }
+}

@@ -15,6 +15,7 @@ use crate::common::scratch_file;
 const THROUGHPUT: &str = "Throughput, bit/s (log colour scale)";
 const LATENCY: &str = "Loaded latency p50, ms (log colour scale)";
 const LOSS: &str = "UDP loss, %";
+const RETRANSMITS: &str = "TCP retransmits";
 
 /// A matrix cell read back: its matrix (title), pair, text and rectangle.
 #[derive(Debug)]
@@ -171,6 +172,7 @@ fn check_against_input(svg: &Svg, paths: &[String], titles: &[&str]) -> Vec<Cell
         let figure = match c.matrix.as_str() {
             THROUGHPUT => &line["throughput_bps"],
             LATENCY => &line["latency"]["loaded"]["p50_ms"],
+            RETRANSMITS => &line["retransmits"],
             _ => &line["lost_percent"],
         };
         let figure = figure.as_f64().unwrap();
@@ -215,10 +217,15 @@ fn mesh_plot_shows_each_pairs_latest_test() {
     let Some(svg) = plot_and_render(std::slice::from_ref(&input), &[]) else {
         return;
     };
-    let cells = check_against_input(&svg, std::slice::from_ref(&input), &[THROUGHPUT, LATENCY]);
+    let cells = check_against_input(
+        &svg,
+        std::slice::from_ref(&input),
+        &[THROUGHPUT, LATENCY, RETRANSMITS],
+    );
     assert!(!svg.has_text(LOSS), "TCP only: no loss matrix");
     let unreachable: Vec<&Cell> = cells.iter().filter(|c| c.text == "unreachable").collect();
-    assert_eq!(unreachable.len(), 2 * 4);
+    // Three matrices, four sources each.
+    assert_eq!(unreachable.len(), 3 * 4);
     assert!(unreachable.iter().all(|c| c.destination == "n5"));
     // The lowest throughput in the file heads the list, and its cell is outlined.
     let (pairs, _, _) = latest(std::slice::from_ref(&input));
@@ -314,7 +321,7 @@ fn several_mesh_files_plot_as_one_mesh() {
     let Some(svg) = plot_and_render(&paths, &[]) else {
         return;
     };
-    check_against_input(&svg, &paths, &[THROUGHPUT, LATENCY]);
+    check_against_input(&svg, &paths, &[THROUGHPUT, LATENCY, RETRANSMITS]);
 }
 
 #[test]

@@ -40,6 +40,8 @@ pub struct MeshTest {
     pub loaded_p50_ms: Option<f64>,
     /// UDP: datagrams lost, percent.
     pub lost_percent: Option<f64>,
+    /// TCP: segments the source retransmitted.
+    pub retransmits: Option<f64>,
 }
 
 impl MeshTest {
@@ -58,6 +60,8 @@ pub enum Metric {
     Latency,
     /// UDP loss, percent: high is bad.
     Loss,
+    /// TCP retransmits: high is bad (a lossy path shows here first).
+    Retransmits,
 }
 
 impl Metric {
@@ -70,6 +74,7 @@ impl Metric {
             Self::Throughput => t.throughput_bps,
             Self::Latency => t.loaded_p50_ms,
             Self::Loss => t.lost_percent.filter(|_| t.udp),
+            Self::Retransmits => t.retransmits.filter(|_| !t.udp),
         };
         v.filter(|v| v.is_finite())
     }
@@ -180,6 +185,7 @@ pub fn parse_mesh(text: &str) -> Result<Vec<MeshTest>, PlotError> {
             throughput_bps: number(o.get("throughput_bps")),
             loaded_p50_ms: number(o.get("latency").and_then(|l| l.pointer("/loaded/p50_ms"))),
             lost_percent: number(o.get("lost_percent")),
+            retransmits: number(o.get("retransmits")),
         });
     }
     if out.is_empty() {
@@ -243,19 +249,27 @@ impl Mesh {
         self.pairs().any(|(_, _, t)| t.measured() && t.udp)
     }
 
+    /// Whether any pair's latest measured test used TCP: the plot then adds a
+    /// retransmits matrix.
+    pub fn has_tcp(&self) -> bool {
+        self.pairs().any(|(_, _, t)| t.measured() && !t.udp)
+    }
+
     /// The figures of `metric` of every pair that has one.
     pub fn values(&self, metric: Metric) -> Vec<f64> {
         self.pairs().filter_map(|(_, _, t)| metric.of(t)).collect()
     }
 
     /// At most `n` pairs with the worst figures of `metric`, worst first (ties
-    /// in row order). A loss of zero is no loss, so never among the worst.
+    /// in row order). A loss (or retransmit count) of zero is none, so never
+    /// among the worst.
     pub fn worst(&self, metric: Metric, n: usize) -> Vec<Ranked> {
         let mut ranked: Vec<Ranked> = self
             .pairs()
             .filter_map(|(source, destination, t)| {
                 let value = metric.of(t)?;
-                (metric != Metric::Loss || value > 0.0).then_some(Ranked {
+                let counted = matches!(metric, Metric::Loss | Metric::Retransmits);
+                (!counted || value > 0.0).then_some(Ranked {
                     source,
                     destination,
                     value,

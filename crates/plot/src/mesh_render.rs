@@ -111,6 +111,9 @@ struct Matrix {
 
 fn matrices(mesh: &Mesh) -> Vec<Matrix> {
     let mut metrics = vec![Metric::Throughput, Metric::Latency];
+    if mesh.has_tcp() {
+        metrics.push(Metric::Retransmits);
+    }
     if mesh.has_udp() {
         metrics.push(Metric::Loss);
     }
@@ -127,6 +130,7 @@ fn matrices(mesh: &Mesh) -> Vec<Matrix> {
                     "Highest loaded latency p50 (ms)",
                 ),
                 Metric::Loss => ("UDP loss, %", "Highest UDP loss (%)"),
+                Metric::Retransmits => ("TCP retransmits", "Most TCP retransmits"),
             };
             Matrix {
                 metric,

@@ -34,6 +34,9 @@ const MIN_RATIO: f64 = 2.0;
 const MIN_LATENCY_SPAN_MS: f64 = 1.0;
 /// A loss (percentage points) drawn in the worst colour at the least.
 const MIN_LOSS_SPAN: f64 = 1.0;
+/// Retransmits reach full red at 100 at least: a handful on a busy path is
+/// not alarming.
+const MIN_RETRANSMITS_SPAN: f64 = 100.0;
 
 /// Colour stops from best to worst: pale green, pale yellow, orange, red.
 const STOPS: [(f64, (u8, u8, u8)); 4] = [
@@ -64,6 +67,7 @@ impl Scale {
             }
             Metric::Latency => (1.0, MIN_RATIO, true),
             Metric::Loss => (0.0, max.max(MIN_LOSS_SPAN), false),
+            Metric::Retransmits => (0.0, max.max(MIN_RETRANSMITS_SPAN), false),
         };
         Some(Self {
             metric,
@@ -145,6 +149,7 @@ pub(crate) fn format_value(metric: Metric, v: f64) -> String {
         Metric::Throughput => format_bps(v),
         Metric::Latency => format_ms(v),
         Metric::Loss => format_percent(v),
+        Metric::Retransmits => format!("{v:.0}"),
     }
 }
 

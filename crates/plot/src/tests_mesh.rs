@@ -318,7 +318,9 @@ fn the_svg_has_a_cell_per_pair_and_names_the_worst() {
         assert!(svg.contains(&format!(">\n{text}\n<")), "{text}");
     }
     let tcp = render_mesh_svg(&mesh(LOOPBACK), &[], Some("loopback")).unwrap();
-    assert_eq!(tcp.matches("width=\"84\" height=\"38\"").count(), 50);
+    // Throughput, latency and retransmits, 5 x 5 cells each.
+    assert_eq!(tcp.matches("width=\"84\" height=\"38\"").count(), 75);
+    assert!(tcp.contains(">\nTCP retransmits\n<"));
     assert!(tcp.contains(">\nloopback\n<"));
     assert!(!tcp.contains("UDP loss"));
 }
