@@ -41,7 +41,7 @@ run_agents() {
 start=$(( $(date +%s) + 5 ))
 slots=$(( N % 2 == 0 ? 2 * (N - 1) : 2 * N ))
 echo "full cycle: $N agents, $slots slots of $SLOT s, tests of $T s at $RATE, from $(date -d "@$start" -u +%T) UTC"
-run_agents full --cycles 1 --start-at "$start"
+run_agents full --cycles 1 --full-max "$N" --start-at "$start"
 wait
 end=$(date +%s.%N)
 cat "$WORK"/full-out* > "$WORK/full.jsonl"
