@@ -577,3 +577,65 @@ fn budgets_skip_a_cycles_later_tests_and_text_lines_read_at_a_glance_issue23() {
         assert!(l.contains("bits/sec") && l.contains("RPM"), "{l}");
     }
 }
+
+/// Two views of the membership: n1 and n5 know five members, n2 to n4 only
+/// the first four. The plans disagree: in slot 1 n5 and n3 both test n2, in
+/// slot 3 n5 and n2 both test n4. The servers' refusals keep every node in
+/// one test at a time, as client or server, by the servers' own logs.
+#[test]
+fn agents_that_disagree_never_put_a_node_in_two_tests_issue23() {
+    let net = subnet();
+    let ip = |i: u32| format!("{net}.{i}");
+    let port = free_port();
+    let four: String = (1..=4).map(|i| format!("n{i} {}\n", ip(i))).collect();
+    let (common, odd) = (scratch_file("mesh-view4"), scratch_file("mesh-view5"));
+    std::fs::write(&common, &four).unwrap();
+    std::fs::write(&odd, format!("{four}n5 {}\n", ip(5))).unwrap();
+    let start = anchor(2.0);
+    let args = [
+        "-t",
+        "1",
+        "--slot",
+        "1.5",
+        "--start-at",
+        &start,
+        "--cycles",
+        "1",
+    ];
+    let agents: Vec<Proc> = (1..=5)
+        .map(|i| {
+            let peers = if i == 1 || i == 5 { &odd } else { &common };
+            agent(&format!("n{i}"), &ip(i), port, peers, &args)
+        })
+        .collect();
+    let outs: Vec<_> = agents
+        .into_iter()
+        .map(|a| a.finish(Duration::from_secs(40)))
+        .collect();
+    let mut all = Vec::new();
+    let mut recs = Vec::new();
+    for (i, o) in outs.iter().enumerate() {
+        assert_eq!(o.code(), Some(0), "{o}");
+        all.extend(lines(&o.stdout));
+        recs.extend(served(&format!("n{}", i + 1), &o.stderr));
+    }
+    let nodes: HashMap<IpAddr, String> = (1..=5)
+        .map(|i| (ip(i).parse().unwrap(), format!("n{i}")))
+        .collect();
+    assert_nobody_twice_at_once(&recs, &nodes);
+    // The plans did collide, twice: one of each two was told busy.
+    let busy: Vec<(u64, &str)> = all
+        .iter()
+        .filter(|l| field(l, "outcome") == "busy")
+        .map(|l| (l["slot"].as_u64().unwrap(), field(l, "destination")))
+        .collect();
+    assert!(
+        busy.contains(&(1, "n2")) && busy.contains(&(3, "n4")),
+        "{busy:?}: {all:#?}"
+    );
+    // Each tested every member it knows.
+    for (i, want) in [(1, 4), (2, 3), (3, 3), (4, 3), (5, 4)] {
+        let n = lines(&outs[i - 1].stdout).len();
+        assert_eq!(n, want, "n{i}: {}", outs[i - 1].stdout);
+    }
+}

@@ -92,7 +92,8 @@ impl Agent<'_> {
             if self.member_said != Some(member) {
                 self.member_said = Some(member);
                 if !member {
-                    log::warn!(
+                    // Not an alarm: a pod is no endpoint before it is ready.
+                    log::info!(
                         "{} is not among the {} members: serving tests only until it is",
                         self.discovery.name(),
                         c.view.members.len()
@@ -148,6 +149,13 @@ impl Agent<'_> {
         let len = timing.cycle_len(2 * rounds);
         let (index, start) = timing.next_cycle(after, len);
         let plan = CyclePlan::new(n, mode, index);
+        if let Some(me) = view.me {
+            let dests = (0..plan.slots.len()).filter_map(|s| match plan.role(s, me) {
+                Role::Source(d) => Some(view.members[d].name.as_str()),
+                _ => None,
+            });
+            self.series.expect(dests);
+        }
         let what = match mode {
             Mode::Full => "every pair".to_string(),
             Mode::Sample { rounds } => format!("a sample of {rounds} rounds of {}", round_count(n)),
@@ -276,7 +284,8 @@ impl Agent<'_> {
             super::text::line(rec)
         };
         self.sink.out().push(format!("{line}\n").into_bytes());
-        if !rec.outcome.measured() {
+        // Text lines already say it on stdout.
+        if self.args.json && !rec.outcome.measured() {
             log::warn!(
                 "{} -> {}: {}{}",
                 rec.source,

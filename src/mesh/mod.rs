@@ -55,12 +55,19 @@ fn run(prog: &str, a: &MeshArgs) -> Result<u8, String> {
     let sink = crate::output::Sink::open(&out).map_err(|e| format!("{e:#}"))?;
     // Served tests and cycles are the agent's record: logged by default.
     crate::logger::init(if a.debug { 4 } else { 3 }, sink.log());
+    let r = serve_and_test(prog, a, &sink);
+    // What is queued (a failed start's reason too) is written before the end.
+    crate::drain_at_exit(&sink);
+    r
+}
+
+fn serve_and_test(prog: &str, a: &MeshArgs, sink: &crate::output::Sink) -> Result<u8, String> {
     let mut intr =
         crate::install_signals().map_err(|e| format!("unable to install signal handlers: {e}"))?;
     let discovery = Discovery::new(a);
     let series = Arc::new(Series::new(&discovery.name()));
     let exclusive = Exclusive::new();
-    let server = serve::Server::start(prog, a, exclusive.clone(), series.clone(), &sink)?;
+    let server = serve::Server::start(prog, a, exclusive.clone(), series.clone())?;
     log::info!(
         "mesh agent {} serving on port {}{}",
         discovery.name(),
@@ -71,7 +78,7 @@ fn run(prog: &str, a: &MeshArgs) -> Result<u8, String> {
     let mut agent = Agent {
         prog,
         args: a,
-        sink: &sink,
+        sink,
         series,
         exclusive,
         discovery,
@@ -87,6 +94,5 @@ fn run(prog: &str, a: &MeshArgs) -> Result<u8, String> {
         }
     }
     server.stop();
-    crate::drain_at_exit(&sink);
     Ok(0)
 }

@@ -19,7 +19,6 @@ use rperf3_report::{ReportOptions, Reporter};
 
 use super::args::MeshArgs;
 use crate::cli::{self, Command};
-use crate::output::Sink;
 
 /// How long the server may take to listen.
 const START_LIMIT: Duration = Duration::from_secs(10);
@@ -31,22 +30,27 @@ pub(crate) struct Server {
     quiet: Arc<AtomicBool>,
 }
 
-/// The server's error lines, until the agent stops it on purpose (then its
-/// "interrupt - the server has terminated" is no news).
-struct Muted {
+/// The server's error lines, as warnings of the agent's log (with its time
+/// and level), until the agent stops it on purpose (then its "interrupt -
+/// the server has terminated" is no news).
+struct ToLog {
     quiet: Arc<AtomicBool>,
-    inner: Box<dyn Write + Send>,
+    partial: Vec<u8>,
 }
 
-impl Write for Muted {
+impl Write for ToLog {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.quiet.load(Ordering::Relaxed) {
-            return Ok(buf.len());
+        self.partial.extend_from_slice(buf);
+        while let Some(i) = self.partial.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=i).collect();
+            if !self.quiet.load(Ordering::Relaxed) {
+                log::warn!("{}", String::from_utf8_lossy(&line).trim_end());
+            }
         }
-        self.inner.write(buf)
+        Ok(buf.len())
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
+        Ok(())
     }
 }
 
@@ -69,7 +73,6 @@ impl Server {
         a: &MeshArgs,
         exclusive: Arc<Exclusive>,
         series: Arc<dyn Collector>,
-        sink: &Sink,
     ) -> Result<Self, String> {
         let cfg = match cli::parse(prog, &server_argv(a)) {
             Ok(Command::Run(inv)) => inv.config,
@@ -86,8 +89,7 @@ impl Server {
             extra_metrics: Some(series),
             ready: Some(ready_tx),
         };
-        let sink = sink.clone();
-        let label = format!("{prog} mesh server");
+        let label = "server".to_string();
         let quiet = Arc::new(AtomicBool::new(false));
         let hush = quiet.clone();
         let thread = std::thread::Builder::new()
@@ -102,9 +104,9 @@ impl Server {
                         rperf3_sys::system::uname_line(),
                     );
                     opts.prog = label.clone();
-                    let err = Muted {
+                    let err = ToLog {
                         quiet: hush.clone(),
-                        inner: sink.writers().1,
+                        partial: Vec::new(),
                     };
                     Reporter::new(opts, Box::new(io::sink()), Box::new(err))
                 };

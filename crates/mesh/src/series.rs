@@ -32,12 +32,24 @@ struct Last {
     at: f64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Pair {
     last: Option<Last>,
+    /// Every outcome, from 0: a counter that appears at its first increment
+    /// hides that increment from `increase()`.
     outcomes: BTreeMap<Outcome, u64>,
     /// When it was last written, in record order (for the cap).
     touched: u64,
+}
+
+impl Default for Pair {
+    fn default() -> Self {
+        Self {
+            last: None,
+            outcomes: Outcome::ALL.iter().map(|o| (*o, 0)).collect(),
+            touched: 0,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -117,6 +129,18 @@ impl Series {
                 None => break,
             };
         }
+    }
+
+    /// The destinations this agent tests this cycle: their counters exist
+    /// (at 0) before their first test ends.
+    pub fn expect<'a>(&self, destinations: impl IntoIterator<Item = &'a str>) {
+        let mut g = self.lock();
+        for d in destinations {
+            g.clock += 1;
+            let clock = g.clock;
+            g.pairs.entry(d.to_string()).or_default().touched = clock;
+        }
+        Self::trim(&mut g);
     }
 
     /// A new cycle's membership: series of peers not in it go.
@@ -339,7 +363,27 @@ mod tests {
         s.record(&rec("n3", Outcome::Unreachable, 0.0));
         let t = text(&s);
         assert!(t.contains("outcome=\"unreachable\"} 1"), "{t}");
+        assert!(t.contains("outcome=\"ok\"} 0"), "{t}");
         assert!(!t.contains("throughput_bits_per_second{"), "{t}");
+    }
+
+    #[test]
+    fn expected_pairs_count_from_zero() {
+        let s = Arc::new(Series::new("n1"));
+        s.expect(["n2", "n3"]);
+        let t = text(&s);
+        for o in Outcome::ALL {
+            let line = format!(
+                "rperf3_mesh_tests_total{{source=\"n1\",destination=\"n3\",outcome=\"{}\"}} 0",
+                o.label()
+            );
+            assert!(t.contains(&line), "{line} missing from\n{t}");
+        }
+        assert!(!t.contains("throughput_bits_per_second{"), "{t}");
+        s.set_cap(Some(1));
+        // The later expected one stays.
+        assert!(text(&s).contains("destination=\"n3\""));
+        assert_eq!(s.peers(), 1);
     }
 
     #[test]
