@@ -44,6 +44,9 @@ fn man_page_renders_without_warnings() {
         "--sctp",
         "--username name",
         "plot RUN.json",
+        "MESH",
+        "--peers-k8s SERVICE",
+        "--cycle-bytes N",
     ] {
         assert!(plain.contains(want), "{want:?} missing:\n{plain}");
     }
@@ -89,6 +92,11 @@ fn bash_completion_completes_options() {
     );
     assert_eq!(bash_complete(&script, &["rperf3", "pl"]), ["plot"]);
     assert_eq!(bash_complete(&script, &["rperf3", "ip"]), ["iperf2"]);
+    assert_eq!(bash_complete(&script, &["rperf3", "me"]), ["mesh"]);
+    assert_eq!(
+        bash_complete(&script, &["rperf3", "mesh", "--peers-"]),
+        ["--peers-dns", "--peers-k8s"]
+    );
     assert_eq!(
         bash_complete(&script, &["rperf3", "--generate", "complete-z"]),
         ["complete-zsh"]

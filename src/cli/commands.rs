@@ -23,10 +23,6 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         help: "draw runs from -J or --json-stream output, or mesh -J lines, as an SVG",
     },
     CommandSpec {
-        usage: "mesh --peers FILE|--peers-dns NAME|--peers-k8s SERVICE [options]",
-        help: "a fleet agent: serves tests and tests every other member on a shared schedule",
-    },
-    CommandSpec {
         usage: "--generate man|complete-bash|complete-zsh|complete-fish",
         help: "print the man page or a shell completion script",
     },
@@ -34,6 +30,10 @@ pub(crate) static COMMANDS: &[CommandSpec] = &[
         usage: "iperf2 [iperf 2 options]",
         help:
             "speak iperf 2 as version 2.2.1 does: options, outputs, protocol; a link named iperf does too",
+    },
+    CommandSpec {
+        usage: "mesh --peers FILE|--peers-dns NAME|--peers-k8s SERVICE [options]",
+        help: "a fleet agent: serves tests and tests every other member on a shared schedule",
     },
 ];
 

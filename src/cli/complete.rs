@@ -94,6 +94,14 @@ pub(crate) fn bash() -> String {
             v
         })
         .collect();
+    let mesh_words: Vec<String> = crate::mesh::args::MESH_OPTIONS
+        .iter()
+        .flat_map(|o| {
+            let mut v: Vec<String> = o.short.iter().map(|c| format!("-{c}")).collect();
+            v.push(format!("--{}", o.long));
+            v
+        })
+        .collect();
     let kinds: Vec<&str> = GENERATE_KINDS.iter().map(|(k, _)| *k).collect();
     format!(
         r#"# bash completion for rperf3 (rperf3 --generate complete-bash)
@@ -114,6 +122,13 @@ _rperf3() {{
         fi
         return
     fi
+    if (( COMP_CWORD > 1 )) && [[ "${{COMP_WORDS[1]}}" == mesh ]]; then
+        case "$prev" in
+            --peers|--logfile) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        esac
+        [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "{mesh_words}" -- "$cur"))
+        return
+    fi
     if (( COMP_CWORD == 2 )) && [[ "$prev" == --generate ]]; then
         COMPREPLY=($(compgen -W "{kinds}" -- "$cur"))
         return
@@ -125,13 +140,14 @@ _rperf3() {{
         (( COMP_CWORD == 1 )) && extra="--generate"
         COMPREPLY=($(compgen -W "{words} $extra" -- "$cur"))
     elif (( COMP_CWORD == 1 )); then
-        COMPREPLY=($(compgen -W "plot iperf2" -- "$cur"))
+        COMPREPLY=($(compgen -W "plot iperf2 mesh" -- "$cur"))
     fi
     return 0
 }}
 complete -F _rperf3 rperf3
 "#,
         plot_words = plot_words.join(" "),
+        mesh_words = mesh_words.join(" "),
         kinds = kinds.join(" "),
         words = words.join(" "),
     )
@@ -196,6 +212,7 @@ pub(crate) fn zsh() -> String {
     let kinds: Vec<&str> = GENERATE_KINDS.iter().map(|(k, _)| *k).collect();
     let plot_help = zsh_text(COMMANDS[0].help);
     let iperf2_help = zsh_text(COMMANDS[2].help);
+    let mesh_help = zsh_text(COMMANDS[3].help);
     format!(
         r#"#compdef rperf3
 # zsh completion for rperf3 (rperf3 --generate complete-zsh)
@@ -210,7 +227,7 @@ _rperf3() {{
   fi
   _arguments -s \
 {specs}    '(-)--generate=[print the man page or a completion script]:kind:({kinds})' \
-    '1::command:((plot\:"{plot_help}" iperf2\:"{iperf2_help}"))'
+    '1::command:((plot\:"{plot_help}" iperf2\:"{iperf2_help}" mesh\:"{mesh_help}"))'
 }}
 _rperf3 "$@"
 "#,
@@ -231,7 +248,7 @@ pub(crate) fn fish() -> String {
         "# fish completion for rperf3 (rperf3 --generate complete-fish)\n\
          complete -c rperf3 -f\n",
     );
-    let not_plot = "-n 'not __fish_seen_subcommand_from plot'";
+    let not_plot = "-n 'not __fish_seen_subcommand_from plot mesh'";
     let _ = writeln!(
         out,
         "complete -c rperf3 -n '__fish_use_subcommand' -a plot -d '{}'",
@@ -241,6 +258,11 @@ pub(crate) fn fish() -> String {
         out,
         "complete -c rperf3 -n '__fish_use_subcommand' -a iperf2 -d '{}'",
         fish_text(COMMANDS[2].help)
+    );
+    let _ = writeln!(
+        out,
+        "complete -c rperf3 -n '__fish_use_subcommand' -a mesh -d '{}'",
+        fish_text(COMMANDS[3].help)
     );
     let kinds: Vec<&str> = GENERATE_KINDS.iter().map(|(k, _)| *k).collect();
     let _ = writeln!(

@@ -67,6 +67,31 @@ fn options_section(out: &mut String, title: &str, side: Side) {
     }
 }
 
+/// `rperf3 mesh`'s section: what the agent does and its options.
+fn mesh_section(out: &mut String) {
+    out.push_str(
+        ".SH MESH\n\
+         \\fBrperf3 mesh\\fR is an agent for each node of a fleet: it serves tests\n\
+         on its port and, on a schedule every agent computes alike from the sorted\n\
+         member list and the clock (a round\\-robin tournament in time slots), tests\n\
+         every other member with \\fB\\-\\-latency\\fR, so that no member is in two\n\
+         tests at once. It writes one line per test (JSON with \\fB\\-J\\fR) and\n\
+         serves each ordered pair's last figures as Prometheus series.\n\
+         Its options:\n",
+    );
+    for o in crate::mesh::args::MESH_OPTIONS {
+        let mut head = String::new();
+        if let Some(c) = o.short {
+            let _ = write!(head, "\\fB\\-{c}\\fR, ");
+        }
+        let _ = write!(head, "\\fB\\-\\-{}\\fR", esc(o.long));
+        if !o.metavar.is_empty() {
+            let _ = write!(head, " \\fI{}\\fR", esc(o.metavar));
+        }
+        let _ = writeln!(out, ".TP\n{head}\n{}", esc(o.help));
+    }
+}
+
 /// The iperf 2 personality: how it is chosen, and its options by section.
 fn iperf2_section(out: &mut String) {
     out.push_str(
@@ -101,6 +126,9 @@ pub(crate) fn man_page() -> String {
          .br\n\
          .B rperf3\n\
          \\fB\\-c\\fR \\fIhost\\fR [\\fIoptions\\fR]\n\
+         .br\n\
+         .B rperf3 mesh\n\
+         \\fB\\-\\-peers\\fR \\fIFILE\\fR [\\fIoptions\\fR]\n\
          .br\n\
          .B rperf3 plot\n\
          [\\fB\\-o\\fR \\fIFILE.svg\\fR] \\fIRUN.json\\fR [\\fIMORE.json\\fR ...]\n\
@@ -155,6 +183,7 @@ pub(crate) fn man_page() -> String {
         ".PP\n\\fB\\-\\-generate\\fR \\fIKIND\\fR prints, on standard output, one of: {}.",
         kinds.join(", ")
     );
+    mesh_section(&mut out);
     iperf2_section(&mut out);
     out.push_str(
         ".SH \"EXIT STATUS\"\n\

@@ -19,7 +19,7 @@ pub(crate) fn line(rec: &TestRecord) -> String {
     };
     let mut s = format!(
         "{head}  {}",
-        rperf3_report::units::rate(f.throughput_bps / 8.0, 'a')
+        rperf3_report::units::rate(f.throughput_bps / 8.0, 'a').trim_start()
     );
     if let Some(r) = f.retransmits {
         s.push_str(&format!("  {r} retransmits"));

@@ -23,6 +23,8 @@ fn black_hole() -> (socket2::Socket, Vec<TcpStream>, SocketAddr) {
 #[test]
 fn a_stop_ends_probes_stuck_in_their_handshake_at_once() {
     let (_l, _fill, server) = black_hole();
+    // The idle budget counts from the start.
+    let t = Instant::now();
     let mut p = Prober::start(ProbeSetup {
         server,
         bind: None,
@@ -32,7 +34,6 @@ fn a_stop_ends_probes_stuck_in_their_handshake_at_once() {
     })
     .unwrap();
     // The probe connection cannot open either: idle ends at its budget.
-    let t = Instant::now();
     p.wait_idle(t + Duration::from_secs(5));
     let idle = t.elapsed();
     assert!(idle >= IDLE_BUDGET && idle < IDLE_BUDGET * 2, "{idle:?}");
