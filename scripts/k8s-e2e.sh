@@ -276,10 +276,15 @@ phase "image (scripts/image.sh)"
 scripts/image.sh "$TMP/rperf3.tar" "$IMAGE" || fail "scripts/image.sh failed"
 
 phase "load-image.sh"
-bash "$RIG/load-image.sh" "$TMP/rperf3.tar" "$IMAGE" >"$TMP/load.log" 2>&1 || {
-	cat "$TMP/load.log" >&2
-	fail "load-image.sh failed"
-}
+# Right after up.sh a node's containerd can still miss an image it just
+# imported ("not present on nI after import", seen once by hand): one more try.
+if ! bash "$RIG/load-image.sh" "$TMP/rperf3.tar" "$IMAGE" >"$TMP/load.log" 2>&1; then
+	log "load-image.sh failed once ($(tail -n 1 "$TMP/load.log")): trying again"
+	bash "$RIG/load-image.sh" "$TMP/rperf3.tar" "$IMAGE" >"$TMP/load.log" 2>&1 || {
+		cat "$TMP/load.log" >&2
+		fail "load-image.sh failed"
+	}
+fi
 
 phase "helm install (until all pods Ready)"
 "$HELM" install "$RELEASE" "$CHART" --kubeconfig "$RK8S_CACHE/kubeconfig" --namespace "$NS" --create-namespace \
