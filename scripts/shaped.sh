@@ -40,8 +40,10 @@ for ns in "$s" "$c"; do
 done
 # The bottleneck: a token bucket whose queue holds `latency` worth of the rate.
 ip netns exec "$c" tc qdisc add dev veth0 root tbf rate "$rate" burst 64kb latency "$queue"
-ip netns exec "$s" "$bin" -s -1 >/dev/null &
-# Wait until the server listens (a probe connection would be its one test).
+# A server for every test the client runs (--rpm runs one a stage); the
+# cleanup ends it with the namespaces.
+ip netns exec "$s" "$bin" -s >/dev/null &
+# Wait until the server listens.
 for _ in $(seq 100); do
   if [ -n "$(ip netns exec "$s" ss -Hltn 'sport = :5201')" ]; then break; fi
   sleep 0.05

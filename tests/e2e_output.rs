@@ -66,9 +66,18 @@ fn server_logfile_gets_server_output() {
     let log = scratch_file("server.log");
     let srv = Server::start(&["--logfile", log.to_str().unwrap()]);
     srv.client(&["-t", "1"]).assert_ok();
+    // The server writes its summary as the test ends on its side, which can
+    // be after the client has exited: the file is watched for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("receiver") || std::time::Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     let srv_out = srv.stop();
     assert_eq!(srv_out.stdout, "", "server stdout with --logfile");
-    let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("Server listening on"), "{text}");
     assert!(text.contains("receiver"), "{text}");
 }

@@ -144,3 +144,24 @@ fn rpm_interrupted_ends_at_once_with_the_stages_measured_issue18() {
         srv.stdout()
     );
 }
+
+/// A server that takes one test (`-1`) serves the first stage only: the
+/// client says so, after the error of the stage it could not run, instead of
+/// only "Connection reset by peer".
+#[test]
+fn rpm_against_a_one_test_server_says_why_the_next_stage_failed_issue24() {
+    let srv = Server::start(&["-1"]);
+    let out = srv.client(&["--rpm", "--rpm-time", "2", "--rpm-stages", "down,up"]);
+    assert_eq!(out.code(), Some(1), "{out}");
+    assert!(
+        out.stdout.lines().any(|l| l.starts_with("downlink:")),
+        "{out}"
+    );
+    assert!(
+        out.stderr.contains(
+            "(the server ran the downlink stage but not the uplink stage: each stage is a test \
+             of its own, and a server started with -1 serves one test)"
+        ),
+        "{out}"
+    );
+}

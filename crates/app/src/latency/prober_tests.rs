@@ -36,7 +36,10 @@ fn a_stop_ends_probes_stuck_in_their_handshake_at_once() {
     // The probe connection cannot open either: idle ends at its budget.
     p.wait_idle(t + Duration::from_secs(5));
     let idle = t.elapsed();
-    assert!(idle >= IDLE_BUDGET && idle < IDLE_BUDGET * 2, "{idle:?}");
+    // A connect's timeout is a poll in whole milliseconds: it may end a
+    // fraction of one early.
+    let least = IDLE_BUDGET - Duration::from_millis(5);
+    assert!(idle >= least && idle < IDLE_BUDGET * 2, "{idle:?}");
     p.load_started(Vec::new());
     // Foreign probes pile up to the in-flight limit, each in connect().
     std::thread::sleep(Duration::from_millis(300));

@@ -210,15 +210,35 @@ pub fn run(
             None => {}
         }
         if out.error.is_none() && outcome.status != 0 {
-            out.error = Some(
-                ctx.error
-                    .take()
-                    .unwrap_or_else(|| format!("the {} stage failed", stage.name())),
-            );
+            let e = ctx
+                .error
+                .take()
+                .unwrap_or_else(|| format!("the {} stage failed", stage.name()));
+            out.error = Some(explain_later_stage(e, stage, &out.run.stages));
         }
         if out.error.is_some() || out.interrupted {
             break;
         }
     }
     out
+}
+
+/// A stage after the first that could not even talk to the server, which
+/// served the stages before it: most likely a server that takes one test
+/// (`-1`), since each stage is a test of its own. Said plainly after the
+/// error, which alone ("Connection reset by peer") does not tell why.
+fn explain_later_stage(e: String, stage: Stage, done: &[StageResult]) -> String {
+    let at_the_door = e.starts_with("unable to connect")
+        || e.contains("control socket")
+        || e.contains("Connection reset")
+        || e.contains("Connection refused");
+    if done.is_empty() || !at_the_door {
+        return e;
+    }
+    format!(
+        "{e} (the server ran the {} stage but not the {} stage: each stage is a test of \
+         its own, and a server started with -1 serves one test)",
+        done.last().map_or("first", |r| r.stage.name()),
+        stage.name()
+    )
 }
