@@ -181,8 +181,29 @@ pub(crate) fn peer_reports(text: &str) -> Vec<Row> {
 }
 
 /// rperf3's client against a stock server: the stock server's totals and the
-/// report it sent back equal what rperf3 says it sent, stream by stream.
+/// report it sent back equal what rperf3 says it sent, stream by stream, for
+/// every stream.
+///
+/// A 2.2.1 server hands its socket to each new flow and rebinds after the
+/// flow's thread starts; a flow whose first datagrams fall in between is not
+/// served (2.2.1's own client `-P 4` against it loses one now and then on
+/// loopback). That, and only that, is tried again: a run whose server
+/// served fewer flows than were sent, up to three runs; a client that loses
+/// a flow every time fails.
 fn ours_to_peer(peer: &Path, case: Case) {
+    let racy = peer.ends_with("iperf-2.2.1") && case.parallel > 1;
+    let attempts = if racy { 3 } else { 1 };
+    for attempt in 1..=attempts {
+        match ours_to_peer_once(peer, case, attempt == attempts) {
+            None => return,
+            Some(missed) => eprintln!("{missed}: attempt {attempt} of {attempts}"),
+        }
+    }
+}
+
+/// One run of [`ours_to_peer`]: `Some` with what happened when the stock
+/// server missed flows and `retry` is still allowed (not `last`).
+fn ours_to_peer_once(peer: &Path, case: Case, last: bool) -> Option<String> {
     let server = PeerServer::start(peer, &["-u", "-i", "1"]);
     let (rep, h) = run_ours(case.our_client(server.port));
     assert_eq!(h.join().unwrap(), 0, "{:?}", rep.events());
@@ -203,16 +224,14 @@ fn ours_to_peer(peer: &Path, case: Case) {
     sent.sort();
     reports.sort();
     assert_eq!(sent.len(), case.parallel as usize, "{ev:?}");
-    // A 2.2.1 server hands its socket to each new flow and rebinds after the
-    // flow's thread starts; flows whose first datagrams fall in between are
-    // not served (2.2.1's own client -P 4 against it loses one now and then
-    // on loopback). Every flow it served must agree to the datagram.
-    if peer.ends_with("iperf-2.2.1") && case.parallel > 1 {
-        assert!(!reports.is_empty(), "{ev:?}\n{served}");
-        sent.retain(|(i, _)| reports.iter().any(|(j, _)| i == j));
-    } else {
-        assert_eq!(reports.len(), case.parallel as usize, "{ev:?}\n{served}");
+    if reports.len() < sent.len() && !last && peer.ends_with("iperf-2.2.1") {
+        return Some(format!(
+            "the 2.2.1 server reported {} of {} flows (its rebind race)",
+            reports.len(),
+            sent.len()
+        ));
     }
+    assert_eq!(reports.len(), case.parallel as usize, "{ev:?}\n{served}");
     // The peer's own rows: the last whole-test row of each stream.
     let mut tags: Vec<String> = rows(&served.stdout)
         .into_iter()
@@ -236,6 +255,7 @@ fn ours_to_peer(peer: &Path, case: Case) {
         // iperf 2's count: the FIN's number, and "Sent" one more.
         assert_eq!(*total, n - 1, "stream {i}: {served}");
     }
+    None
 }
 
 /// A stock client against rperf3's server: what rperf3's server counted per

@@ -32,6 +32,8 @@ mod netns_queue_rpm;
 mod netns_queue_tcp;
 mod netns_tcp;
 mod netns_udp;
+#[path = "common/peer_log.rs"]
+mod peer_log;
 
 use std::time::Duration;
 

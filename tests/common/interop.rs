@@ -93,7 +93,7 @@ pub(crate) fn run_with(iperf3: &Path, pairing: Pairing, client_args: &[&str]) ->
 
 /// Whether `iperf3` (3.16 or newer) sends from threads.
 pub(crate) fn threaded(iperf3: &Path) -> bool {
-    let version = super::peer_version(iperf3).unwrap_or_default();
+    let version = super::peer_log::peer_version(iperf3).unwrap_or_default();
     let minor = version
         .split_once('.')
         .and_then(|(_, m)| m.parse::<u32>().ok());

@@ -8,7 +8,8 @@ use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{log_peer, Signal};
+use super::peer_log::log_peer;
+use super::Signal;
 
 /// Everything one program printed, read as it arrives.
 #[derive(Default)]

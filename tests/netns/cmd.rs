@@ -39,6 +39,9 @@ fn drain(mut r: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
 impl Bg {
     /// Starts `args[0]` with the remaining arguments, stdin closed.
     pub(crate) fn spawn(args: &[&str]) -> io::Result<Self> {
+        // A stock peer among the arguments (`ip netns exec NS PEER ...`) is
+        // counted for the test, as the other test binary's harness does.
+        crate::peer_log::log_peer(std::path::Path::new(args[0]), &args[1..]);
         let mut child = Command::new(args[0])
             .args(&args[1..])
             .stdin(Stdio::null())
