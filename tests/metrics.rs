@@ -184,7 +184,9 @@ fn issue10_metrics_count_live_and_match_the_peers_figures() {
             &out_tag,
         ],
     );
+    let retrans_before = retrans_segs();
     let rev = stock(&["-t", "1", "-R"]);
+    let retrans_after = retrans_segs();
     let dropped = drops.counters().0;
     let (segments, wire_bytes) = wire.counters();
     drop((drops, wire));
@@ -210,6 +212,13 @@ fn issue10_metrics_count_live_and_match_the_peers_figures() {
     assert!(
         dropped >= 10 && retrans >= 0.9 * dropped as f64,
         "{retrans} retransmits counted, iptables dropped {dropped} segments"
+    );
+    // And no more than the kernel retransmitted meanwhile (this namespace's
+    // count: every test running now, so an upper bound only).
+    let kernel = (retrans_after - retrans_before) as f64;
+    assert!(
+        retrans <= kernel,
+        "{retrans} retransmits counted, the kernel retransmitted {kernel} segments"
     );
     assert!(retrans >= num(&rev, "end.sum_sent.retransmits"));
 
@@ -434,4 +443,14 @@ fn issue10_prometheus_scrapes_the_endpoint() {
     drop(prom);
     drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `Tcp: RetransSegs` of this network namespace.
+fn retrans_segs() -> u64 {
+    let snmp = std::fs::read_to_string("/proc/net/snmp").expect("/proc/net/snmp");
+    let rows: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Tcp:")).collect();
+    let names: Vec<&str> = rows[0].split_whitespace().collect();
+    let values: Vec<&str> = rows[1].split_whitespace().collect();
+    let k = names.iter().position(|n| *n == "RetransSegs").expect("RetransSegs");
+    values[k].parse().expect("a count")
 }
