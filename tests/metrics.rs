@@ -451,6 +451,9 @@ fn retrans_segs() -> u64 {
     let rows: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Tcp:")).collect();
     let names: Vec<&str> = rows[0].split_whitespace().collect();
     let values: Vec<&str> = rows[1].split_whitespace().collect();
-    let k = names.iter().position(|n| *n == "RetransSegs").expect("RetransSegs");
+    let k = names
+        .iter()
+        .position(|n| *n == "RetransSegs")
+        .expect("RetransSegs");
     values[k].parse().expect("a count")
 }
