@@ -19,12 +19,14 @@
 #[path = "common/mesh_records.rs"]
 mod mesh_records;
 mod netns;
+mod netns_idle;
 mod netns_iperf2;
 mod netns_jitter;
 mod netns_latency_cost;
 mod netns_mcast2;
 mod netns_mcast2_peers;
 mod netns_mesh;
+mod netns_metrics_delays;
 mod netns_queue;
 mod netns_queue_bounceback;
 mod netns_queue_iperf2;

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::netns::queue::{between, median, median_queue_delay_ms, Fifo, QueueRig, RATE};
+use crate::netns::queue::{
+    between, judge, load_evidence, median, median_queue_delay_ms, Fifo, QueueRig, RATE, TOLERANCE,
+};
 use crate::netns::{self, count, json_doc, num, with_retries, Attempt, Side, ETH_HEADER, PORT};
 use crate::{rel, RUN_TIMEOUT};
 
@@ -61,14 +63,14 @@ fn ping_beside_the_load(fifo: Fifo) -> Attempt {
         rig.pair.qdisc_stats(rig.sender)
     );
     eprintln!("{ctx}");
-    assert!(
-        window.len() >= 30,
-        "too few backlog samples for a median\n{ctx}"
-    );
-    if rel(measured, expected).abs() > 0.03 {
-        return Attempt::Disturbed(format!("ping is off by more than 3%\n{ctx}"));
+    let mut off = Vec::new();
+    if rel(measured, expected).abs() > TOLERANCE {
+        off.push(format!(
+            "ping is off by more than {:.0}%",
+            TOLERANCE * 100.0
+        ));
     }
-    Attempt::Pass
+    judge(&off, &load_evidence(&samples, &window, true), &ctx)
 }
 
 #[test]
@@ -158,13 +160,20 @@ fn latency_checks(doc: &Value, sender: Side, fifo: Fifo, q: &Queue) -> Vec<Resul
     let foreign = p50_of(doc, at::FOREIGN).expect("no foreign probes");
     let rpm = num(doc, at::RPM);
     let mut checks = vec![
-        near("loaded p50 vs idle + queue", loaded, rtt, 0.10, 0.0),
-        near("foreign p50 vs idle + queue", foreign, rtt, 0.10, 0.0),
-        near("idle p50 vs ping's idle", idle, q.base, 0.10, 0.050),
+        near("loaded p50 vs idle + queue", loaded, rtt, TOLERANCE, 0.0),
+        near("foreign p50 vs idle + queue", foreign, rtt, TOLERANCE, 0.0),
     ];
+    // `ping` 10 ms apart wakes idle CPUs each time; the back-to-back idle
+    // probes do not (netns_idle.rs holds them to a capture), so they are
+    // shorter, never longer.
+    checks.push(if idle <= q.base {
+        Ok(format!("idle p50 {idle:.3} ms within ping's {:.3}", q.base))
+    } else {
+        Err(format!("idle p50 {idle:.3} ms above ping's {:.3}", q.base))
+    });
     // Self probes are the loaded TCP streams' round trips: a UDP load has none.
     if let Some(p50) = p50_of(doc, at::SELF) {
-        checks.push(near("self p50 vs idle + queue", p50, rtt, 0.10, 0.0));
+        checks.push(near("self p50 vs idle + queue", p50, rtt, TOLERANCE, 0.0));
     }
     // 155 ms of queue reads Medium, 10 ms High.
     let band_ok = match fifo {
@@ -204,17 +213,15 @@ fn latency_checks(doc: &Value, sender: Side, fifo: Fifo, q: &Queue) -> Vec<Resul
     let data_key = |iv: &Value| format!("{}", iv["latency"]["data_one_way"][way]);
     let data_late = per(&|iv| num(iv, &format!("latency.data_one_way.{way}.p50_ms")));
     let data_end = num(doc, &format!("end.latency.data_one_way.{way}.p50_ms"));
-    checks.push(
-        match doc["end"]["latency"]["data_one_way"].get("clock_warning") {
-            None => Ok(format!("data one-way {way}: no clock warning on one clock")),
-            Some(w) => Err(format!("data one-way {way} on one clock warned: {w}")),
-        },
-    );
+    // Both namespaces read one clock: a warning is a wrong figure, not load.
+    if let Some(w) = doc["end"]["latency"]["data_one_way"].get("clock_warning") {
+        panic!("data one-way {way} on one clock warned: {w}\n{doc:#}");
+    }
     checks.push(near(
         &format!("data one-way {way} p50 over the run vs queue"),
         data_end,
         q.run,
-        0.10,
+        TOLERANCE,
         0.0,
     ));
     eprintln!(
@@ -226,28 +233,28 @@ fn latency_checks(doc: &Value, sender: Side, fifo: Fifo, q: &Queue) -> Vec<Resul
             &format!("late intervals' data one-way {way} p50 vs queue"),
             data_late,
             q.full,
-            0.10,
+            TOLERANCE,
             0.0,
         ),
         near(
             "late intervals' loaded p50 vs idle + queue",
             p50,
             full_rtt,
-            0.10,
+            TOLERANCE,
             0.0,
         ),
         near(
             "late intervals' RPM vs 60000 / (idle + queue)",
             rpm,
             60_000.0 / full_rtt,
-            0.10,
+            TOLERANCE,
             0.0,
         ),
         near(
             &format!("late intervals' one-way {way} mean vs queue"),
             one_way,
             q.full,
-            0.10,
+            TOLERANCE,
             0.0,
         ),
     ]);
@@ -288,6 +295,7 @@ fn latency_against_the_queue(fifo: Fifo, sender: Side) -> Attempt {
     let len = LOAD_LEN.to_string();
     let mut args = rig.load_args(LOAD_SECS);
     args.extend(["-l", &len, "--latency"]);
+    let started = Instant::now();
     let client = rig.pair.spawn_client(&args);
     let sampler = rig.sample_backlog();
     sampler.wait_full(Duration::from_secs(4));
@@ -322,39 +330,41 @@ fn latency_against_the_queue(fifo: Fifo, sender: Side) -> Attempt {
     );
     eprintln!("{ctx}");
     assert!(
-        samples.len() >= 50 && full.len() >= 30,
-        "too few backlog samples for a median\n{ctx}"
-    );
-    assert!(
         other as f64 <= 0.01 * capacity,
         "the probes and control took more than 1% of the capacity\n{ctx}"
     );
     let mut checks = latency_checks(&doc, sender, fifo, &q);
-    // The load still gets the whole path: the shaper's rate times payload per
-    // frame, within the 2% the rate tests allow a busy machine.
+    // The load gets the whole path: the shaper's rate times payload per
+    // frame. More than the shaper passes is a counting error; less is a
+    // starved sender, which is load.
     let rdoc = if reverse { &doc } else { &sdoc };
     let goodput = num(rdoc, "end.sum_received.bits_per_second");
     let frame = LOAD_LEN + 28 + ETH_HEADER;
     let expected = RATE * f64::from(LOAD_LEN) / f64::from(frame);
-    checks.push(near(
-        "load's goodput, Mbit/s",
-        goodput / 1e6,
-        expected / 1e6,
-        0.02,
-        0.0,
-    ));
+    assert!(
+        rel(goodput, expected) <= 0.01,
+        "the load's goodput {goodput} is above what the shaper passes ({expected})\n{ctx}"
+    );
+    // The queue drains when the load ends: the steady window stops short.
+    let load_end =
+        started + Duration::from_secs(LOAD_SECS.parse().unwrap()) - Duration::from_millis(300);
+    let steady = between(&samples, from, load_end);
+    let mut evidence = load_evidence(&samples, &steady, true);
+    if rel(goodput, expected) < -0.02 {
+        evidence.push(format!(
+            "the load's goodput {:.2} Mbit/s is short of the shaper's {:.2}",
+            goodput / 1e6,
+            expected / 1e6
+        ));
+    }
+    checks.push(Ok(format!("load's goodput {:.2} Mbit/s", goodput / 1e6)));
     let lines: Vec<&String> = checks
         .iter()
         .map(|c| c.as_ref().unwrap_or_else(|e| e))
         .collect();
     eprintln!("{lines:#?}");
-    let off: Vec<&String> = checks.iter().filter_map(|c| c.as_ref().err()).collect();
-    if off.is_empty() {
-        Attempt::Pass
-    } else {
-        let off: Vec<&str> = off.iter().map(|s| s.as_str()).collect();
-        Attempt::Disturbed(format!("{}\n{ctx}", off.join("\n")))
-    }
+    let off: Vec<String> = checks.into_iter().filter_map(Result::err).collect();
+    judge(&off, &evidence, &ctx)
 }
 
 #[test]

@@ -8,7 +8,9 @@
 use std::time::{Duration, Instant};
 
 use crate::netns::cmd::Bg;
-use crate::netns::queue::{between, median_queue_delay_ms, Fifo, QueueRig};
+use crate::netns::queue::{
+    between, judge, load_evidence, median_queue_delay_ms, Fifo, QueueRig, TOLERANCE,
+};
 use crate::netns::{self, count, json_doc, num, with_retries, Attempt, Pair, Side};
 use crate::netns_queue::near;
 use crate::RUN_TIMEOUT;
@@ -90,14 +92,20 @@ fn bounceback_through_the_queue() -> Attempt {
     let mean = num(&doc, "end.bounceback.mean_ms");
     let tps = num(&doc, "end.bounceback.tps");
     let checks = [
-        near("round trip p50 vs idle + queue", p50, expected, 0.10, 0.0),
+        near(
+            "round trip p50 vs idle + queue",
+            p50,
+            expected,
+            TOLERANCE,
+            0.0,
+        ),
         // Back to back: one transaction at a time, so the rate is one over
         // the mean round trip.
         near(
             "transactions/s vs 1000 / mean",
             tps,
             1000.0 / mean,
-            0.05,
+            TOLERANCE,
             0.0,
         ),
     ];
@@ -117,10 +125,8 @@ fn bounceback_through_the_queue() -> Attempt {
         n >= 8 && window.len() >= 10,
         "too few round trips or samples\n{ctx}"
     );
-    if checks.iter().any(Result::is_err) {
-        return Attempt::Disturbed(ctx);
-    }
-    Attempt::Pass
+    let off: Vec<String> = checks.into_iter().filter_map(Result::err).collect();
+    judge(&off, &load_evidence(&samples, &window, true), &ctx)
 }
 
 #[test]

@@ -11,6 +11,7 @@ pub(crate) mod cmd;
 pub(crate) mod iperf2;
 pub(crate) mod kernel;
 pub(crate) mod mesh_rig;
+pub(crate) mod pcap;
 pub(crate) mod queue;
 
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -284,6 +284,70 @@ impl Drop for Sampler {
     }
 }
 
+/// How a queue-rig run is judged: every figure is held to the rig's own
+/// precision, and a run with figures off is tried again only when the rig
+/// itself shows what a busy machine does to it.
+pub(crate) const TOLERANCE: f64 = 0.03;
+
+/// The longest pause between two backlog samples of a run the machine left
+/// alone (a sample every 20 ms plus two `ip netns exec tc` processes).
+const SAMPLER_STALL: Duration = Duration::from_millis(150);
+
+/// What in a run's backlog samples can explain a figure off by more than
+/// [`TOLERANCE`] without rperf3 being wrong: too few samples for a median,
+/// a sampler that stalled (the machine was busy), or, with `steady` (a UDP
+/// load above the rate keeps the FIFO at its limit), a queue that drained
+/// while it was measured (the load's sender was starved). Empty when the
+/// queue was full and watched throughout: then a figure off is rperf3's.
+pub(crate) fn load_evidence(samples: &[Backlog], window: &[Backlog], steady: bool) -> Vec<String> {
+    let mut seen = Vec::new();
+    if window.len() < 30 {
+        seen.push(format!(
+            "only {} backlog samples in the window",
+            window.len()
+        ));
+    }
+    let stall = samples
+        .windows(2)
+        .map(|w| w[1].at.saturating_duration_since(w[0].at))
+        .max()
+        .unwrap_or_default();
+    if stall > SAMPLER_STALL {
+        seen.push(format!("the backlog sampler stalled for {stall:?}"));
+    }
+    if steady && !window.is_empty() {
+        let bytes: Vec<f64> = window.iter().map(|b| b.bytes as f64).collect();
+        let mid = median(&bytes);
+        let low = bytes.iter().copied().fold(f64::MAX, f64::min);
+        if low < 0.9 * mid {
+            seen.push(format!(
+                "the queue drained to {low:.0} bytes (median {mid:.0}) while measured"
+            ));
+        }
+    }
+    seen
+}
+
+/// Pass when nothing is `off`; try again when the rig shows `evidence` of a
+/// disturbed load; otherwise panic at once: the queue was full and steady,
+/// so the figures off are rperf3's error, however often it is tried.
+pub(crate) fn judge(off: &[String], evidence: &[String], ctx: &str) -> super::Attempt {
+    if off.is_empty() {
+        return super::Attempt::Pass;
+    }
+    assert!(
+        !evidence.is_empty(),
+        "off by more than {:.0}% with the queue full and watched throughout (nothing a          busy machine does explains it):\n{}\n{ctx}",
+        TOLERANCE * 100.0,
+        off.join("\n")
+    );
+    super::Attempt::Disturbed(format!(
+        "{}\nexplained by: {}\n{ctx}",
+        off.join("\n"),
+        evidence.join("; ")
+    ))
+}
+
 /// The samples taken between `from` and `to`.
 pub(crate) fn between(samples: &[Backlog], from: Instant, to: Instant) -> Vec<Backlog> {
     samples
