@@ -76,24 +76,7 @@ impl QueueRig {
             Err(e) => return unavailable(&format!("`ping` is missing (iputils-ping): {e}")),
         }
         let pair = Pair::new()?;
-        pair.on(
-            sender,
-            &[
-                "tc",
-                "qdisc",
-                "add",
-                "dev",
-                DEV,
-                "root",
-                "tbf",
-                "rate",
-                "100mbit",
-                "burst",
-                "64kb",
-                "latency",
-                fifo.latency(),
-            ],
-        );
+        shape(&pair, sender, fifo);
         let mut rig = Self {
             pair,
             fifo,
@@ -159,8 +142,43 @@ impl QueueRig {
 
     /// Starts sampling the bottleneck's backlog in the background.
     pub(crate) fn sample_backlog(&self) -> Sampler {
-        Sampler::start(self.pair.ns(self.sender).to_string(), self.fifo.limit() / 2)
+        self.sample_backlog_on(self.sender, self.fifo)
     }
+
+    /// A second bottleneck, `fifo` long, on the egress of `side` (the other
+    /// side of the load's), for loads both ways.
+    pub(crate) fn shape_too(&self, side: Side, fifo: Fifo) {
+        assert_ne!(side, self.sender, "{side:?} is already shaped");
+        shape(&self.pair, side, fifo);
+    }
+
+    /// Starts sampling the backlog of the bottleneck on `side`'s egress,
+    /// `fifo` long.
+    pub(crate) fn sample_backlog_on(&self, side: Side, fifo: Fifo) -> Sampler {
+        Sampler::start(self.pair.ns(side).to_string(), fifo.limit() / 2)
+    }
+}
+
+/// The 100 Mbit/s tbf with `fifo`'s queue on `side`'s egress.
+fn shape(pair: &Pair, side: Side, fifo: Fifo) {
+    pair.on(
+        side,
+        &[
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            DEV,
+            "root",
+            "tbf",
+            "rate",
+            "100mbit",
+            "burst",
+            "64kb",
+            "latency",
+            fifo.latency(),
+        ],
+    );
 }
 
 /// A running `ping`.
@@ -337,7 +355,7 @@ pub(crate) fn judge(off: &[String], evidence: &[String], ctx: &str) -> super::At
     }
     assert!(
         !evidence.is_empty(),
-        "off by more than {:.0}% with the queue full and watched throughout (nothing a          busy machine does explains it):\n{}\n{ctx}",
+        "off by more than {:.0}% with the queue full and watched throughout (nothing a busy machine does explains it):\n{}\n{ctx}",
         TOLERANCE * 100.0,
         off.join("\n")
     );
