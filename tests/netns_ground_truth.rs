@@ -10,7 +10,8 @@
 //! offloaded trains counted by the kernel. `netns_jitter.rs` checks jitter against a capture, `netns_tcp.rs`
 //! retransmits against the kernel's count and `-P 4` / `--bidir` through tbf.
 //! `netns_iperf2.rs` holds the same checks for the iperf 2 personality, and
-//! `netns_mcast2*.rs` its multicast (a bridge of namespaces, stock peers on it).
+//! `netns_mcast2*.rs` its multicast (a bridge of namespaces, stock peers on it;
+//! `netns_mcast2_binary.rs` runs the program itself, as users type it).
 //! `netns_queue*.rs` hold latency under load to a tbf's FIFO kept full (its
 //! backlog over the rate, and `ping` beside the load); `netns_latency_cost.rs`
 //! holds `--latency`'s throughput to a run without it, and
@@ -24,6 +25,7 @@ mod netns_iperf2;
 mod netns_jitter;
 mod netns_latency_cost;
 mod netns_mcast2;
+mod netns_mcast2_binary;
 mod netns_mcast2_peers;
 mod netns_mesh;
 mod netns_metrics_delays;

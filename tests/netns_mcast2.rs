@@ -11,7 +11,7 @@
 
 use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rperf3_app::iperf2::config::*;
 use rperf3_app::iperf2::run;
@@ -19,7 +19,7 @@ use rperf3_app::Interrupt;
 use rperf3_report::iperf2::model::{Event2, RowKind2, Tag2};
 use rperf3_report::iperf2::Report2;
 
-use crate::netns::cmd::run as sh;
+use crate::netns::cmd::{run as sh, Bg};
 use crate::netns::kernel::iptables_rule_packets;
 
 pub(crate) const GROUP: &str = "239.77.1.1";
@@ -161,6 +161,38 @@ impl Bridge {
         let p = iptables_rule_packets(&pre);
         let i = iptables_rule_packets(&inp);
         (p[0], i[0], i[1])
+    }
+
+    /// Whether namespace `part`'s kernel holds a membership of `group` on
+    /// `dev` (`ip maddr`).
+    pub(crate) fn member(&self, part: &str, dev: &str, group: &str) -> bool {
+        let m = self.exec(part, &["ip", "maddr", "show", "dev", dev]);
+        m.lines().any(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            matches!(w.as_slice(), ["inet" | "inet6", g] if *g == group)
+        })
+    }
+
+    /// Hands the receiver `rx` in `part` back once it has joined `group` on
+    /// `dev` (the kernel's membership) and its socket is bound to [`PORT`]
+    /// (`ss`); panics with its output if it ends first or 5 s pass.
+    pub(crate) fn await_join(&self, part: &str, dev: &str, group: &str, mut rx: Bg) -> Bg {
+        let filter = format!("sport = :{PORT}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let bound = || !self.exec(part, &["ss", "-Huln", &filter]).trim().is_empty();
+        while !self.member(part, dev, group) || !bound() {
+            let ended = rx.try_status().is_some();
+            if ended || Instant::now() > deadline {
+                let maddr = self.exec(part, &["ip", "maddr", "show"]);
+                panic!(
+                    "{part}: no member of {group} on {dev} listening on {PORT} (ended: \
+                     {ended})\n{maddr}\n{}",
+                    rx.finish(Duration::from_secs(1))
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        rx
     }
 
     /// Runs `cfg` on a thread inside namespace `part`.

@@ -4,17 +4,18 @@
 //! second sender. Each receiver's figures are checked against its sender's
 //! "Sent" and its own namespace's counters.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rperf3_app::iperf2::config::*;
 use rperf3_report::iperf2::model::{Event2, RowKind2, Tag2};
 
 use crate::netns::cmd::Bg;
-use crate::netns::iperf2::stock_221;
+use crate::netns::iperf2::{stock_218, stock_221};
 use crate::netns_mcast2::{listening, receiver, sender, Bridge, Collect, GROUP, PORT, TTL};
+use crate::netns_mcast2_binary::{ssm_counts, ssm_rules};
 
 /// The "Sent N datagrams" count a stock client printed.
-fn stock_sent(text: &str) -> u64 {
+pub(crate) fn stock_sent(text: &str) -> u64 {
     text.lines()
         .find_map(|l| {
             let (_, rest) = l.split_once("] Sent ")?;
@@ -25,7 +26,7 @@ fn stock_sent(text: &str) -> u64 {
 
 /// (lost, total) of the last receiver row a stock server printed
 /// (`... 0.004 ms 0/258 (0%)`).
-fn stock_received(text: &str) -> (u64, u64) {
+pub(crate) fn stock_received(text: &str) -> (u64, u64) {
     text.lines()
         .filter_map(|l| {
             let w: Vec<&str> = l.split_whitespace().collect();
@@ -67,8 +68,8 @@ fn ours_sent(rep: &Collect) -> u64 {
         .expect("Sent")
 }
 
-/// Starts a stock program inside a namespace.
-fn stock(b: &Bridge, part: &str, args: &[&str]) -> Bg {
+/// Starts a program (a stock peer, or rperf3 as `iperf`) inside a namespace.
+pub(crate) fn stock(b: &Bridge, part: &str, args: &[&str]) -> Bg {
     let ns = b.ns(part);
     let mut all = vec!["ip", "netns", "exec", ns.as_str()];
     all.extend_from_slice(args);
@@ -82,6 +83,10 @@ fn stock_and_ours_share_a_group_both_ways() {
         return;
     };
     let v221 = v221.display().to_string();
+    let Some(v218) = stock_218() else {
+        return;
+    };
+    let v218 = v218.display().to_string();
     let Some(b) = Bridge::new() else {
         return;
     };
@@ -90,14 +95,19 @@ fn stock_and_ours_share_a_group_both_ways() {
     let ttl = TTL.to_string();
     let (ours_rx, h1) = b.spawn("rx1", receiver());
     listening(&ours_rx);
-    let stock_rx = stock(&b, "rx2", &[&v221, "-s", "-u", "-B", GROUP, "-p", PORT]);
-    std::thread::sleep(Duration::from_millis(500));
+    // `-P 2`: it ends after the stock flow and ours.
+    let stock_rx = stock(
+        &b,
+        "rx2",
+        &[&v221, "-s", "-u", "-B", GROUP, "-P", "2", "-p", PORT],
+    );
+    let stock_rx = b.await_join("rx2", "veth0", GROUP, stock_rx);
     // A stock 2.1.8 sender: rperf3's receiver and 2.2.1's both count it.
     let tx = stock(
         &b,
         "tx",
         &[
-            "iperf", "-c", GROUP, "-p", PORT, "-u", "-T", &ttl, "-b", "2m", "-t", "2",
+            &v218, "-c", GROUP, "-p", PORT, "-u", "-T", &ttl, "-b", "2m", "-t", "2",
         ],
     )
     .finish(Duration::from_secs(15));
@@ -109,17 +119,15 @@ fn stock_and_ours_share_a_group_both_ways() {
     assert_eq!(total, sent - 1, "{tx}");
     assert_eq!((lost, arrived), (dropped, sent - 2));
     assert_eq!(lost, arrived - delivered);
-    // The stock receiver, then rperf3's sender to it (a second flow).
-    std::thread::sleep(Duration::from_millis(300));
+    // rperf3's sender to the stock receiver (its second flow).
     let mut cfg = sender();
     if let Role2::Client(c) = &mut cfg.role {
         c.end = End2::Time(Duration::from_secs(2));
     }
     let (ours_tx, ht) = b.spawn("tx", cfg);
     assert_eq!(ht.join().unwrap(), 0);
-    std::thread::sleep(Duration::from_millis(500));
-    stock_rx.interrupt();
     let served = stock_rx.finish(Duration::from_secs(10));
+    assert!(served.success(), "{served}");
     let ours = ours_sent(&ours_tx);
     // Its last row is our flow's total: every datagram we sent, less the
     // ones its namespace dropped (both flows' drops are counted, so the
@@ -160,9 +168,14 @@ fn a_source_specific_receiver_ignores_a_second_sender() {
         c
     };
     // The second sender (10.99.0.3) starts first: an any-source receiver
-    // would take its flow.
+    // would take its flow. Its first datagram in rx1's namespace is the cue.
+    ssm_rules(&b);
     let (other, ho) = b.spawn("rx2", to_ssm());
-    std::thread::sleep(Duration::from_millis(300));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ssm_counts(&b)[1] == 0 {
+        assert!(Instant::now() < deadline, "no datagram from 10.99.0.3");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let (tx, ht) = b.spawn("tx", to_ssm());
     assert_eq!(ho.join().unwrap(), 0);
     assert_eq!(ht.join().unwrap(), 0);
@@ -179,6 +192,9 @@ fn a_source_specific_receiver_ignores_a_second_sender() {
     let (lost, total) = ours_final(&rx);
     assert_eq!((lost, total), (0, ours_sent(&tx) - 1));
     assert!(ours_sent(&other) > 100);
+    // Its datagrams reached rx1's namespace; the kernel delivered none.
+    let c = ssm_counts(&b);
+    assert_eq!((c[1], c[3]), (ours_sent(&other) - 2, 0), "{c:?}");
 }
 
 #[test]

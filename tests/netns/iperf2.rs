@@ -1,6 +1,6 @@
 //! The iperf 2 side of the namespace tests: rperf3 under the name `iperf`, the
-//! stock 2.2.1 peer, and the records of iperf 2's CSV reports (`-y C`), which
-//! carry exact byte and datagram counts.
+//! stock 2.2.1 and 2.1.8 peers, and the records of iperf 2's CSV reports
+//! (`-y C`), which carry exact byte and datagram counts.
 
 use std::path::PathBuf;
 
@@ -35,6 +35,21 @@ pub(crate) fn stock_221() -> Option<PathBuf> {
         p.display()
     );
     eprintln!("SKIP: {} not found", p.display());
+    None
+}
+
+/// Debian's iperf 2.1.8 (`iperf` on PATH); missing is a failure under CI,
+/// else a skip.
+pub(crate) fn stock_218() -> Option<PathBuf> {
+    let p = PathBuf::from("iperf");
+    if super::cmd::run(&["iperf", "-v"], std::time::Duration::from_secs(5)).is_ok() {
+        return Some(p);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "the iperf 2.1.8 peer (`iperf` on PATH) is required in CI"
+    );
+    eprintln!("SKIP: `iperf` (2.1.8) not found");
     None
 }
 
