@@ -30,6 +30,7 @@ mod netns_mcast2_peers;
 mod netns_mesh;
 mod netns_metrics_delays;
 mod netns_queue;
+mod netns_queue_bidir;
 mod netns_queue_bounceback;
 mod netns_queue_iperf2;
 mod netns_queue_rpm;
