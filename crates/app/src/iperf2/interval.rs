@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use rperf3_report::iperf2::model::{Event2, Row2, RowKind2, Tag2, TcpLatency2, TcpRecv2, TcpSend2};
+use rperf3_report::iperf2::model::{
+    Event2, Hist2, Row2, RowKind2, Tag2, TcpLatency2, TcpRecv2, TcpSend2,
+};
 use rperf3_report::iperf2::Report2;
 use rperf3_sys::tcp_info::tcp_info;
 
@@ -106,8 +108,10 @@ impl Intervals {
             start,
             sum,
             flows: Vec::new(),
+            every,
             ticker: Ticker::new(start, every, Duration::ZERO),
             last_tick: start,
+            partials: None,
         };
         let thread = std::thread::Builder::new()
             .name("iperf2-report".into())
@@ -211,8 +215,12 @@ struct Set {
     start: Instant,
     sum: Option<SumKind>,
     flows: Vec<Flow>,
+    every: Option<Duration>,
     ticker: Ticker,
     last_tick: Instant,
+    /// The partial rows of flows that ended since the last tick: the sum of
+    /// their interval counts them.
+    partials: Option<Row2>,
 }
 
 impl Set {
@@ -277,32 +285,16 @@ impl Set {
         let begin = self.secs(self.last_tick);
         let end = self.secs(t);
         self.last_tick = t;
-        let mut sum: Option<Row2> = None;
         let mut rows = Vec::new();
         let mut hists = Vec::new();
         for f in self.flows.iter_mut().filter(|f| f.end.is_none()) {
-            let s = f.spec.stats.sample();
-            let d = s.since(&f.last);
-            f.last = s;
-            let mut tcp = tcp_now(f.spec.sock.as_ref());
-            let retries = tcp.retrans.saturating_sub(f.last_retrans);
-            f.last_retrans = tcp.retrans;
-            let delays = f.spec.stats.trip.as_ref().map(|t| t.take_interval());
-            let lat = delays.as_ref().map(Delays::figures);
-            let writes = f.spec.stats.wtimer.as_ref().map(|w| w.take_interval());
-            tcp.send.write_times = writes.as_ref().map(tcp_wtimer::figures);
-            let row = row(&f.spec, begin, end, (&d, lat), retries, tcp.send);
-            if let Some(h) = hist(&f.spec.stats, f.spec.tag, &row, delays.as_ref(), "F8") {
-                hists.push(h);
-            }
-            if let (Some(w), Some(t)) = (&writes, &f.spec.stats.wtimer) {
-                hists.push(tcp_wtimer::hist(w, t.bins, f.spec.tag, &row, "W8"));
-            }
-            sum = Some(match sum {
-                None => row.clone(),
-                Some(acc) => add_rows(acc, &row),
-            });
+            let (row, h) = interval_row(f, begin, end);
+            hists.extend(h);
             rows.push(row);
+        }
+        let mut sum = rows.iter().cloned().reduce(|a, r| add_rows(a, &r));
+        if let Some(p) = self.partials.take() {
+            sum = Some(sum.map_or(p.clone(), |s| add_rows(s, &p)));
         }
         for r in rows {
             self.report.event(Event2::Interval(r));
@@ -310,6 +302,11 @@ impl Set {
         for h in hists {
             self.report.event(Event2::Histogram(h));
         }
+        self.sum_interval(sum);
+    }
+
+    /// The sum row of an interval, if this set has sums.
+    fn sum_interval(&self, sum: Option<Row2>) {
         if let (Some(tag), Some(mut s)) = (self.sum_tag(), sum) {
             s.tag = tag;
             s.addrs = None;
@@ -321,7 +318,15 @@ impl Set {
     }
 
     fn done(&mut self, key: u64, at: Instant) {
+        let begin = self.secs(self.last_tick);
         let end = self.secs(at);
+        // iperf 2 prints a flow's last, partial interval when it ended more
+        // than a quarter of -i after the last tick (PARTIALPERCENT) with
+        // bytes in it, as the receiver of a stream that ended just before a
+        // tick does.
+        let partial = self
+            .every
+            .is_some_and(|i| at.saturating_duration_since(self.last_tick) > i / 4);
         let Some(f) = self
             .flows
             .iter_mut()
@@ -329,6 +334,19 @@ impl Set {
         else {
             return;
         };
+        if partial {
+            let (row, hists) = interval_row(f, begin, end);
+            if row.bytes > 0 {
+                self.report.event(Event2::Interval(row.clone()));
+                for h in hists {
+                    self.report.event(Event2::Histogram(h));
+                }
+                self.partials = Some(match self.partials.take() {
+                    None => row,
+                    Some(p) => add_rows(p, &row),
+                });
+            }
+        }
         f.end = Some(at);
         let total = f.spec.stats.sample();
         f.total = total;
@@ -360,6 +378,9 @@ impl Set {
     }
 
     fn final_sum(&mut self) {
+        // Flows that all ended between two ticks: their sum's partial row.
+        let partials = self.partials.take();
+        self.sum_interval(partials);
         let Some(tag) = self.sum_tag() else {
             return;
         };
@@ -388,6 +409,30 @@ impl Set {
             self.report.event(Event2::Final(s));
         }
     }
+}
+
+/// A live flow's row (and histogram lines) for the interval `begin..end`,
+/// from its counts since the last one.
+fn interval_row(f: &mut Flow, begin: f64, end: f64) -> (Row2, Vec<Hist2>) {
+    let s = f.spec.stats.sample();
+    let d = s.since(&f.last);
+    f.last = s;
+    let mut tcp = tcp_now(f.spec.sock.as_ref());
+    let retries = tcp.retrans.saturating_sub(f.last_retrans);
+    f.last_retrans = tcp.retrans;
+    let delays = f.spec.stats.trip.as_ref().map(|t| t.take_interval());
+    let lat = delays.as_ref().map(Delays::figures);
+    let writes = f.spec.stats.wtimer.as_ref().map(|w| w.take_interval());
+    tcp.send.write_times = writes.as_ref().map(tcp_wtimer::figures);
+    let row = row(&f.spec, begin, end, (&d, lat), retries, tcp.send);
+    let mut hists = Vec::new();
+    if let Some(h) = hist(&f.spec.stats, f.spec.tag, &row, delays.as_ref(), "F8") {
+        hists.push(h);
+    }
+    if let (Some(w), Some(t)) = (&writes, &f.spec.stats.wtimer) {
+        hists.push(tcp_wtimer::hist(w, t.bins, f.spec.tag, &row, "W8"));
+    }
+    (row, hists)
 }
 
 /// A row for `d` (an interval's or the whole stream's counts) and, for a
@@ -472,123 +517,5 @@ pub(crate) fn key(stream: u32, dir: Dir) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Mutex;
-
-    #[derive(Default)]
-    struct Collect(Mutex<Vec<Event2>>);
-    impl Report2 for Collect {
-        fn event(&self, e: Event2) {
-            self.0.lock().unwrap().push(e);
-        }
-    }
-
-    fn spec(tag: Tag2, dir: Dir, stats: &Arc<FlowStats>) -> FlowSpec {
-        FlowSpec {
-            tag,
-            dir,
-            stats: stats.clone(),
-            sock: None,
-            addrs: None,
-        }
-    }
-
-    #[test]
-    fn two_flows_report_rows_then_finals_then_the_sum() {
-        let c = Arc::new(Collect::default());
-        let start = Instant::now();
-        let iv = Intervals::start(
-            c.clone(),
-            start,
-            Some(Duration::from_millis(100)),
-            Some(SumKind::Sum),
-        );
-        let a = Arc::new(FlowStats::new(800));
-        let b = Arc::new(FlowStats::new(800));
-        iv.add(1, spec(Tag2::Id(1), Dir::Recv, &a));
-        iv.add(2, spec(Tag2::Id(2), Dir::Recv, &b));
-        a.read(100);
-        b.read(700);
-        // Wait for the first interval's rows (an event, not a fixed sleep).
-        let t = Instant::now();
-        while c.0.lock().unwrap().len() < 3 && t.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        iv.ender().done(1);
-        b.read(50);
-        iv.ender().done(2);
-        iv.finish();
-        let ev = c.0.lock().unwrap();
-        let rows: Vec<(&str, Tag2, u64)> = ev
-            .iter()
-            .map(|e| match e {
-                Event2::Interval(r) => ("i", r.tag, r.bytes),
-                Event2::Final(r) => ("f", r.tag, r.bytes),
-                _ => ("?", Tag2::Id(0), 0),
-            })
-            .collect();
-        assert_eq!(rows[0], ("i", Tag2::Id(1), 100));
-        assert_eq!(rows[1], ("i", Tag2::Id(2), 700));
-        assert_eq!(rows[2], ("i", Tag2::Sum(2), 800));
-        let finals: Vec<_> = rows.iter().filter(|r| r.0 == "f").collect();
-        assert_eq!(
-            finals,
-            [
-                &("f", Tag2::Id(1), 100),
-                &("f", Tag2::Id(2), 750),
-                &("f", Tag2::Sum(2), 850)
-            ]
-        );
-        let Event2::Interval(r) = &ev[0] else {
-            panic!()
-        };
-        assert!((r.end - r.start - 0.1).abs() < 0.01, "{r:?}");
-        assert_eq!(
-            r.kind,
-            RowKind2::TcpRecv(TcpRecv2 {
-                reads: 1,
-                bins: [1, 0, 0, 0, 0, 0, 0, 0],
-                latency: None,
-                frames: false,
-            })
-        );
-    }
-
-    /// A set dropped with a flow that never ended (its worker never ran)
-    /// still ends, with that flow's final row: nothing waits forever.
-    #[test]
-    fn dropping_a_set_ends_flows_that_never_ended() {
-        let c = Arc::new(Collect::default());
-        let iv = Intervals::start(c.clone(), Instant::now(), None, None);
-        let a = Arc::new(FlowStats::new(800));
-        iv.add(1, spec(Tag2::Id(1), Dir::Recv, &a));
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            drop(iv);
-            let _ = tx.send(());
-        });
-        rx.recv_timeout(Duration::from_secs(5))
-            .expect("the set ended");
-        assert_eq!(c.0.lock().unwrap().len(), 1);
-    }
-
-    #[test]
-    fn a_single_flow_has_no_sum() {
-        let c = Arc::new(Collect::default());
-        let iv = Intervals::start(c.clone(), Instant::now(), None, Some(SumKind::Sum));
-        let a = Arc::new(FlowStats::new(800));
-        iv.add(1, spec(Tag2::Id(1), Dir::Send, &a));
-        a.io.add(42);
-        iv.ender().done(1);
-        iv.finish();
-        let ev = c.0.lock().unwrap();
-        assert_eq!(ev.len(), 1);
-        let Event2::Final(r) = &ev[0] else { panic!() };
-        assert_eq!(r.bytes, 42);
-        assert!(matches!(
-            r.kind,
-            RowKind2::TcpSend(TcpSend2 { writes: 1, .. })
-        ));
-    }
-}
+#[path = "interval_tests.rs"]
+mod tests;
