@@ -128,6 +128,7 @@ fn whole_text_line(line: &str) -> bool {
 
 #[test]
 fn a_text_server_with_unread_stdout_serves_128_bidir_streams_on_time() {
+    let _gate = common::load::heavy();
     let mut srv = Server::start_unread_stdout(SERVER);
     // Three tests: more than the pipe and the output queue hold together.
     for _ in 0..3 {
@@ -184,6 +185,7 @@ fn documents_and_notices(text: &str) -> Result<(Vec<Value>, Vec<u64>), String> {
 
 #[test]
 fn a_json_server_with_unread_stdout_runs_two_tests_at_once_and_frees_its_slots() {
+    let _gate = common::load::heavy();
     let mut srv = Server::start_unread_stdout(&["-J", "--max-tests", "2", "-i", "0.1"]);
     let t0 = Instant::now();
     let a = srv.spawn_client(BUSY);
@@ -222,6 +224,7 @@ fn a_json_server_with_unread_stdout_runs_two_tests_at_once_and_frees_its_slots()
 
 #[test]
 fn a_client_with_unread_stdout_ends_its_test_on_time_and_prints_it_all_at_exit() {
+    let _gate = common::load::heavy();
     let srv = Server::start(&["-J"]);
     let mut args = srv.args(&BUSY[..BUSY.len() - 1]);
     args.extend(["-i", "0.1"].map(String::from));
@@ -279,6 +282,7 @@ fn a_closed_stdout_ends_nothing() {
 /// takes: after its one test (`-1`) and after a signal.
 #[test]
 fn a_server_writes_out_its_queue_before_it_exits() {
+    let _gate = common::load::heavy();
     for signal in [false, true] {
         let mut args = SERVER.to_vec();
         if !signal {
@@ -315,6 +319,7 @@ fn a_server_writes_out_its_queue_before_it_exits() {
 /// supervisor's stop does not hang on a pipe nobody reads.
 #[test]
 fn a_further_signal_ends_the_wait_for_the_reader() {
+    let _gate = common::load::heavy();
     let mut srv = Server::start_unread_stdout(SERVER);
     let t0 = Instant::now();
     let out = run_client(&srv.args(BUSY), ON_TIME);

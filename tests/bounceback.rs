@@ -80,6 +80,7 @@ fn bounceback_transactions_equal_the_requests_the_server_answered_issue18() {
 
 #[test]
 fn bounceback_hold_bounds_every_round_trip_and_the_rate_issue18() {
+    let _gate = common::load::timed();
     let srv = Server::start(&[]);
     let out = srv.client(&["--bounceback", "--bounceback-hold", "0.01", "-t", "1", "-J"]);
     out.assert_ok();

@@ -84,6 +84,7 @@ fn second_client_is_told_server_is_busy() {
 
 #[test]
 fn sigint_to_client_prints_partial_results_and_server_goes_on() {
+    let _gate = common::load::timed();
     let srv = Server::start(&[]);
     let client = srv.spawn_client(&["-t", "10"]);
     assert!(client.wait_stdout_until(EVENT, first_interval_printed));
@@ -115,6 +116,7 @@ fn sigint_to_client_prints_partial_results_and_server_goes_on() {
 
 #[test]
 fn sigint_to_json_client_reports_error_key() {
+    let _gate = common::load::timed();
     let srv = Server::start(&[]);
     let client = srv.spawn_client(&["-t", "10", "-J"]);
     // No incremental output in -J: wait for the server's first report instead.

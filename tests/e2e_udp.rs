@@ -33,6 +33,7 @@ fn udp_byte_limit_is_exact_and_counts_reconcile() {
 /// stream's handshake failed) and carries data.
 #[test]
 fn udp_with_128_streams_sets_up_every_stream() {
+    let _gate = common::load::heavy();
     let srv = Server::start(&[]);
     for args in [&[][..], &["-R"], &[], &["-R"]] {
         let mut a = vec!["-u", "-P", "128", "-b", "1M", "-t", "1", "-J"];
@@ -112,6 +113,7 @@ fn udp_receive_buffer_is_raised_unless_w_is_given_issue_9() {
 /// the client at once, not after the 30 s the setup may take.
 #[test]
 fn a_client_waiting_for_the_udp_hello_stops_on_sigint_issue23() {
+    let _gate = common::load::timed();
     use crate::common::raw::{read_json, CREATE_STREAMS, PARAM_EXCHANGE};
     use crate::common::{rperf3, Proc, Signal};
     use std::io::{Read, Write};

@@ -40,12 +40,14 @@ fn p128(pairing: Pairing, mode: Mode) {
 
 #[test]
 fn issue16_p128_stock_clients_against_rperf3_server() {
+    let _gate = load::heavy();
     p128(Pairing::Iperf3ToOurs, Mode::Normal);
     p128(Pairing::Iperf3ToOurs, Mode::Reverse);
 }
 
 #[test]
 fn issue16_p128_rperf3_client_against_stock_servers() {
+    let _gate = load::heavy();
     p128(Pairing::OursToIperf3, Mode::Normal);
     p128(Pairing::OursToIperf3, Mode::Reverse);
 }

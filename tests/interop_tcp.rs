@@ -177,6 +177,7 @@ fn running_client(program: &Path, srv: &common::Server) -> common::Proc {
 /// CLIENT_TERMINATE crosses over: the server logs "the client has
 /// terminated" and takes the next client.
 fn client_interrupt(client: &Path, srv: common::Server) {
+    let _gate = common::load::timed();
     let c = running_client(client, &srv);
     c.signal(common::Signal::SIGINT);
     let out = c.finish(common::CLIENT_TIMEOUT);
@@ -197,6 +198,7 @@ fn client_interrupt(client: &Path, srv: common::Server) {
 /// SERVER_TERMINATE crosses over: the client reports "the server has
 /// terminated" and fails.
 fn server_terminate(client: &Path, srv: common::Server) {
+    let _gate = common::load::timed();
     let c = running_client(client, &srv);
     srv.signal(common::Signal::SIGTERM);
     let out = c.finish(common::CLIENT_TIMEOUT);

@@ -13,6 +13,7 @@ use crate::common::iperf2::{
 };
 
 fn isochronous(peer: &Path, p: Pairing2) {
+    let _gate = crate::common::load::timed();
     let (c, s) = run(
         peer,
         p,

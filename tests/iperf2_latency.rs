@@ -27,6 +27,7 @@ pub(crate) fn nums(word: &str, sep: char) -> Vec<f64> {
 }
 
 fn trip_times(peer: &Path, p: Pairing2) {
+    let _gate = crate::common::load::timed();
     // Paced, so that the latency is the path's and not a full send buffer's.
     let (c, s) = run(
         peer,
@@ -73,6 +74,7 @@ both_ways2!(iperf2_latency_trip_times, |peer: &Path, p| trip_times(
 /// time) against the server's own byte count: every round trip is one
 /// 100-byte request and one 100-byte reply.
 fn bounceback(peer: &Path, p: Pairing2) {
+    let _gate = crate::common::load::timed();
     let (c, s) = run(
         peer,
         p,
@@ -137,6 +139,7 @@ both_ways2!(iperf2_latency_bounceback, |peer: &Path, p| bounceback(
 /// starts, and sends from then for `-t`; the server (which counts from the
 /// connection, as 2.2.1's does) sees the wait before the same bytes.
 fn txstart(peer: &Path, p: Pairing2) {
+    let _gate = crate::common::load::timed();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -181,6 +184,7 @@ both_ways2!(iperf2_latency_txstart, |peer: &Path, p| txstart(peer, p));
 /// its `F8-PDF` line (`F8(f)` after the total) counts the same bursts in its
 /// bins as the row's (cnt/size), and names the row's largest delay.
 fn histograms(peer: &Path, p: Pairing2) {
+    let _gate = crate::common::load::timed();
     let (c, s) = run(
         peer,
         p,

@@ -135,6 +135,7 @@ both_ways2!(iperf2_tcp_n, |peer: &Path, p| {
 // ours (a stock sender writes one block beyond the rate: its own receiver
 // measures 1% over).
 both_ways2!(iperf2_tcp_rate_50m, |peer: &Path, p| {
+    let _gate = crate::common::load::timed();
     let (c, s) = run(peer, p, &["-t", "2", "-b", "50M"]);
     let sent = csv(&c)
         .into_iter()
@@ -229,6 +230,7 @@ fn iperf2_tcp_hostile_first_bytes() {
 /// printed, it exits 0 (as iperf 2), and the client stops long before its -t.
 #[test]
 fn iperf2_tcp_sigint_flushes_the_server() {
+    let _gate = crate::common::load::timed();
     let Some(peer) = crate::common::iperf2::iperf2_221() else {
         return;
     };

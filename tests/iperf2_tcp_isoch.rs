@@ -20,6 +20,7 @@ fn reads(line: &str) -> Option<u64> {
 }
 
 fn isochronous(peer: &Path, p: Pairing2) {
+    let _gate = crate::common::load::timed();
     let (c, s) = run(
         peer,
         p,
@@ -80,6 +81,7 @@ both_ways2!(iperf2_tcp_isoch, |peer: &Path, p| isochronous(peer, p));
 /// The write timer of our client against a stock server: its lines, and
 /// each histogram line's count is its row's writes less the header's.
 fn write_times(peer: &Path) {
+    let _gate = crate::common::load::timed();
     let (c, s) = run(
         peer,
         Pairing2::OursToPeer,

@@ -72,6 +72,7 @@ fn run(srv: &Server, extra: &[&str]) -> (Vec<Line>, Line, bool) {
 
 #[test]
 fn tcp_idle_and_loaded_figures_on_loopback() {
+    let _gate = common::load::timed();
     let srv = Server::start(&[]);
     let (iv, total, alone) = run(&srv, &["-t", "3", "--latency=20"]);
     assert!(!alone);
@@ -99,6 +100,7 @@ fn tcp_idle_and_loaded_figures_on_loopback() {
 
 #[test]
 fn reverse_self_probes_come_from_the_server() {
+    let _gate = common::load::timed();
     let srv = Server::start(&[]);
     let (iv, total, _) = run(&srv, &["-t", "2", "-R", "--latency"]);
     // The client only receives: its self samples are the server's pushes.
@@ -110,6 +112,7 @@ fn reverse_self_probes_come_from_the_server() {
 
 #[test]
 fn bidir_and_parallel_streams_are_all_sampled() {
+    let _gate = common::load::timed();
     let srv = Server::start(&[]);
     let (_, total, _) = run(&srv, &["-t", "2", "--bidir", "-P", "4", "--latency"]);
     // 4 own senders and 4 of the server's, 10 times a second, for 2 s.
@@ -119,6 +122,7 @@ fn bidir_and_parallel_streams_are_all_sampled() {
 
 #[test]
 fn udp_load_has_foreign_probes_and_no_self() {
+    let _gate = common::load::timed();
     let srv = Server::start(&[]);
     let (iv, total, _) = run(
         &srv,
@@ -337,6 +341,7 @@ fn the_servers_metrics_hold_what_the_client_measured() {
 
 #[test]
 fn json_carries_the_figures_per_interval_and_at_the_end() {
+    let _gate = common::load::timed();
     let srv = Server::start(&[]);
     let out = srv.client(&["-t", "2", "-R", "-P", "2", "--latency", "-J"]);
     out.assert_ok();

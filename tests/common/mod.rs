@@ -12,6 +12,7 @@ pub(crate) mod interop;
 #[macro_use]
 pub(crate) mod iperf2;
 pub(crate) mod json;
+pub(crate) mod load;
 pub(crate) mod mesh_records;
 pub(crate) mod peer_log;
 pub(crate) mod proc;
