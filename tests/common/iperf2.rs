@@ -128,14 +128,40 @@ pub(crate) struct Server2 {
     /// The port.
     pub port: u16,
     proc: Option<Proc>,
-    /// A stock iperf 2 (not rperf3): it holds its lines until it exits.
-    stock: bool,
+}
+
+/// `program` run through `stdbuf -oL -eL` (a script of the same name in a
+/// scratch directory, so the peer log still sees which iperf it is): a stock
+/// iperf 2 writing to a pipe otherwise holds its lines until it exits, and
+/// a test could only guess when its rows are made.
+fn line_buffered(program: &Path) -> PathBuf {
+    let name = program.file_name().expect("a program name");
+    let dir = super::scratch_file("linebuf");
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let wrapper = dir.join(name);
+    let script = format!(
+        "#!/bin/sh\nexec stdbuf -oL -eL '{}' \"$@\"\n",
+        program.display()
+    );
+    std::fs::write(&wrapper, script).expect("the wrapper script");
+    let mut perm = std::fs::metadata(&wrapper)
+        .expect("the wrapper")
+        .permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&wrapper, perm).expect("an executable wrapper");
+    wrapper
 }
 
 impl Server2 {
     /// Starts `program -s -p PORT args...`.
     pub(crate) fn start(program: &Path, args: &[&str]) -> Self {
-        let stock = program != ours();
+        let wrapped;
+        let program = if program == ours() {
+            program
+        } else {
+            wrapped = line_buffered(program);
+            wrapped.as_path()
+        };
         let udp = args.iter().any(|a| *a == "-u" || *a == "--udp");
         if !udp {
             let s = Server::start_program(program, args);
@@ -143,7 +169,6 @@ impl Server2 {
             return Self {
                 port: s.port,
                 proc: s.proc.take(),
-                stock,
             };
         }
         let port = free_port();
@@ -169,7 +194,6 @@ impl Server2 {
         Self {
             port,
             proc: Some(proc),
-            stock,
         }
     }
 
@@ -191,35 +215,26 @@ impl Server2 {
     }
 
     /// Waits (up to 10 s) until the server's output satisfies `done`, both
-    /// streams as one text. True at once for a stock server: it holds its
-    /// lines until it exits, so the caller's own grace has to do.
+    /// streams as one text (every server prints each line as it is made).
     pub(crate) fn wait_output(&self, done: impl Fn(&str) -> bool) -> bool {
         let p = self.proc.as_ref().expect("running");
-        self.stock
-            || p.wait_stdout_until(Duration::from_secs(10), |out| {
-                done(&format!("{out}{}", p.stderr()))
-            })
+        p.wait_stdout_until(Duration::from_secs(10), |out| {
+            done(&format!("{out}{}", p.stderr()))
+        })
     }
 
-    /// Ends the server once its output satisfies `done` (our server prints
-    /// each row when it is made, so that is the event); a stock server after
-    /// `grace`, as no event shows its rows are made.
-    pub(crate) fn stop_when(self, grace: Duration, done: impl Fn(&str) -> bool) -> Output {
-        if self.stock {
-            std::thread::sleep(grace);
-        } else {
-            assert!(
-                self.wait_output(done),
-                "server output incomplete after 10 s:\n{}\n{}",
-                self.proc.as_ref().expect("running").stdout(),
-                self.proc.as_ref().expect("running").stderr()
-            );
-        }
+    /// Ends the server once its output satisfies `done`.
+    pub(crate) fn stop_when(self, done: impl Fn(&str) -> bool) -> Output {
+        assert!(
+            self.wait_output(done),
+            "server output incomplete after 10 s:\n{}\n{}",
+            self.proc.as_ref().expect("running").stdout(),
+            self.proc.as_ref().expect("running").stderr()
+        );
         self.stop()
     }
 
-    /// Ends the server as a person does (SIGINT) and returns what it printed:
-    /// a stock iperf 2 writing to a pipe holds its lines until it exits.
+    /// Ends the server as a person does (SIGINT) and returns what it printed.
     pub(crate) fn stop(mut self) -> Output {
         let p = self.proc.take().expect("running");
         p.signal(Signal::SIGINT);
