@@ -55,6 +55,7 @@ fn reconciles(
         transcript: String::new(),
         pairing: Some(pairing),
         iperf3_threads: common::interop::threaded(iperf3),
+        kernel: None,
     };
     r.check_tcp_delivery(mode, 1);
     assert!(r.problems.is_empty(), "{:?}", r.problems);

@@ -56,6 +56,7 @@ fn run_v6(client: &Path, server: &Path, pairing: Pairing, extra: &[&str]) -> Run
         transcript: format!("{c}\n{s}"),
         pairing: Some(pairing),
         iperf3_threads,
+        kernel: None,
     }
 }
 

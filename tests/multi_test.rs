@@ -49,6 +49,7 @@ fn run_pair(client: Value, server: Value, transcript: String) -> Run {
         transcript,
         pairing: None,
         iperf3_threads: false,
+        kernel: None,
     }
 }
 

@@ -12,12 +12,14 @@ pub(crate) mod interop;
 #[macro_use]
 pub(crate) mod iperf2;
 pub(crate) mod json;
+pub(crate) mod lo_ns;
 pub(crate) mod load;
 pub(crate) mod mesh_records;
 pub(crate) mod peer_log;
 pub(crate) mod proc;
 pub(crate) mod prom;
 pub(crate) mod raw;
+pub(crate) mod sock_close;
 pub(crate) mod stock_refusal;
 pub(crate) mod tcp_streams;
 
