@@ -29,6 +29,10 @@ const STAGE_LIMIT: Duration = Duration::from_secs(20);
 /// sampled distribution is coarser than a UDP-held one's (3%): the medians
 /// were seen within 0.1-4.4% of it.
 const TCP_TOLERANCE: f64 = 0.05;
+/// What a probe's answer may add beyond the queue: on two cores busy with the
+/// load, the server's thread wakes up to 0.8 ms late (seen in CI: foreign p50
+/// 14.06 ms where the backlog and `ping` beside it both read 13.3 ms).
+const PROBE_FLOOR_MS: f64 = 1.0;
 /// The reported RPM against ping's trimmed mean (seen within 1.0-2.3%);
 /// each probe kind's own RPM (averaged into the reported one) 4% wider
 /// (seen up to 3.9%).
@@ -166,21 +170,21 @@ fn stage_against_the_queue(fifo: Fifo, down: bool) -> Attempt {
             num(s, "loaded.p50_ms"),
             p50,
             TCP_TOLERANCE,
-            0.0,
+            PROBE_FLOOR_MS,
         ),
         near(
             "foreign p50 vs idle + queue",
             num(s, "loaded.foreign.p50_ms"),
             p50,
             TCP_TOLERANCE,
-            0.0,
+            PROBE_FLOOR_MS,
         ),
         near(
             "self p50 vs idle + queue",
             num(s, "loaded.self.p50_ms"),
             p50,
             TCP_TOLERANCE,
-            0.0,
+            PROBE_FLOOR_MS,
         ),
         near(
             &format!("RPM vs 60000 / {truth}"),
