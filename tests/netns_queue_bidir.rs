@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::netns::queue::{
-    between, judge, load_evidence, median, median_queue_delay_ms, Fifo, QueueRig, TOLERANCE,
+    between, check_lines, judge, load_evidence, median, median_queue_delay_ms, Fifo, QueueRig,
+    TOLERANCE,
 };
 use crate::netns::{self, json_doc, num, with_retries, Attempt, Side};
 use crate::netns_queue::{near, p50_of};
@@ -115,16 +116,12 @@ fn bidir_against_both_queues() -> Attempt {
             0.0,
         ),
     ];
-    let lines: Vec<&str> = checks
-        .iter()
-        .map(|c| c.as_ref().unwrap_or_else(|e| e).as_str())
-        .collect();
     let ctx = format!(
         "--latency --bidir: idle {base:.3} ms; long FIFO up {up:.3} ms, short FIFO down \
          {down:.3} ms once full ({} and {} backlog samples)\n{}\nend.latency: {}",
         up_full.len(),
         down_full.len(),
-        lines.join("\n"),
+        check_lines(&checks),
         doc["end"]["latency"]
     );
     eprintln!("{ctx}");

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::netns::cmd::Bg;
 use crate::netns::queue::{
-    between, judge, load_evidence, median_queue_delay_ms, Fifo, QueueRig, TOLERANCE,
+    between, check_lines, judge, load_evidence, median_queue_delay_ms, Fifo, QueueRig, TOLERANCE,
 };
 use crate::netns::{self, count, json_doc, num, with_retries, Attempt, Pair, Side};
 use crate::netns_queue::near;
@@ -113,11 +113,7 @@ fn bounceback_through_the_queue() -> Attempt {
         "--bounceback beside the UDP load through the long FIFO: idle {base:.3} ms + queue \
          = {expected:.3} ms ({} backlog samples)\n{}\nend.bounceback: {end}",
         window.len(),
-        checks
-            .iter()
-            .map(|c| c.as_ref().unwrap_or_else(|e| e).as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
+        check_lines(&checks),
     );
     eprintln!("{ctx}");
     // About 150 ms each: a dozen in two seconds.

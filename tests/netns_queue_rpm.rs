@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::netns::queue::{judge, load_evidence, median, queue_delay_ms, Backlog, Fifo, QueueRig};
+use crate::netns::queue::{
+    check_lines, judge, load_evidence, median, queue_delay_ms, Backlog, Fifo, QueueRig,
+};
 use crate::netns::{self, json_doc, num, with_retries, Attempt, Side, DEV};
 use crate::netns_queue::near;
 use crate::rel;
@@ -209,10 +211,6 @@ fn stage_against_the_queue(fifo: Fifo, down: bool) -> Attempt {
             0.0,
         ),
     ];
-    let lines: Vec<&str> = checks
-        .iter()
-        .map(|c| c.as_ref().unwrap_or_else(|e| e).as_str())
-        .collect();
     let ctx = format!(
         "--rpm {stage} through the {fifo:?} FIFO: idle {base:.3} ms; queue over {} loaded \
          samples: p50 {:.3} ms; TM of {} echoes {:.3} ms; {:.2} Mbit/s (shaper {:.2}) with {} connections, \
@@ -224,7 +222,7 @@ fn stage_against_the_queue(fifo: Fifo, down: bool) -> Attempt {
         bps / 1e6,
         goodput / 1e6,
         s["connections"],
-        lines.join("\n"),
+        check_lines(&checks),
     );
     eprintln!("{ctx}");
     assert!(took <= STAGE_LIMIT, "the stage took {took:?}\n{ctx}");

@@ -9,7 +9,8 @@
 use std::time::{Duration, Instant};
 
 use crate::netns::queue::{
-    between, judge, load_evidence, median, median_queue_delay_ms, Fifo, QueueRig, TOLERANCE,
+    between, check_lines, judge, load_evidence, median, median_queue_delay_ms, Fifo, QueueRig,
+    TOLERANCE,
 };
 use crate::netns::{self, count, json_doc, num, with_retries, Attempt, Side, DEV};
 use crate::netns_queue::{near, p50_of};
@@ -87,11 +88,7 @@ fn tcp_load_against_the_queue() -> Attempt {
          run ({} backlog samples), {late_rtt:.3} ms from {LATE:?} on; {self_count} self \
          probes\n{}\nend.latency: {}",
         samples.len(),
-        checks
-            .iter()
-            .map(|c| c.as_ref().unwrap_or_else(|e| e).as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
+        check_lines(&checks),
         doc["end"]["latency"]
     );
     eprintln!("{ctx}");

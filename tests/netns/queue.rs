@@ -346,6 +346,15 @@ pub(crate) fn load_evidence(samples: &[Backlog], window: &[Backlog], steady: boo
     seen
 }
 
+/// Every check's line, passed or not, one per line (for the context).
+pub(crate) fn check_lines(checks: &[Result<String, String>]) -> String {
+    checks
+        .iter()
+        .map(|c| c.as_ref().unwrap_or_else(|e| e).as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Pass when nothing is `off`; try again when the rig shows `evidence` of a
 /// disturbed load; otherwise panic at once: the queue was full and steady,
 /// so the figures off are rperf3's error, however often it is tried.
