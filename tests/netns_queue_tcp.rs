@@ -10,12 +10,16 @@ use std::time::{Duration, Instant};
 
 use crate::netns::queue::{
     between, check_lines, judge, load_evidence, median, median_queue_delay_ms, Fifo, QueueRig,
-    TOLERANCE,
 };
 use crate::netns::{self, count, json_doc, num, with_retries, Attempt, Side, DEV};
 use crate::netns_queue::{near, p50_of};
 use crate::RUN_TIMEOUT;
 
+/// A TCP-held queue swings by milliseconds between two backlog samples
+/// (25 ms apart), so its sampled median is coarser than a UDP-held one's
+/// (3%): the probes' p50s were seen 0.1-3.0% from it, as in
+/// `netns_queue_rpm.rs`.
+const TCP_TOLERANCE: f64 = 0.05;
 /// Intervals from this late on are compared with the backlog from then on.
 const LATE: Duration = Duration::from_secs(2);
 
@@ -58,28 +62,28 @@ fn tcp_load_against_the_queue() -> Attempt {
             "self p50 vs idle + queue",
             p50("end.latency.loaded.self"),
             rtt,
-            TOLERANCE,
+            TCP_TOLERANCE,
             0.0,
         ),
         near(
             "foreign p50 vs idle + queue",
             p50("end.latency.loaded.foreign"),
             rtt,
-            TOLERANCE,
+            TCP_TOLERANCE,
             0.0,
         ),
         near(
             "loaded p50 vs idle + queue",
             p50("end.latency.loaded"),
             rtt,
-            TOLERANCE,
+            TCP_TOLERANCE,
             0.0,
         ),
         near(
             "late intervals' RPM vs 60000 / (idle + queue)",
             median(&late_rpm),
             60_000.0 / late_rtt,
-            TOLERANCE,
+            TCP_TOLERANCE,
             0.0,
         ),
     ];
