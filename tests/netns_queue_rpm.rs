@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::netns::queue::{
-    check_lines, judge, load_evidence, median, queue_delay_ms, Backlog, Fifo, QueueRig,
+    check_lines, judge, load_evidence, median, queue_delay_ms, trimmed_mean, Backlog, Fifo,
+    QueueRig,
 };
 use crate::netns::{self, json_doc, num, with_retries, Attempt, Side, DEV};
 use crate::netns_queue::near;
@@ -48,14 +49,6 @@ const LOADED_FROM: u64 = 3000;
 /// The method's moving-average distance: its figures come from the last
 /// four 1 s intervals of a stage (`parameters.mad`, `id_s`).
 const MAD: Duration = Duration::from_secs(4);
-
-/// The responsiveness method's TM(): the mean of the best 95%.
-fn trimmed_mean(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let keep = ((s.len() as f64) * 0.95).ceil().max(1.0) as usize;
-    s[..keep].iter().sum::<f64>() / keep as f64
-}
 
 /// The samples of the stage's last MAD intervals, the ones its figures
 /// come from: the load ends with the last of them, so they are the
@@ -270,16 +263,4 @@ fn rpm_downlink_through_a_short_fifo_is_the_queue() {
     with_retries("--rpm down, short FIFO", || {
         stage_against_the_queue(Fifo::Short, true)
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::trimmed_mean;
-
-    #[test]
-    fn trimmed_mean_drops_the_worst_five_percent() {
-        let mut v: Vec<f64> = (1..=19).map(f64::from).collect();
-        v.push(1000.0);
-        assert_eq!(trimmed_mean(&v), 10.0);
-    }
 }

@@ -395,6 +395,14 @@ pub(crate) fn median_queue_delay_ms(samples: &[Backlog]) -> f64 {
     queue_delay_ms(median(&bytes))
 }
 
+/// The responsiveness method's TM(): the mean of the best 95%.
+pub(crate) fn trimmed_mean(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let keep = ((s.len() as f64) * 0.95).ceil().max(1.0) as usize;
+    s[..keep].iter().sum::<f64>() / keep as f64
+}
+
 /// The median of `v` (the mean of the middle two for an even count).
 pub(crate) fn median(v: &[f64]) -> f64 {
     assert!(!v.is_empty(), "median of nothing");
@@ -483,5 +491,12 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!((queue_delay_ms(1_875_000.0) - 150.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn trimmed_mean_drops_the_worst_five_percent() {
+        let mut v: Vec<f64> = (1..=19).map(f64::from).collect();
+        v.push(1000.0);
+        assert_eq!(trimmed_mean(&v), 10.0);
     }
 }
