@@ -33,6 +33,7 @@ mod netns_queue;
 mod netns_queue_bidir;
 mod netns_queue_bounceback;
 mod netns_queue_iperf2;
+mod netns_queue_iperf2_tcp;
 mod netns_queue_rpm;
 mod netns_queue_tcp;
 mod netns_tcp;

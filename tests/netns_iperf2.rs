@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::netns::cmd::{Bg, Done};
 use crate::netns::iperf2::{ours, records, stock_221, total, Record};
-use crate::netns::{self, with_retries, Attempt, Pair, Side, DEV, ETH_HEADER};
+use crate::netns::{self, with_retries, Attempt, Listen, Pair, Side, DEV, ETH_HEADER};
 
 /// iperf 2's port (fixed: the namespaces are private).
 const PORT2: u16 = 5001;
@@ -23,27 +23,12 @@ fn start_server(pair: &Pair, program: &Path, args: &[&str]) -> Bg {
     let prog = program.to_str().expect("utf-8 path");
     let mut all = vec![prog, "-s", "-p", &port, "-y", "C"];
     all.extend_from_slice(args);
-    let mut srv = pair.spawn(Side::Server, &all);
-    let udp = args.contains(&"-u");
-    let filter = format!("sport = :{PORT2}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let flags = if udp { "-Hlun" } else { "-Hltn" };
-        if !pair
-            .on(Side::Server, &["ss", flags, &filter])
-            .trim()
-            .is_empty()
-        {
-            return srv;
-        }
-        if srv.try_status().is_some() || Instant::now() > deadline {
-            panic!(
-                "iperf 2 server did not start: {}",
-                srv.finish(Duration::ZERO)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let listen = if args.contains(&"-u") {
+        Listen::Udp(PORT2)
+    } else {
+        Listen::Tcp(PORT2)
+    };
+    pair.spawn_listening(Side::Server, &all, &[listen])
 }
 
 /// Starts `program -c SERVER -p 5001 -y C args...` in the client namespace.

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::netns::cmd::Bg;
 use crate::netns::pcap::{connections_to, exchanges_us, NsCapture};
-use crate::netns::{self, json_doc, num, Attempt, Pair, Side, DEV, PORT};
+use crate::netns::{self, json_doc, num, Attempt, Listen, Pair, Side, DEV, PORT};
 
 const METRICS: &str = "127.0.0.1:9464";
 const LEN: u32 = 1400;
@@ -28,7 +28,7 @@ const STEPS_US: f64 = 10.0;
 /// `rperf3 -s --metrics` in the server namespace, once both ports listen.
 fn metrics_server(pair: &Pair) -> Bg {
     let port = PORT.to_string();
-    let mut srv = pair.spawn(
+    pair.spawn_listening(
         Side::Server,
         &[
             env!("CARGO_BIN_EXE_rperf3"),
@@ -38,24 +38,8 @@ fn metrics_server(pair: &Pair) -> Bg {
             "--metrics",
             METRICS,
         ],
-    );
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let filter = format!("( sport = :{PORT} or sport = :9464 )");
-    while pair
-        .on(Side::Server, &["ss", "-Hltn", &filter])
-        .lines()
-        .count()
-        < 2
-    {
-        if srv.try_status().is_some() || Instant::now() > deadline {
-            panic!(
-                "rperf3 server did not start: {}",
-                srv.finish(Duration::ZERO)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    srv
+        &[Listen::Tcp(PORT), Listen::Tcp(9464)],
+    )
 }
 
 /// The value of one series in the server's `/metrics`, once `ready` holds

@@ -11,44 +11,23 @@ use crate::netns::cmd::Bg;
 use crate::netns::queue::{
     between, check_lines, judge, load_evidence, median_queue_delay_ms, Fifo, QueueRig, TOLERANCE,
 };
-use crate::netns::{self, count, json_doc, num, with_retries, Attempt, Pair, Side};
+use crate::netns::{self, count, json_doc, num, with_retries, Attempt, Listen, Pair, Side};
 use crate::netns_queue::near;
 use crate::RUN_TIMEOUT;
 
 /// The round-trip test's own server port (the load uses the usual one).
-const BB_PORT: &str = "5202";
+const BB_PORT: u16 = 5202;
 /// Seconds of load: about a second to fill the FIFO, then the round trips.
 const LOAD_SECS: &str = "5";
 
 /// Starts a second `rperf3 -s -1 -J` on [`BB_PORT`] and waits until it listens.
 fn start_bb_server(pair: &Pair) -> Bg {
-    let mut srv = pair.spawn(
+    let port = BB_PORT.to_string();
+    pair.spawn_listening(
         Side::Server,
-        &[
-            env!("CARGO_BIN_EXE_rperf3"),
-            "-s",
-            "-1",
-            "-J",
-            "-p",
-            BB_PORT,
-        ],
-    );
-    let filter = format!("sport = :{BB_PORT}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while pair
-        .on(Side::Server, &["ss", "-Hltn", &filter])
-        .trim()
-        .is_empty()
-    {
-        if srv.try_status().is_some() || Instant::now() > deadline {
-            panic!(
-                "round-trip server did not start: {}",
-                srv.finish(Duration::ZERO)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    srv
+        &[env!("CARGO_BIN_EXE_rperf3"), "-s", "-1", "-J", "-p", &port],
+        &[Listen::Tcp(BB_PORT)],
+    )
 }
 
 fn bounceback_through_the_queue() -> Attempt {
@@ -62,6 +41,7 @@ fn bounceback_through_the_queue() -> Attempt {
     let sampler = rig.sample_backlog();
     sampler.wait_full(Duration::from_secs(4));
     let from = Instant::now();
+    let bb_port = BB_PORT.to_string();
     let bb = rig.pair.spawn(
         Side::Client,
         &[
@@ -69,7 +49,7 @@ fn bounceback_through_the_queue() -> Attempt {
             "-c",
             &rig.pair.server_ip,
             "-p",
-            BB_PORT,
+            &bb_port,
             "-J",
             "--bounceback",
             "-t",

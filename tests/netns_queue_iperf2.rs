@@ -17,10 +17,10 @@ use crate::netns::queue::{
     between, judge, load_evidence, median, median_queue_delay_ms, Fifo, QueueRig, Sampler,
     TOLERANCE,
 };
-use crate::netns::{self, json_doc, with_retries, Attempt, Pair, Side};
+use crate::netns::{self, json_doc, with_retries, Attempt, Listen, Pair, Side};
 use crate::rel;
 
-const PORT2: &str = "5001";
+const PORT2: u16 = 5001;
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 /// The load, as for iperf3 (16 sockets at 7 Mbit/s), for 5 s.
 const LOAD_SECS: u64 = 5;
@@ -40,31 +40,17 @@ const FULL_FROM: f64 = 2.0;
 /// socket is in the kernel's table.
 fn start_server(pair: &Pair, program: &Path) -> Bg {
     let prog = program.to_str().expect("utf-8 path");
-    let mut srv = pair.spawn(
+    let port = PORT2.to_string();
+    pair.spawn_listening(
         Side::Server,
-        &[prog, "-s", "-u", "-e", "-i", "1", "-p", PORT2],
-    );
-    let filter = format!("sport = :{PORT2}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while pair
-        .on(Side::Server, &["ss", "-Hlun", &filter])
-        .trim()
-        .is_empty()
-    {
-        if srv.try_status().is_some() || Instant::now() > deadline {
-            panic!(
-                "iperf 2 server did not start: {}",
-                srv.finish(Duration::ZERO)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    srv
+        &[prog, "-s", "-u", "-e", "-i", "1", "-p", &port],
+        &[Listen::Udp(PORT2)],
+    )
 }
 
 /// One per-stream interval row of an iperf 2 UDP server's `-e` report:
 /// `(start, end, latency avg, latency min)` in seconds and milliseconds.
-fn latency_rows(text: &str) -> Vec<(f64, f64, f64, f64)> {
+pub(crate) fn latency_rows(text: &str) -> Vec<(f64, f64, f64, f64)> {
     text.lines()
         .filter(|l| l.starts_with('[') && !l.starts_with("[SUM") && l.contains(" sec "))
         .filter_map(|l| {
@@ -119,7 +105,8 @@ fn trip_times_against_the_queue(server: &Path, client: &Path, way: Way) -> Attem
     let mut args = vec![prog, "-c", &rig.pair.server_ip];
     let secs = LOAD_SECS.to_string();
     args.extend(CLIENT);
-    args.extend([PORT2, "-t", &secs]);
+    let port = PORT2.to_string();
+    args.extend([port.as_str(), "-t", &secs]);
     let beside = way == Way::Reverse && client != ours();
     let (streams, beside) = if beside {
         args.extend(ONE);

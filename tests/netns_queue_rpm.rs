@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::netns::queue::{
     check_lines, judge, load_evidence, median, queue_delay_ms, trimmed_mean, Backlog, Fifo,
-    QueueRig,
+    QueueRig, LOADED_FROM,
 };
 use crate::netns::{self, json_doc, num, with_retries, Attempt, Side, DEV};
 use crate::netns_queue::near;
@@ -44,8 +44,6 @@ const RPM_TOLERANCE: f64 = 0.05;
 /// The same against the backlog's trimmed mean, where only the backlog is
 /// the truth (seen -0.8 to +5.4%).
 const BACKLOG_RPM_TOLERANCE: f64 = 0.08;
-/// A backlog at least this big means the stage's load is running.
-const LOADED_FROM: u64 = 3000;
 /// The method's moving-average distance: its figures come from the last
 /// four 1 s intervals of a stage (`parameters.mad`, `id_s`).
 const MAD: Duration = Duration::from_secs(4);

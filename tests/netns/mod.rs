@@ -49,6 +49,13 @@ pub(crate) enum Side {
     Client,
 }
 
+/// A listening socket a server is waited for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Listen {
+    Tcp(u16),
+    Udp(u16),
+}
+
 /// Two namespaces joined by a veth pair. Dropping it kills whatever still runs
 /// inside them and deletes both (which also removes the veth pair).
 pub(crate) struct Pair {
@@ -181,32 +188,42 @@ impl Pair {
     }
 
     /// Starts `rperf3 -s -1 -J` in the server namespace and returns once it
-    /// listens. (A probe connection would use up the `-1` test, so this watches
-    /// for the listening socket instead.)
+    /// listens.
     pub(crate) fn start_server(&self) -> Bg {
         let port = PORT.to_string();
-        let mut srv = self.spawn(
+        self.spawn_listening(
             Side::Server,
             &[env!("CARGO_BIN_EXE_rperf3"), "-s", "-1", "-J", "-p", &port],
-        );
-        let filter = format!("sport = :{PORT}");
+            &[Listen::Tcp(PORT)],
+        )
+    }
+
+    /// Starts `args` in a side's namespace and returns once every socket in
+    /// `listens` is in the kernel's table. (A probe connection would use up
+    /// a `-1` server's test, so this watches for the sockets instead.)
+    /// Panics with the program's output if it exits or 5 s pass first.
+    pub(crate) fn spawn_listening(&self, side: Side, args: &[&str], listens: &[Listen]) -> Bg {
+        let mut srv = self.spawn(side, args);
         let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            if !self
-                .on(Side::Server, &["ss", "-Hltn", &filter])
-                .trim()
-                .is_empty()
-            {
-                return srv;
-            }
+        let listening = |l: &Listen| {
+            let (flags, port) = match *l {
+                Listen::Tcp(p) => ("-Hltn", p),
+                Listen::Udp(p) => ("-Hlun", p),
+            };
+            let filter = format!("sport = :{port}");
+            !self.on(side, &["ss", flags, &filter]).trim().is_empty()
+        };
+        while !listens.iter().all(listening) {
             if srv.try_status().is_some() || Instant::now() > deadline {
                 panic!(
-                    "rperf3 server did not start listening: {}",
+                    "{} did not start listening on {listens:?}: {}",
+                    args[0],
                     srv.finish(Duration::ZERO)
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        srv
     }
 
     /// Starts `rperf3 -c SERVER -J -p PORT ARGS...` in the client namespace.

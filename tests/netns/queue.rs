@@ -22,6 +22,8 @@ pub(crate) const RATE: f64 = 100e6;
 /// The load: rperf3's UDP client above the rate over many sockets.
 pub(crate) const LOAD: [&str; 5] = ["-u", "-b", "7M", "-P", "16"];
 const TOOL_TIMEOUT: Duration = Duration::from_secs(10);
+/// A backlog at least this big means a load is running.
+pub(crate) const LOADED_FROM: u64 = 3000;
 /// The tbf's bucket, bytes (`burst 64kb`).
 const BURST: u64 = 64 * 1024;
 
@@ -154,12 +156,42 @@ impl QueueRig {
 
     /// Starts sampling the backlog of the bottleneck on `side`'s egress,
     /// `fifo` long.
+    /// Shrinks the tbf's bucket below a GSO train, so that it cuts a TCP
+    /// load's 64 KB trains into packets as they enter. Whole, the train at
+    /// the head of the queue has paid part of its way in tokens already
+    /// (half of its 5 ms on average), so a packet behind it waits less than
+    /// the backlog says: one-way trips read 5-12% under the backlog then,
+    /// and within 1% of it with the trains cut.
+    pub(crate) fn cut_trains(&self) {
+        self.pair.on(
+            self.sender,
+            &[
+                "tc",
+                "qdisc",
+                "change",
+                "dev",
+                DEV,
+                "root",
+                "tbf",
+                "rate",
+                "100mbit",
+                "burst",
+                SMALL_BURST,
+                "latency",
+                self.fifo.latency(),
+            ],
+        );
+    }
+
     pub(crate) fn sample_backlog_on(&self, side: Side, fifo: Fifo) -> Sampler {
         Sampler::start(self.pair.ns(side).to_string(), fifo.limit() / 2)
     }
 }
 
 /// The 100 Mbit/s tbf with `fifo`'s queue on `side`'s egress.
+/// The tbf's bucket when a TCP load's GSO trains are cut into packets.
+const SMALL_BURST: &str = "10kb";
+
 fn shape(pair: &Pair, side: Side, fifo: Fifo) {
     pair.on(
         side,
@@ -286,6 +318,20 @@ impl Sampler {
         }
     }
 
+    /// Waits until a sample shows a backlog of at least `bytes` (a load has
+    /// started to queue). Panics with the samples after `within`.
+    pub(crate) fn wait_backlog(&self, bytes: u64, within: Duration) {
+        let deadline = Instant::now() + within;
+        while !self.seen().iter().any(|b| b.bytes >= bytes) {
+            assert!(
+                Instant::now() < deadline,
+                "no backlog of {bytes} bytes within {within:?}: {:?}",
+                self.seen().iter().map(|b| b.bytes).collect::<Vec<_>>()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Stops sampling and returns every sample.
     pub(crate) fn stop(mut self) -> Vec<Backlog> {
         self.stop.store(true, Ordering::Relaxed);
@@ -403,6 +449,39 @@ pub(crate) fn trimmed_mean(v: &[f64]) -> f64 {
     s[..keep].iter().sum::<f64>() / keep as f64
 }
 
+/// Where the median of `n` round trips taken at random moments of a run may
+/// fall, given the delays the backlog showed over that run: between its
+/// quantiles 0.5 -+ 3 * 0.5 / sqrt(n) (the order statistics' bound, 99.7%
+/// of the time for probes that see the queue as the samples do), each
+/// widened by the rig's [`TOLERANCE`]. A steady queue gives a narrow band;
+/// a TCP-held one that swings by milliseconds, a wide one for few probes.
+pub(crate) fn median_band(delays: &[f64], n: f64) -> (f64, f64) {
+    assert!(!delays.is_empty() && n >= 1.0, "a band of nothing");
+    let mut s = delays.to_vec();
+    s.sort_by(f64::total_cmp);
+    let half = (1.5 / n.sqrt()).min(0.5);
+    let at = |q: f64| s[((q * (s.len() - 1) as f64).round() as usize).min(s.len() - 1)];
+    (
+        at(0.5 - half) * (1.0 - TOLERANCE),
+        at(0.5 + half) * (1.0 + TOLERANCE),
+    )
+}
+
+/// Whether `measured`, the median of `n` independent round trips, lies in
+/// [`median_band`] of `delays`; the comparison as a line either way.
+pub(crate) fn in_band(what: &str, measured: f64, delays: &[f64], n: f64) -> Result<String, String> {
+    let (lo, hi) = median_band(delays, n);
+    let line = format!(
+        "{what}: {measured:.3} vs {:.3} (allowed {lo:.3}-{hi:.3} for {n:.0} probes)",
+        median(delays)
+    );
+    if (lo..=hi).contains(&measured) {
+        Ok(line)
+    } else {
+        Err(line)
+    }
+}
+
 /// The median of `v` (the mean of the middle two for an even count).
 pub(crate) fn median(v: &[f64]) -> f64 {
     assert!(!v.is_empty(), "median of nothing");
@@ -491,6 +570,20 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!((queue_delay_ms(1_875_000.0) - 150.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_median_band_narrows_with_more_probes_and_a_steadier_queue() {
+        let swinging: Vec<f64> = (0..=100).map(f64::from).collect();
+        let (lo, hi) = median_band(&swinging, 9.0);
+        assert_eq!((lo, hi), (0.0, 100.0 * 1.03));
+        let (lo, hi) = median_band(&swinging, 100.0);
+        assert!((lo - 35.0 * 0.97).abs() < 1e-9 && (hi - 65.0 * 1.03).abs() < 1e-9);
+        let steady = vec![10.0; 50];
+        let (lo, hi) = median_band(&steady, 100.0);
+        assert!((lo - 9.7).abs() < 1e-9 && (hi - 10.3).abs() < 1e-9);
+        assert!(in_band("x", 10.2, &steady, 100.0).is_ok());
+        assert!(in_band("x", 10.4, &steady, 100.0).is_err());
     }
 
     #[test]
