@@ -35,10 +35,10 @@ const NOISE_MS: f64 = 0.25;
 /// One 1400-byte write's own time through the 100 Mbit/s bottleneck, ms.
 const OWN_TX_MS: f64 = (1400.0 + 52.0 + 14.0) * 8.0 / 100e6 * 1e3;
 
-/// The qdisc's drop count in `tc -s qdisc show` ("dropped N").
+/// The qdisc's drop count in `tc -s qdisc show` ("(dropped N, ...").
 fn dropped(tc: &str) -> u64 {
     tc.split_whitespace()
-        .skip_while(|w| *w != "dropped")
+        .skip_while(|w| w.trim_start_matches('(') != "dropped")
         .nth(1)
         .and_then(|w| w.trim_end_matches(',').parse().ok())
         .unwrap_or(0)
