@@ -153,10 +153,46 @@ fn iperf2_err_option_with_c_is_a_warning_and_the_run_goes_on() {
 }
 
 #[test]
-fn iperf2_err_bitrate_udp_runs_as_221_does() {
-    // 2.2.1 reads -b abc as 0 and sends unlimited; 2.1.8 refused ("ERROR: IPG
-    // delay target of inf secs too large"). Nothing listens here, so
-    // --no-udp-fin keeps the client from waiting for an end handshake.
+fn iperf2_a_udp_rate_of_nothing_is_refused_before_any_traffic_issue25() {
+    // 2.2.1 reads these as no limit and sends at full speed (57 Gbit/s in a
+    // second here); 2.1.8 refused `abc` ("IPG delay target of inf secs").
+    // Nothing is sent: a UDP socket bound only to count what arrives.
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").expect("a UDP socket");
+    sink.set_nonblocking(true).expect("non-blocking");
+    let port = sink.local_addr().expect("its address").port().to_string();
+    for rate in ["abc", "0", "-5m", "0pps"] {
+        let args = [
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-u",
+            "-t",
+            "0.2",
+            "-b",
+            rate,
+            "--no-udp-fin",
+        ];
+        let out = run(&ours(), &args);
+        assert_eq!(out.code(), Some(1), "-b {rate}: {out}");
+        assert_eq!(
+            out.stderr.trim_end(),
+            format!("Invalid value for -b or --bandwidth '{rate}'"),
+            "-b {rate}: {out}"
+        );
+        assert!(out.stdout.is_empty(), "-b {rate}: {out}");
+    }
+    let mut buf = [0u8; 2048];
+    assert!(
+        sink.recv(&mut buf).is_err(),
+        "a refused client sent a datagram"
+    );
+}
+
+#[test]
+fn iperf2_a_datagram_the_kernel_refuses_is_not_counted_as_sent_issue25() {
+    // Over loopback's 65,507-byte limit: every send fails with EMSGSIZE,
+    // the FIN too, so nothing went out and nothing may be reported.
     let port = free_port().to_string();
     let args = [
         "-c",
@@ -164,16 +200,27 @@ fn iperf2_err_bitrate_udp_runs_as_221_does() {
         "-p",
         &port,
         "-u",
+        "-l",
+        "70000",
         "-t",
         "0.2",
-        "-b",
-        "abc",
+        "-y",
+        "C",
         "--no-udp-fin",
     ];
     let out = run(&ours(), &args);
-    assert!(!out.stderr.contains("ERROR: IPG"), "{out}");
-    assert!(!out.stderr.contains("incompatible"), "{out}");
-    assert!(!out.stderr.contains("Usage:"), "{out}");
+    assert_eq!(out.code(), Some(1), "{out}");
+    assert!(
+        out.stderr.contains("ERROR: write failed: Message too long"),
+        "{out}"
+    );
+    // CSV: ...,interval,bytes,bits per second[,...]
+    let rows: Vec<Vec<&str>> = out.stdout.lines().map(|l| l.split(',').collect()).collect();
+    assert!(!rows.is_empty(), "no report rows: {out}");
+    for r in &rows {
+        assert!(r.len() > 8, "a short CSV row {r:?}: {out}");
+        assert_eq!((r[7], r[8]), ("0", "0"), "bytes and rate of {r:?}: {out}");
+    }
 }
 
 /// Command lines iperf 2.2.1 rejects, warns about or answers before any

@@ -101,14 +101,17 @@ fn bounceback(peer: &Path, p: Pairing2) {
         .and_then(|w| w.parse().ok())
         .unwrap_or_else(|| panic!("RPS in {cols:?}\n{ctx}"));
     // Two bursts of 10 in 2 s, give or take a request at the ends. A stock
-    // client's own clock can also start a third burst exactly at 2.0 s (seen
-    // with 2.1.8's client: rows of 10 and 10, a total of 30 over 2.0007 s).
-    let bursts = (count / 10.0).round();
+    // client's own clock can also start a third burst exactly at 2.0 s and
+    // count all of it or the part done before it stops (seen with 2.1.8's
+    // client: rows of 10 and 10, totals of 30 and of 24 over 2.0006 s); the
+    // server's bytes below hold the count to what was exchanged.
     let stock_client = matches!(p, Pairing2::PeerToOurs);
-    assert!(
-        (bursts == 2.0 || (bursts == 3.0 && stock_client)) && (count - bursts * 10.0).abs() <= 2.0,
-        "count {count}\n{ctx}"
-    );
+    let counts = if stock_client {
+        18.0..=30.0
+    } else {
+        18.0..=22.0
+    };
+    assert!(counts.contains(&count), "count {count}\n{ctx}");
     assert!(
         rtt[1] > 0.0 && rtt[1] <= rtt[0] && rtt[0] <= rtt[2] && rtt[1] < 1.0,
         "round trips {rtt:?}\n{ctx}"

@@ -22,8 +22,13 @@ const LEN: u32 = 1400;
 /// us on a quiet machine, up to 420 us with both cores busy (retried).
 const WAKE_US: f64 = 250.0;
 /// What a client's write and wake-up add to a bounceback exchange (seen
-/// 4-8 us here; a doubled figure is 13 us or more over).
+/// 4-8 us here on a quiet machine; a doubled figure is 13 us or more over).
 const STEPS_US: f64 = 10.0;
+/// The same as a share of the device's exchange when the machine is slow:
+/// both ends' steps scale with it (in one CI run the device read 12.5-15.3
+/// us and the metrics 1.9 times that, 11-13 us over); a doubled figure
+/// reads 3.8 times.
+const STEPS_RATIO: f64 = 2.5;
 
 /// `rperf3 -s --metrics` in the server namespace, once both ports listen.
 fn metrics_server(pair: &Pair) -> Bg {
@@ -198,8 +203,11 @@ fn bounceback_against_the_capture() -> Attempt {
         ours_us >= device_us - 1.0,
         "the metrics' mean is below the device's\n{ctx}"
     );
-    if ours_us > device_us + STEPS_US {
-        return Attempt::Disturbed(format!("more than {STEPS_US} us over the device\n{ctx}"));
+    let allowed = (device_us + STEPS_US).max(STEPS_RATIO * device_us);
+    if ours_us > allowed {
+        return Attempt::Disturbed(format!(
+            "more than {STEPS_US} us over the device and {STEPS_RATIO} times it\n{ctx}"
+        ));
     }
     Attempt::Pass
 }

@@ -147,6 +147,13 @@ struct Queue {
     full: f64,
 }
 
+/// A probe's arrival is timed by the receiving end's prober thread: on two
+/// busy cores its wake-up can lag by milliseconds, and a second's mean of
+/// about twenty probes takes a twentieth of each lag (+0.36 ms over a 10 ms
+/// queue seen in CI, where the medians agreed). Only the short FIFO's
+/// means come near it; the data's own delays are medians and keep 3%.
+const PROBE_WAKE_MS: f64 = 0.5;
+
 /// What the issue asks of one `-J --latency` run through the full FIFO,
 /// against the rig's figures. The end figures cover the whole run, whose
 /// first second fills the long FIFO, so the means among them (RPM's trimmed
@@ -255,7 +262,7 @@ fn latency_checks(doc: &Value, sender: Side, fifo: Fifo, q: &Queue) -> Vec<Resul
             one_way,
             q.full,
             TOLERANCE,
-            0.0,
+            PROBE_WAKE_MS,
         ),
     ]);
     checks

@@ -15,6 +15,8 @@ pub(crate) struct State {
     pub(crate) mode: ThreadMode,
     pub(crate) host: Option<String>,
     pub(crate) rate: Option<RateArg>,
+    /// `-b`'s text as given, for the error that refuses it.
+    pub(crate) rate_text: String,
     /// `-b 10m,1m`: a variance, which rperf3 does not do.
     pub(crate) rate_variance: bool,
     pub(crate) test: TestMode,
@@ -109,6 +111,7 @@ impl Default for State {
             mode: ThreadMode::Unknown,
             host: None,
             rate: None,
+            rate_text: String::new(),
             rate_variance: false,
             test: TestMode::Normal,
             enhanced: false,
@@ -213,6 +216,7 @@ impl State {
             O2::V6 | O2::Ipv6Domain => self.v6 = true,
             O2::Bandwidth => {
                 self.rate = Some(units::rate(v));
+                self.rate_text = v.to_string();
                 self.rate_variance = matches!(self.rate, Some(RateArg::Bits(_))) && v.contains(',');
             }
             O2::Client => {
@@ -410,10 +414,15 @@ impl State {
                 self.skip_rx_copy = true;
                 self.enhanced = true;
             }
-            O2::Unsupported => diag.push(format!(
-                "WARNING: option {} is not supported by rperf3, ignored",
-                display_name(spec)
-            )),
+            O2::Unsupported => {
+                // Ignored, it would measure something other than what was
+                // asked for: refused, as a value out of range is.
+                diag.push(format!(
+                    "ERROR: option {} is not supported by rperf3",
+                    display_name(spec)
+                ));
+                return Step::Exit(1);
+            }
         }
         Step::Continue
     }

@@ -202,7 +202,16 @@ fn client_checks(st: &State, len: i64, diag: &mut Vec<String>) -> bool {
         let delay = match st.rate {
             Some(RateArg::Bits(r)) if r > 0 => len as f64 * 8.0 / r as f64,
             Some(RateArg::Packets(r)) if r > 0 => 1.0 / r as f64,
-            Some(_) => 0.0,
+            Some(_) => {
+                // iperf 2 reads a UDP rate of no number, zero or less as no
+                // limit at all, so a typo floods the path at full speed.
+                diag.push(format!(
+                    "Invalid value for -b or --bandwidth '{}'",
+                    st.rate_text
+                ));
+                bail = true;
+                0.0
+            }
             None => len as f64 * 8.0 / rperf3_app::iperf2::config::DEFAULT_UDP_RATE as f64,
         };
         if !(0.0..=MAX_IPG_SECS).contains(&delay) {

@@ -145,7 +145,6 @@ fn rates_in_bits_or_packets() {
         ("2000pps", Rate2::Packets(2000)),
         ("1kpps", Rate2::Packets(1000)),
         ("500PPS", Rate2::Packets(500)),
-        ("abc", Rate2::Bits(0)),
     ] {
         assert_eq!(
             client(&format!("-c h -u -b {arg}")).rate,
@@ -358,16 +357,44 @@ fn output_options() {
 }
 
 #[test]
-fn unsupported_iperf2_options_warn_and_run() {
-    let p = run("-c h --txdelay-time 1 --tcp-quickack");
-    assert_eq!(
-        p.stderr,
-        [
-            "WARNING: option --txdelay-time is not supported by rperf3, ignored",
-            "WARNING: option --tcp-quickack is not supported by rperf3, ignored",
-        ]
-    );
-    assert!(matches!(p.action, Action::Run(_)));
+fn unsupported_iperf2_options_are_refused() {
+    for (args, name) in [
+        ("-c h --txdelay-time 1 --tcp-quickack", "--txdelay-time"),
+        ("-c h -t 1 --tcp-quickack", "--tcp-quickack"),
+        ("-s --connect-only", "--connect-only"),
+        ("-c h -A", "--awdl"),
+    ] {
+        let p = run(args);
+        assert_eq!(
+            p.stderr,
+            [format!("ERROR: option {name} is not supported by rperf3")],
+            "{args}"
+        );
+        assert!(
+            matches!(p.action, Action::Exit(1)),
+            "{args}: {:?}",
+            p.action
+        );
+    }
+}
+
+#[test]
+fn the_readme_lists_every_refused_iperf2_option() {
+    let readme = include_str!("../../README.md");
+    let at = readme
+        .find("These iperf 2 options are refused")
+        .expect("the README's list of refused iperf 2 options");
+    let list = &readme[at..readme[at..].find("\n\n").map_or(readme.len(), |e| at + e)];
+    for spec in super::table::OPTIONS
+        .iter()
+        .filter(|s| s.id == super::table::O2::Unsupported)
+    {
+        let name = super::table::display_name(spec);
+        assert!(
+            list.contains(&format!("`{name}`")),
+            "{name} is refused but not in the README's list:\n{list}"
+        );
+    }
 }
 
 #[test]

@@ -35,6 +35,9 @@ pub(crate) struct SendEnd {
     pub(crate) report: Option<ServerReport>,
     /// FINs sent.
     pub(crate) fins: u32,
+    /// Whether the first FIN left (iperf 2 counts it as a write; one the
+    /// kernel refused, as a datagram over the path's limit, is not).
+    pub(crate) fin_sent: bool,
     /// Why sending stopped early, if it did.
     pub(crate) error: Option<io::Error>,
 }
@@ -123,13 +126,14 @@ impl Tx {
     /// one), once the sender is done.
     pub(crate) fn total(&self, len: u64) -> Option<(Row2, u64)> {
         let e = self.end.as_ref()?;
-        let writes = e.data + 1;
-        let bytes = self.counters.snapshot().bytes + len;
+        let fin = u64::from(e.fin_sent);
+        let writes = e.data + fin;
+        let bytes = self.counters.snapshot().bytes + fin * len;
         let mut row = send_row(self.tag, (0.0, e.elapsed.as_secs_f64()), bytes, writes);
         if let Some((stats, _)) = &self.isoch {
             set_isoch(&mut row, stats.tally());
         }
-        Some((row, writes + 1))
+        Some((row, writes + fin))
     }
 }
 
@@ -157,12 +161,13 @@ fn send_flow(
     let data = counters.snapshot().blocks;
     let elapsed = t0.elapsed();
     let d = &plan.payload[..plan.spec.len.min(plan.payload.len())];
-    let (report, fins) = finish(sock, d, data, plan.handshake, plan.seq64);
+    let (report, fins, fin_sent) = finish(sock, d, data, plan.handshake, plan.seq64);
     SendEnd {
         elapsed,
         data,
         report,
         fins,
+        fin_sent,
         error,
     }
 }
@@ -170,14 +175,14 @@ fn send_flow(
 /// The end of a direction: a FIN (negative sequence number), repeated with
 /// the number counting down every [`FIN_RETRY_WAIT`] until a report arrives,
 /// at most [`FIN_MAX_SENDS`] times; a single FIN without `handshake`.
-/// Returns the report and how many FINs went out.
+/// Returns the report, how many FINs were sent and whether the first left.
 fn finish(
     sock: &UdpSocket,
     datagram: &[u8],
     data: u64,
     handshake: bool,
     seq64: bool,
-) -> (Option<ServerReport>, u32) {
+) -> (Option<ServerReport>, u32, bool) {
     let mut d = datagram.to_vec();
     let mut seq = fin_seq(data as i64);
     let sent = wall_now();
@@ -185,18 +190,20 @@ fn finish(
     if handshake {
         let _ = sock.set_read_timeout(Some(FIN_RETRY_WAIT));
     }
+    let mut first = false;
     for n in 1..=FIN_MAX_SENDS {
         DatagramHeader { seq, sent }.encode(&mut d, seq64);
-        let _ = sock.send(&d);
+        let ok = sock.send(&d).is_ok();
+        first |= n == 1 && ok;
         if !handshake {
-            return (None, n);
+            return (None, n, first);
         }
         let until = Instant::now() + FIN_RETRY_WAIT;
         while Instant::now() < until {
             match sock.recv(&mut buf) {
                 Ok(k) => {
                     if let Some(r) = parse_report(&buf[..k]) {
-                        return (Some(r), n);
+                        return (Some(r), n, first);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -206,7 +213,7 @@ fn finish(
         }
         seq = next_fin_seq(seq);
     }
-    (None, FIN_MAX_SENDS)
+    (None, FIN_MAX_SENDS, first)
 }
 
 /// An `--isochronous` sender's row: its frames, and no timeout count (2.2.1
