@@ -154,8 +154,6 @@ impl QueueRig {
         shape(&self.pair, side, fifo);
     }
 
-    /// Starts sampling the backlog of the bottleneck on `side`'s egress,
-    /// `fifo` long.
     /// Shrinks the tbf's bucket below a GSO train, so that it cuts a TCP
     /// load's 64 KB trains into packets as they enter. Whole, the train at
     /// the head of the queue has paid part of its way in tokens already
@@ -163,42 +161,34 @@ impl QueueRig {
     /// the backlog says: one-way trips read 5-12% under the backlog then,
     /// and within 1% of it with the trains cut.
     pub(crate) fn cut_trains(&self) {
-        self.pair.on(
-            self.sender,
-            &[
-                "tc",
-                "qdisc",
-                "change",
-                "dev",
-                DEV,
-                "root",
-                "tbf",
-                "rate",
-                "100mbit",
-                "burst",
-                SMALL_BURST,
-                "latency",
-                self.fifo.latency(),
-            ],
-        );
+        tbf(&self.pair, self.sender, "change", SMALL_BURST, self.fifo);
     }
 
+    /// Starts sampling the backlog of the bottleneck on `side`'s egress,
+    /// `fifo` long.
     pub(crate) fn sample_backlog_on(&self, side: Side, fifo: Fifo) -> Sampler {
         Sampler::start(self.pair.ns(side).to_string(), fifo.limit() / 2)
     }
 }
 
-/// The 100 Mbit/s tbf with `fifo`'s queue on `side`'s egress.
+/// The tbf's bucket: 64 KB, whole GSO trains pass.
+const BURST_ARG: &str = "64kb";
 /// The tbf's bucket when a TCP load's GSO trains are cut into packets.
 const SMALL_BURST: &str = "10kb";
 
+/// The 100 Mbit/s tbf with `fifo`'s queue on `side`'s egress.
 fn shape(pair: &Pair, side: Side, fifo: Fifo) {
+    tbf(pair, side, "add", BURST_ARG, fifo);
+}
+
+/// `tc qdisc add|change` of the rig's 100 Mbit/s tbf on `side`'s egress.
+fn tbf(pair: &Pair, side: Side, verb: &str, burst: &str, fifo: Fifo) {
     pair.on(
         side,
         &[
             "tc",
             "qdisc",
-            "add",
+            verb,
             "dev",
             DEV,
             "root",
@@ -206,7 +196,7 @@ fn shape(pair: &Pair, side: Side, fifo: Fifo) {
             "rate",
             "100mbit",
             "burst",
-            "64kb",
+            burst,
             "latency",
             fifo.latency(),
         ],
