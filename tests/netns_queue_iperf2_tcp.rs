@@ -171,8 +171,9 @@ fn tcp_trip_times_against_the_queue(server: &Path, client: &Path) -> Attempt {
     let mut evidence = load_evidence(&samples, &window, false);
     // A drop means a retransmission some writes waited behind: the rig,
     // not the figure, went wrong.
-    if dropped(&tc) > 0 {
-        evidence.push(format!("the FIFO dropped {} packets", dropped(&tc)));
+    let drops = dropped(&tc);
+    if drops > 0 {
+        evidence.push(format!("the FIFO dropped {drops} packets"));
     }
     judge(&off, &evidence, &ctx)
 }
