@@ -130,10 +130,12 @@ both_ways2!(iperf2_tcp_n, |peer: &Path, p| {
     assert_eq!(streams(&s), [7_654_321], "{s}");
 });
 
-// `-b 50M` (1024-based: 52 428 800 bit/s): our sender's rate within 1% at the
-// stock receiver; a stock sender's bytes over the test time within 1% at
-// ours (a stock sender writes one block beyond the rate: its own receiver
-// measures 1% over).
+// `-b 50M` (1024-based: 52 428 800 bit/s): our sender's bytes within 1% of
+// the rate over the 2 s at the stock receiver, and its rate there within
+// 1% over and 3% under (its clock runs until the close reaches it, which a
+// busy machine delays: 21 ms seen); a stock sender's bytes over the test
+// time within 1% at ours (a stock sender writes one block beyond the rate:
+// its own receiver measures 1% over).
 both_ways2!(iperf2_tcp_rate_50m, |peer: &Path, p| {
     let _gate = crate::common::load::timed();
     let (c, s) = run(peer, p, &["-t", "2", "-b", "50M"]);
@@ -145,12 +147,20 @@ both_ways2!(iperf2_tcp_rate_50m, |peer: &Path, p| {
         .into_iter()
         .find(|r| r.id != "-1")
         .expect("server row");
-    let want = match p {
-        Pairing2::OursToPeer => 52_428_800.0,
-        Pairing2::PeerToOurs => sent.bytes as f64 * 8.0 / 2.0,
+    let (want, under) = match p {
+        Pairing2::OursToPeer => {
+            let bytes = 52_428_800.0 * 2.0 / 8.0;
+            assert!(
+                (got.bytes as f64 - bytes).abs() <= bytes * 0.01,
+                "{p:?}: receiver {} bytes vs {bytes}\n{c}\n{s}",
+                got.bytes
+            );
+            (52_428_800.0, 0.03)
+        }
+        Pairing2::PeerToOurs => (sent.bytes as f64 * 8.0 / 2.0, 0.01),
     };
     assert!(
-        (got.bps - want).abs() <= want * 0.01,
+        got.bps <= want * 1.01 && got.bps >= want * (1.0 - under),
         "{p:?}: receiver {} vs {want}\n{c}\n{s}",
         got.bps
     );

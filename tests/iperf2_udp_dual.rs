@@ -41,11 +41,22 @@ fn dual(peer: &Path, p: Pairing2, mode: &str) {
     let rep = server_report(&s).unwrap_or_else(|| panic!("no report at the server\n{ctx}"));
     assert_eq!(rep.tag, "*2", "{ctx}");
     assert_eq!((rep.lost, rep.total), (got.lost, got.total), "{ctx}");
-    // -r runs the directions one after the other, -d side by side: the
-    // back connection line comes after the forward Server Report only for -r.
-    let back_at = c.find("[  2] local").expect("back connection line");
-    let report_at = c.find("Server Report:").expect("report");
-    assert_eq!(back_at > report_at, mode == "-r", "{ctx}");
+    // -r runs the directions one after the other, -d side by side, as
+    // rperf3's side prints it (a stock client may print the back connection
+    // before the forward Server Report it already holds, from its threads):
+    // our client's back connection line comes after the forward Server
+    // Report only for -r; our server's back connection after its forward row.
+    let (back_at, forward_end_at) = match p {
+        Pairing2::OursToPeer => (
+            c.find("[  2] local").expect("back connection line"),
+            c.find("Server Report:").expect("report"),
+        ),
+        Pairing2::PeerToOurs => (
+            s.find("(reverse)").expect("back connection line"),
+            s.find("[  1] 0.00-").expect("forward row"),
+        ),
+    };
+    assert_eq!(back_at > forward_end_at, mode == "-r", "{ctx}");
 }
 
 both_ways2!(iperf2_udp_dual_d, |peer: &Path, p| dual(peer, p, "-d"));

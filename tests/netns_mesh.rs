@@ -294,8 +294,25 @@ fn a_16_node_mesh_shows_the_shaped_and_lossy_pairs_issue23() {
             l["retransmits"]
         )
     };
-    eprintln!("{}", all.iter().map(report).collect::<Vec<_>>().join("\n"));
+    // Only the pairs out of the ordinary, so that a failure's message is
+    // not buried under 240 lines.
+    let notable = |l: &&Value| {
+        field(l, "outcome") != "ok"
+            || l["throughput_bps"].as_f64().unwrap_or(0.0) < 140e6
+            || l["retransmits"].as_f64().unwrap_or(0.0) >= 4.0
+    };
+    eprintln!(
+        "{}",
+        all.iter()
+            .filter(notable)
+            .map(report)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     let mut into7 = Vec::new();
+    // Unshaped pairs a busy machine held back: slower than the cap, or
+    // retransmitting after a stall outlasted the retransmission timer.
+    let mut disturbed = Vec::new();
     for s in 1..=15u32 {
         for d in 1..=16u32 {
             if s == d {
@@ -323,20 +340,33 @@ fn a_16_node_mesh_shows_the_shaped_and_lossy_pairs_issue23() {
                     shaped_rate(&what, bps, 20e6 * GOODPUT);
                 }
                 (_, 7) => into7.push(shaped_rate(&what, bps, 40e6 * GOODPUT)),
-                _ => assert!(
-                    bps > 100e6,
-                    "{what}: not shaped, so near the 150 Mbit/s cap"
-                ),
+                _ => {
+                    assert!(
+                        bps > 75e6,
+                        "{what}: not shaped, so not below half the 150 Mbit/s cap"
+                    );
+                    if bps < 135e6 {
+                        disturbed.push(what.clone());
+                    }
+                }
             }
             let r = l["retransmits"].as_f64().unwrap();
             if (s, d) != (5, 9) && (s, d) != (3, 12) && d != 7 {
                 assert!(
-                    r < lossy_retrans / 4.0,
-                    "{what}: as many as the lossy pair's {lossy_retrans}"
+                    r < lossy_retrans / 2.0,
+                    "{what}: as many as half the lossy pair's {lossy_retrans}"
                 );
+                if r >= lossy_retrans / 4.0 {
+                    disturbed.push(what);
+                }
             }
         }
     }
+    // The machine may hold back a few of the 200 unshaped pairs (one seen
+    // with 32 spurious retransmits); a shaper or a drop rule on the wrong
+    // pair would show in many.
+    eprintln!("disturbed: {disturbed:#?}");
+    assert!(disturbed.len() <= 3, "too many unshaped pairs held back");
     // A slot the machine left alone reaches the shaper's rate: the best of
     // node 7's senders is within 1% of it.
     let best = into7.iter().map(|r| r.0).fold(f64::MIN, f64::max);

@@ -172,7 +172,12 @@ fn bounceback_against_the_capture() -> Attempt {
     let m = scrape(&pair, |t| ok_tests(t) >= 1.0);
     server.interrupt();
     let _ = server.finish(Duration::from_secs(5));
-    let segs = cap.stop();
+    let (segs, cap_dropped) = cap.stop_counting_drops();
+    if cap_dropped > 0 {
+        return Attempt::Disturbed(format!(
+            "the capture dropped {cap_dropped} packets: its exchanges are not all there"
+        ));
+    }
 
     // The control connection first, then the bounceback stream.
     let conns = connections_to(&segs, PORT);

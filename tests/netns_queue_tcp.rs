@@ -2,7 +2,7 @@
 //! `netns/queue.rs`): the self probes (the loaded streams' own round trips,
 //! which a UDP load does not have) and the foreign ones both wait in the
 //! queue the streams keep, whose backlog over the rate is the ground truth.
-//! Four cubic streams hold it at about 15 ms here (TCP small queues, not the
+//! Four BBR streams hold it at about 15 ms here (TCP small queues, not the
 //! FIFO's length, limit it), swinging by milliseconds, without drops. The
 //! probes' medians are held to the backlog's spread for their number (see
 //! `median_band`), each late interval's RPM to the backlog of that interval.
@@ -44,7 +44,7 @@ fn tcp_load_against_the_queue() -> Attempt {
     // prober's cap, and the probes it skips then read 2-5% low.)
     let client = rig
         .pair
-        .spawn_client(&["-P", "4", "-t", "5", "--latency=50"]);
+        .spawn_client(&["-P", "4", "-C", "bbr", "-t", "5", "--latency=50"]);
     let sampler = rig.sample_backlog();
     let client = client.finish(RUN_TIMEOUT);
     let samples = sampler.stop();

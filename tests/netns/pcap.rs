@@ -84,6 +84,13 @@ impl NsCapture {
     /// side, again until the file holds it: what the device passed before
     /// it is in the file too.
     pub(crate) fn stop(self) -> Vec<Seg> {
+        self.stop_counting_drops().0
+    }
+
+    /// As `stop`, with the packets the capture itself dropped (its ring was
+    /// full: the machine did not run dumpcap in time), which dumpcap says on
+    /// exit ("Packets received/dropped on interface '...': R/D").
+    pub(crate) fn stop_counting_drops(self) -> (Vec<Seg>, u64) {
         let deadline = Instant::now() + Duration::from_secs(10);
         let send = format!("echo mark > /dev/udp/{}/{MARK}", self.peer);
         loop {
@@ -106,12 +113,23 @@ impl NsCapture {
         self.bg.interrupt();
         let d = self.bg.finish(Duration::from_secs(5));
         assert!(d.success(), "dumpcap: {d}");
+        let dropped = capture_drops(&d.stderr)
+            .unwrap_or_else(|| panic!("dumpcap did not say what it dropped: {d}"));
         let bytes = std::fs::read(&self.file).expect("the capture file");
         let _ = std::fs::remove_file(&self.file);
         let mut segs = read_pcap(&bytes);
         segs.retain(|s| !(s.udp && s.dst == MARK));
-        segs
+        (segs, dropped)
     }
+}
+
+/// The drop count in dumpcap's closing line.
+fn capture_drops(stderr: &str) -> Option<u64> {
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("Packets received/dropped"))?;
+    let counts = line.rsplit("': ").next()?.split_whitespace().next()?;
+    counts.split('/').nth(1)?.parse().ok()
 }
 
 /// The TCP and UDP frames of a classic pcap file (microsecond timestamps,
@@ -217,6 +235,14 @@ pub(crate) fn connections_to(segs: &[Seg], port: u16) -> Vec<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capture_drops_of_dumpcaps_closing_line() {
+        let e = "Capturing on 'veth'\nPackets captured: 6\nPackets received/dropped on \
+                 interface 'Loopback: lo': 60/7 (pcap:0/dumpcap:0/flushed:0/ps_ifdrop:0) (100.0%)\n";
+        assert_eq!(capture_drops(e), Some(7));
+        assert_eq!(capture_drops("Packets captured: 6\n"), None);
+    }
 
     fn seg(at_us: i64, src: u16, dst: u16, len: u64) -> Seg {
         Seg {
