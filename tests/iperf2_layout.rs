@@ -207,6 +207,12 @@ layout_cases! {
         client: &["-t", "2", "-i", "1", "-R"],
         known: &[],
     };
+    tcp_tos_reverse_e: Case {
+        name: "tcp-tos-R-e",
+        server: &["-i", "1", "-e"],
+        client: &["-t", "2", "-i", "1", "-e", "-S", "0x20", "-R"],
+        known: &[],
+    };
     tcp_dual: Case {
         name: "tcp-d",
         server: &["-i", "1"],
@@ -296,6 +302,12 @@ layout_cases! {
         name: "udp-e",
         server: &["-u", "-i", "1", "-e"],
         client: &["-u", "-b", "10m", "-t", "2", "-i", "1", "-e"],
+        known: &[],
+    };
+    udp_dscp_e: Case {
+        name: "udp-dscp-e",
+        server: &["-u", "-i", "1", "-e"],
+        client: &["-u", "-b", "10m", "-t", "2", "-i", "1", "-e", "--dscp", "46"],
         known: &[],
     };
     udp_pps: Case {

@@ -35,6 +35,7 @@ mod iperf2_latency;
 mod iperf2_layout;
 mod iperf2_tcp;
 mod iperf2_tcp_isoch;
+mod iperf2_tos;
 mod iperf2_trip_back;
 mod iperf2_udp;
 mod iperf2_udp_dual;

@@ -50,6 +50,8 @@ pub(crate) struct State {
     pub(crate) threads: i64,
     pub(crate) reverse: bool,
     pub(crate) tos: Option<u8>,
+    /// The TOS came from `--dscp` (the last of `-S`/`--dscp` wins).
+    pub(crate) tos_by_dscp: bool,
     pub(crate) ttl: Option<i64>,
     pub(crate) single_udp: bool,
     pub(crate) single_client: bool,
@@ -141,6 +143,7 @@ impl Default for State {
             threads: 0,
             reverse: false,
             tos: None,
+            tos_by_dscp: false,
             ttl: None,
             single_udp: false,
             single_client: false,
@@ -361,13 +364,23 @@ impl State {
             O2::NoDelay => self.nodelay = true,
             O2::Parallel => self.threads = units::atoi(v),
             O2::Reverse => self.reverse = true,
-            O2::Tos => match units::tos(v) {
-                Some(t) => self.tos = Some(t),
-                None => {
-                    diag.push(format!("WARN: Invalid --tos value of {v} ignored"));
-                    self.tos = None;
+            O2::Tos => {
+                self.tos_by_dscp = false;
+                match units::tos(v) {
+                    Some(t) => self.tos = Some(t),
+                    None => {
+                        diag.push(format!("WARN: Invalid --tos value of {v} ignored"));
+                        self.tos = None;
+                    }
                 }
-            },
+            }
+            // 2.2.1 takes a decimal code point (C's atoi) into the TOS
+            // byte's upper six bits; a name or hex reads as 0.
+            O2::Dscp => {
+                let t = units::atoi(v).wrapping_shl(2) as u8 & 0xFC;
+                self.tos = (t != 0).then_some(t);
+                self.tos_by_dscp = true;
+            }
             O2::Ttl => self.ttl = Some(units::atoi(v)),
             O2::SingleUdp => {
                 self.udp = true;

@@ -469,6 +469,7 @@ fn common(st: &State, client: bool, bind: Option<Bind2>) -> Common2 {
             .map(|m| m.min(i64::from(u32::MAX)) as u32),
         nodelay: st.nodelay,
         tos: st.tos,
+        tos_by_dscp: st.tos_by_dscp,
         congestion: st.congestion.clone(),
         ttl: st.ttl.and_then(|t| u8::try_from(t).ok()).unwrap_or(1),
         time,

@@ -82,6 +82,7 @@ pub(crate) enum O2 {
     TxStartTime,
     PermitKey,
     SkipRxCopy,
+    Dscp,
     /// Known to iperf 2.2.1, not done by rperf3: parsed, then a warning.
     Unsupported,
 }
@@ -218,7 +219,9 @@ pub(crate) static OPTIONS: &[Spec] = &[
         row(Both, "", "no test header, for very old servers"),
     ]),
     opt!(Daemon, Some('D'), Some("daemon"), No, [row(Srv, "", "detach and run in the background")]),
-    opt!(Unsupported, None, Some("dscp"), Required, []),
+    opt!(Dscp, None, Some("dscp"), Required, [
+        row(Both, "<n>", "DSCP code point (decimal) in the TOS byte"),
+    ]),
     opt!(FileInput, Some('F'), Some("file_input"), Required, [
         row(Cli, "<name>", "send the contents of file <name>"),
     ]),

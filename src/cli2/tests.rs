@@ -385,14 +385,46 @@ fn the_readme_lists_every_refused_iperf2_option() {
         .find("These iperf 2 options are refused")
         .expect("the README's list of refused iperf 2 options");
     let list = &readme[at..readme[at..].find("\n\n").map_or(readme.len(), |e| at + e)];
-    for spec in super::table::OPTIONS
+    let refused: Vec<String> = super::table::OPTIONS
         .iter()
         .filter(|s| s.id == super::table::O2::Unsupported)
-    {
-        let name = super::table::display_name(spec);
+        .map(super::table::display_name)
+        .collect();
+    for name in &refused {
         assert!(
             list.contains(&format!("`{name}`")),
             "{name} is refused but not in the README's list:\n{list}"
+        );
+    }
+    // And nothing built is still listed.
+    let names = &list[list.find("asked:").expect("the list after the error text")..];
+    for listed in names.split('`').skip(1).step_by(2) {
+        assert!(
+            refused.iter().any(|r| r == listed),
+            "{listed} is in the README's list but not refused"
+        );
+    }
+}
+
+#[test]
+fn dscp_is_a_decimal_code_point_as_2_2_1_reads_it() {
+    for (arg, want, by_dscp) in [
+        ("--dscp 46", Some(0xb8), true),
+        ("--dscp 8", Some(0x20), true),
+        // C's atoi: a name or hex is 0 (no TOS), -1 is all six bits.
+        ("--dscp ef", None, true),
+        ("--dscp 0x2e", None, true),
+        ("--dscp -1", Some(0xfc), true),
+        ("--dscp 64", None, true),
+        // The last of -S and --dscp wins.
+        ("-S ef --dscp 10", Some(0x28), true),
+        ("--dscp 10 -S ef", Some(0xb8), false),
+    ] {
+        let c = cfg(&format!("-c h {arg}"));
+        assert_eq!(
+            (c.common.tos, c.common.tos_by_dscp),
+            (want, by_dscp),
+            "{arg}"
         );
     }
 }

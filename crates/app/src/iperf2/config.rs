@@ -93,8 +93,10 @@ pub struct Common2 {
     pub mss: Option<u32>,
     /// `-N`: TCP_NODELAY.
     pub nodelay: bool,
-    /// `-S`: the TOS byte.
+    /// `-S` or `--dscp`: the TOS byte.
     pub tos: Option<u8>,
+    /// The byte came from `--dscp` (its header line says "defaults to").
+    pub tos_by_dscp: bool,
     /// `-Z`: congestion control.
     pub congestion: Option<String>,
     /// `-T`: multicast TTL (default 1).
@@ -319,6 +321,7 @@ impl Default for Common2 {
             mss: None,
             nodelay: false,
             tos: None,
+            tos_by_dscp: false,
             congestion: None,
             ttl: 1,
             time: None,

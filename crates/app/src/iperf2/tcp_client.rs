@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use rperf3_proto2::{Layout, VERSION_2_2_1};
 use rperf3_report::iperf2::model::{BbSettings2, Event2, IsochSettings2, Tag2};
-use rperf3_report::iperf2::{isoch_schedule_line, Report2};
+use rperf3_report::iperf2::{isoch_schedule_line, tos_note, Report2};
 use rperf3_sys::net;
 
 use super::client_header::{os_text, rate_bps, read_ack, request};
@@ -203,6 +203,12 @@ impl<'a> Client<'a> {
         if self.cl.txstart.is_some() {
             notes.push("(epoch-start)");
         }
+        let tos = tos_note(
+            self.c.tos.unwrap_or(0),
+            matches!(self.cl.mode, Mode2::Reverse | Mode2::FullDuplex),
+            self.cl.mode != Mode2::Reverse,
+        );
+        notes.extend(tos.as_deref());
         let dev = self.c.bind.as_ref().and_then(|b| b.device.as_deref());
         for (id, s, ct, _) in &streams {
             if let Ok(mut line) = tcp_setup::connection(Tag2::Id(*id), s, &notes, dev) {

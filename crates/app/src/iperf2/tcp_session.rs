@@ -15,6 +15,7 @@ use rperf3_proto2::{
     TestEnd, TestRequest, Timeval, VERSION_2_2_1,
 };
 use rperf3_report::iperf2::model::{Event2, Tag2};
+use rperf3_report::iperf2::tos_note;
 use rperf3_sys::net;
 
 use super::connect_back::connect_back;
@@ -364,6 +365,13 @@ impl<'a> Test<'a> {
         if self.trip() {
             notes.push("(trip-times)");
         }
+        // A server prints the client's byte as `tx` but in full duplex.
+        let tos = tos_note(
+            self.req.as_ref().map_or(0, |r| r.tos),
+            self.mode() == Mode::FullDuplex,
+            true,
+        );
+        notes.extend(tos.as_deref());
         let dev = sh
             .cfg
             .common

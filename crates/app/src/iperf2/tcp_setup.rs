@@ -59,6 +59,7 @@ pub(crate) fn settings(side: Side2, c: &Common2, port: u16, len: u32, window: u6
         congestion: c.congestion.clone().or_else(default_congestion),
         congestion_asked: c.congestion.clone(),
         tos: c.tos.unwrap_or(0),
+        tos_by_dscp: c.tos_by_dscp,
         nodelay: c.nodelay,
         mss: None,
         multicast: None,

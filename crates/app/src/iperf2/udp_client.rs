@@ -22,7 +22,7 @@ use rperf3_proto2::{
 use rperf3_report::iperf2::model::{
     Connection2, Event2, IsochSettings2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2,
 };
-use rperf3_report::iperf2::{isoch_schedule_line, Report2};
+use rperf3_report::iperf2::{isoch_schedule_line, tos_note, Report2};
 use rperf3_sys::net::{resolve, udp_bind};
 
 use super::config::{Client2, Config2, End2, Mode2, Rate2, DEFAULT_UDP_RATE};
@@ -187,8 +187,8 @@ fn wire_mode(cfg: &Config2, c: &Client2) -> Mode {
 
 /// The connection line's notes, in 2.2.1's order: a full-duplex client
 /// (which ends without the FIN handshake) says `(no-udp-fin)` as well.
-fn conn_notes(c: &Client2, mode: Mode, trip_times: bool) -> Vec<String> {
-    [
+fn conn_notes(c: &Client2, mode: Mode, trip_times: bool, tos: Option<u8>) -> Vec<String> {
+    let mut notes: Vec<String> = [
         (c.isoch.is_some(), "(isoch)"),
         (mode == Mode::Reverse, "(reverse)"),
         (mode == Mode::FullDuplex, "(full-duplex)"),
@@ -198,7 +198,13 @@ fn conn_notes(c: &Client2, mode: Mode, trip_times: bool) -> Vec<String> {
     .into_iter()
     .filter(|(on, _)| *on)
     .map(|(_, n)| n.to_string())
-    .collect()
+    .collect();
+    notes.extend(tos_note(
+        tos.unwrap_or(0),
+        matches!(mode, Mode::Reverse | Mode::FullDuplex),
+        mode != Mode::Reverse,
+    ));
+    notes
 }
 
 /// Runs the UDP client of `cfg` (whose role is a client).
@@ -287,6 +293,7 @@ pub(crate) fn run(
         trip_times: cfg.common.trip_times,
         congestion: None,
         tos: cfg.common.tos.unwrap_or(0),
+        tos_by_dscp: cfg.common.tos_by_dscp,
         nodelay: false,
         mss: None,
         multicast: None,
@@ -329,7 +336,7 @@ pub(crate) fn run(
                 cfg.common.bind.as_ref().and_then(|b| b.device.as_deref()),
             ),
             peer: dest,
-            notes: conn_notes(c, mode, cfg.common.trip_times),
+            notes: conn_notes(c, mode, cfg.common.trip_times, cfg.common.tos),
             peer_version: None,
             tcp: None,
             connect_time: None,

@@ -16,7 +16,7 @@ use rperf3_engine::udp::UdpSendSpec;
 use rperf3_engine::udp2::{recv_loop2, wall_now, Udp2Stats, RECV_POLL};
 use rperf3_proto2::{Mode, TestEnd, TestRequest};
 use rperf3_report::iperf2::model::{Connection2, Event2, Row2, Tag2};
-use rperf3_report::iperf2::Report2;
+use rperf3_report::iperf2::{tos_note, Report2};
 
 use super::config::DEFAULT_UDP_RATE;
 use super::connect_back::same_host;
@@ -149,6 +149,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
             notes.push(note.to_string());
         }
     }
+    notes.extend(tos_note(f.req.tos, f.req.mode == Mode::FullDuplex, true));
     report.event(Event2::Connected(Connection2 {
         tag: Tag2::Id(f.id),
         local: f.local,

@@ -163,6 +163,7 @@ pub(crate) fn run(
         trip_times: cfg.common.trip_times,
         congestion: None,
         tos: 0,
+        tos_by_dscp: false,
         nodelay: false,
         mss: None,
         multicast: l.group.map(|g| Multicast2 {

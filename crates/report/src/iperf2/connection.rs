@@ -59,6 +59,22 @@ pub(crate) fn line(c: &Connection2, layout: &Layout2) -> String {
     s
 }
 
+/// The `(tos ...)` note of a connection line whose socket carries `tos`: a
+/// sender's byte is `tx`, a `-R` client's `rx` (the byte it asked the server
+/// to send with), a full-duplex test's both (`rx/tx=A/A`); 2.2.1 prints it
+/// after the mode notes, with or without `-e`. `None` for a zero byte.
+pub fn tos_note(tos: u8, rx: bool, tx: bool) -> Option<String> {
+    if tos == 0 {
+        return None;
+    }
+    let one = format!("0x{tos:x},dscp={},ecn={}", tos >> 2, tos & 3);
+    Some(match (rx, tx) {
+        (true, true) => format!("(tos rx/tx={one}/{one})"),
+        (true, false) => format!("(tos rx={one})"),
+        _ => format!("(tos tx={one})"),
+    })
+}
+
 /// An address as printed; `--hide-ips` keeps only an IPv4 address's last
 /// octet (`*.*.*.1`). 2.2.1 prints IPv6 addresses as they are.
 pub(crate) fn ip(a: IpAddr, hide: bool) -> String {
@@ -75,6 +91,28 @@ pub(crate) fn ip(a: IpAddr, hide: bool) -> String {
 /// The address and port of a CSV row, `addr,port`.
 pub(crate) fn csv_peer(a: SocketAddr, port: u16, hide: bool) -> String {
     format!("{},{port}", ip(a.ip(), hide))
+}
+
+#[cfg(test)]
+mod tos_tests {
+    use super::tos_note;
+
+    #[test]
+    fn tos_notes_are_2_2_1s() {
+        assert_eq!(tos_note(0, false, true), None);
+        assert_eq!(
+            tos_note(0x20, false, true).as_deref(),
+            Some("(tos tx=0x20,dscp=8,ecn=0)")
+        );
+        assert_eq!(
+            tos_note(0xb8, true, false).as_deref(),
+            Some("(tos rx=0xb8,dscp=46,ecn=0)")
+        );
+        assert_eq!(
+            tos_note(0x21, true, true).as_deref(),
+            Some("(tos rx/tx=0x21,dscp=8,ecn=1/0x21,dscp=8,ecn=1)")
+        );
+    }
 }
 
 #[cfg(test)]

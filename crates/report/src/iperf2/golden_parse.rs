@@ -166,6 +166,7 @@ impl Replayer<'_> {
             congestion: None,
             congestion_asked: None,
             tos: 0,
+            tos_by_dscp: false,
             nodelay: false,
             mss: None,
             multicast: None,
@@ -231,6 +232,7 @@ impl Replayer<'_> {
                 let hex = rest.split("0x").nth(1).unwrap_or("0");
                 let hex = hex.split(' ').next().unwrap_or("0");
                 s.tos = u8::from_str_radix(hex, 16).unwrap_or(0);
+                s.tos_by_dscp = s.tos != 0 && l.contains("defaults to");
                 s.nodelay = l.contains("Nagle off");
             } else if l.starts_with("MSS size ") {
                 s.mss = Some(int(w[2]) as u32);

@@ -4,6 +4,7 @@
 //! [`Printer2`]).
 
 mod connection;
+pub use connection::tos_note;
 mod csv;
 mod hist;
 pub mod model;
@@ -406,6 +407,7 @@ mod tests {
             congestion: None,
             congestion_asked: None,
             tos: 0,
+            tos_by_dscp: false,
             nodelay: false,
             mss: None,
             multicast: Some(Multicast2 {

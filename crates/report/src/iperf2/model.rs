@@ -103,6 +103,9 @@ pub struct Settings2 {
     pub congestion_asked: Option<String>,
     /// The TOS byte (shown with `-e`).
     pub tos: u8,
+    /// The byte came from `--dscp`, which 2.2.1 does not count as set
+    /// ("TOS defaults to 0x20").
+    pub tos_by_dscp: bool,
     /// TCP_NODELAY (shown with `-e`: "Nagle on/off").
     pub nodelay: bool,
     /// `-m`: the listener's MSS.

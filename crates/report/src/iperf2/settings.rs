@@ -167,7 +167,7 @@ fn connector(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
                 _ => {}
             }
         }
-        v.push(tos_line(s.tos, s.nodelay));
+        v.push(tos_line(s.tos, s.nodelay, s.tos_by_dscp));
     }
     // Frames replace the paced datagrams and their gap.
     if s.proto == Proto2::Udp && s.isoch.is_none() {
@@ -198,9 +198,14 @@ fn isoch_line(i: &IsochSettings2) -> String {
 }
 
 /// "TOS defaults to 0x0 (dscp=0,ecn=0) (Nagle on)" or, with `-S`/`-N`,
-/// "TOS set to 0x20 (dscp=8,ecn=0) and nodelay (Nagle off)".
-fn tos_line(tos: u8, nodelay: bool) -> String {
-    let verb = if tos != 0 { "set to" } else { "defaults to" };
+/// "TOS set to 0x20 (dscp=8,ecn=0) and nodelay (Nagle off)". A byte from
+/// `--dscp` still "defaults to", as in 2.2.1.
+fn tos_line(tos: u8, nodelay: bool, by_dscp: bool) -> String {
+    let verb = if tos != 0 && !by_dscp {
+        "set to"
+    } else {
+        "defaults to"
+    };
     let (dscp, ecn) = (tos >> 2, tos & 3);
     let warn = if ecn != 0 { " (warn ecn bits set)" } else { "" };
     let nagle = if nodelay {
@@ -235,15 +240,19 @@ mod tests {
     #[test]
     fn tos_lines_match_2_2_1() {
         assert_eq!(
-            tos_line(0, false),
+            tos_line(0, false, false),
             "TOS defaults to 0x0 (dscp=0,ecn=0) (Nagle on)"
         );
         assert_eq!(
-            tos_line(0x20, true),
+            tos_line(0x20, true, false),
             "TOS set to 0x20 (dscp=8,ecn=0) and nodelay (Nagle off)"
         );
         assert_eq!(
-            tos_line(0x22, false),
+            tos_line(0x20, false, true),
+            "TOS defaults to 0x20 (dscp=8,ecn=0) (Nagle on)"
+        );
+        assert_eq!(
+            tos_line(0x22, false, false),
             "TOS set to 0x22 (dscp=8,ecn=2) (warn ecn bits set) (Nagle on)"
         );
     }
