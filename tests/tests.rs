@@ -33,6 +33,7 @@ mod iperf2_hist_udp;
 mod iperf2_isoch;
 mod iperf2_latency;
 mod iperf2_layout;
+mod iperf2_quickack;
 mod iperf2_tcp;
 mod iperf2_tcp_isoch;
 mod iperf2_tos;

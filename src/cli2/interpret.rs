@@ -77,6 +77,8 @@ pub(crate) struct State {
     pub(crate) txstart: Option<(i64, i64)>,
     pub(crate) permit_key: Option<String>,
     pub(crate) skip_rx_copy: bool,
+    /// `--tcp-quickack`.
+    pub(crate) tcp_quickack: bool,
     /// `--histograms`.
     pub(crate) histograms: bool,
     /// `--histograms=width,bins`.
@@ -167,6 +169,7 @@ impl Default for State {
             txstart: None,
             permit_key: None,
             skip_rx_copy: false,
+            tcp_quickack: false,
             histograms: false,
             isoch: None,
             ipg_ms: None,
@@ -376,6 +379,7 @@ impl State {
             }
             // 2.2.1 takes a decimal code point (C's atoi) into the TOS
             // byte's upper six bits; a name or hex reads as 0.
+            O2::TcpQuickack => self.tcp_quickack = true,
             O2::Dscp => {
                 let t = units::atoi(v).wrapping_shl(2) as u8 & 0xFC;
                 self.tos = (t != 0).then_some(t);

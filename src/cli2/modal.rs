@@ -89,6 +89,9 @@ pub(crate) fn finish(st: &State, diag: &mut Vec<String>) -> Modal {
             bail = true;
         }
     }
+    if st.udp && st.tcp_quickack {
+        diag.push("WARN: setting of option --tcp-quickack is not supported with -u UDP".into());
+    }
     if st.v4 && st.v6 {
         diag.push("WARN: both ipv4 and ipv6 set".into());
         st.v4 = false;
@@ -479,6 +482,7 @@ fn common(st: &State, client: bool, bind: Option<Bind2>) -> Common2 {
         trip_times: st.trip_times,
         permit_key: st.permit_key.clone(),
         skip_rx_copy: st.skip_rx_copy,
+        tcp_quickack: st.tcp_quickack && !st.udp,
         histograms: st.histograms,
         hist_bins: st.hist_bins,
         jitter_histograms: st.jitter_histograms.filter(|_| !client),

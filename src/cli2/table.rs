@@ -83,6 +83,7 @@ pub(crate) enum O2 {
     PermitKey,
     SkipRxCopy,
     Dscp,
+    TcpQuickack,
     /// Known to iperf 2.2.1, not done by rperf3: parsed, then a warning.
     Unsupported,
 }
@@ -313,7 +314,9 @@ pub(crate) static OPTIONS: &[Spec] = &[
     ]),
     opt!(Unsupported, None, Some("tos-override"), Required, []),
     opt!(Unsupported, None, Some("tcp-rx-window-clamp"), Required, []),
-    opt!(Unsupported, None, Some("tcp-quickack"), No, []),
+    opt!(TcpQuickack, None, Some("tcp-quickack"), No, [
+        row(Both, "", "TCP: set TCP_QUICKACK before each read (the client asks its server too)"),
+    ]),
     opt!(Unsupported, None, Some("tcp-tx-delay"), Required, []),
     opt!(Unsupported, None, Some("tcp-write-prefetch"), Required, []),
     opt!(Unsupported, None, Some("tcp-write-times"), No, []),

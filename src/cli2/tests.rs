@@ -360,7 +360,10 @@ fn output_options() {
 fn unsupported_iperf2_options_are_refused() {
     for (args, name) in [
         ("-c h --txdelay-time 1 --tcp-quickack", "--txdelay-time"),
-        ("-c h -t 1 --tcp-quickack", "--tcp-quickack"),
+        (
+            "-c h -t 1 --tcp-rx-window-clamp 1000",
+            "--tcp-rx-window-clamp",
+        ),
         ("-s --connect-only", "--connect-only"),
         ("-c h -A", "--awdl"),
     ] {
@@ -403,6 +406,22 @@ fn the_readme_lists_every_refused_iperf2_option() {
             refused.iter().any(|r| r == listed),
             "{listed} is in the README's list but not refused"
         );
+    }
+}
+
+#[test]
+fn tcp_quickack_is_for_tcp_in_both_roles() {
+    assert!(cfg("-c h --tcp-quickack").common.tcp_quickack);
+    assert!(cfg("-s --tcp-quickack").common.tcp_quickack);
+    for line in ["-c h -u --tcp-quickack", "-s -u --tcp-quickack"] {
+        let p = run(line);
+        assert_eq!(
+            p.stderr,
+            ["WARN: setting of option --tcp-quickack is not supported with -u UDP"],
+            "{line}"
+        );
+        let Action::Run(c) = p.action else { panic!() };
+        assert!(!c.common.tcp_quickack, "{line}");
     }
 }
 

@@ -38,6 +38,12 @@ pub fn set_nodelay(fd: &impl AsFd) -> io::Result<()> {
     SockRef::from(fd).set_tcp_nodelay(true)
 }
 
+/// Sets TCP_QUICKACK: the next ACKs go at once. The kernel clears it again
+/// by itself, so a reader that wants it sets it before each read.
+pub fn set_quickack(fd: &impl AsFd) -> io::Result<()> {
+    SockRef::from(fd).set_tcp_quickack(true)
+}
+
 /// Sets TCP_MAXSEG (`-M`). A negative value is passed on as iperf3 does, so the
 /// kernel refuses it with its own error.
 pub fn set_mss(fd: &impl AsRawFd, mss: i32) -> io::Result<()> {

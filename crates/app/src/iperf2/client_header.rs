@@ -58,7 +58,8 @@ pub(crate) fn request(cl: &Client2, c: &Common2, len: u32) -> TestRequest {
         fq_rate: None,
         write_prefetch: None,
         barrier_us: None,
-        quickack: false,
+        // The server reads when the client sends (not for -R).
+        quickack: c.tcp_quickack && cl.mode != Mode2::Reverse,
         periodic_burst: false,
         l4s: false,
         cca: None,

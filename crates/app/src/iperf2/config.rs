@@ -116,6 +116,9 @@ pub struct Common2 {
     pub permit_key: Option<String>,
     /// `--skip-rx-copy` (server reads with MSG_TRUNC).
     pub skip_rx_copy: bool,
+    /// `--tcp-quickack`: TCP_QUICKACK before each read (and asked of the
+    /// server by a client that sends).
+    pub tcp_quickack: bool,
     /// `--histograms`: a receiver of `--trip-times` bursts prints their
     /// one-way delays in bins after each row; a TCP client times its writes.
     pub histograms: bool,
@@ -331,6 +334,7 @@ impl Default for Common2 {
             trip_times: false,
             permit_key: None,
             skip_rx_copy: false,
+            tcp_quickack: false,
             histograms: false,
             hist_bins: HistBins2::default(),
             jitter_histograms: None,

@@ -209,6 +209,9 @@ impl<'a> Client<'a> {
             self.cl.mode != Mode2::Reverse,
         );
         notes.extend(tos.as_deref());
+        if self.c.tcp_quickack {
+            notes.push("(qack)");
+        }
         let dev = self.c.bind.as_ref().and_then(|b| b.device.as_deref());
         for (id, s, ct, _) in &streams {
             if let Ok(mut line) = tcp_setup::connection(Tag2::Id(*id), s, &notes, dev) {
@@ -417,7 +420,7 @@ impl<'a> Client<'a> {
                 let waker = wake.waker().map_err(|e| e.to_string())?;
                 w.recv(
                     s,
-                    (self.len, !sends),
+                    (self.len, !sends, self.c.tcp_quickack),
                     &st,
                     (iv.ender(), key(*id, Dir::Recv)),
                     waker,

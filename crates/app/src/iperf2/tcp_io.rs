@@ -151,18 +151,25 @@ pub(crate) fn read_bin(n: u64, width: u64) -> Option<usize> {
 }
 
 /// Reads `len`-byte blocks and counts them until the peer closes, the socket is
-/// shut down (how a controller ends a blocked reader), or the run is stopped.
+/// shut down (how a controller ends a blocked reader), or the run is stopped;
+/// with `quickack` (`--tcp-quickack`), TCP_QUICKACK is set before each read.
 pub(crate) fn recv_loop(
     mut sock: &TcpStream,
-    len: u32,
+    (len, quickack): (u32, bool),
     ctl: &RunControl,
     stats: &FlowStats,
 ) -> io::Result<()> {
     if stats.trip.is_some() || stats.frames {
+        if quickack {
+            let _ = rperf3_sys::sockopt::set_quickack(sock);
+        }
         return super::tcp_trip::recv_bursts(sock, len, ctl, stats, stats.trip.as_ref());
     }
     let mut buf = vec![0u8; len.max(1) as usize];
     while !ctl.stopped() {
+        if quickack {
+            let _ = rperf3_sys::sockopt::set_quickack(sock);
+        }
         match sock.read(&mut buf) {
             Ok(0) => return Ok(()),
             Ok(n) => stats.read(n),

@@ -343,6 +343,12 @@ impl<'a> Test<'a> {
         }
     }
 
+    /// TCP_QUICKACK before each read: the client asked (`--tcp-quickack`)
+    /// or this server's own option.
+    fn quickack(&self) -> bool {
+        self.sh.cfg.common.tcp_quickack || self.req.as_ref().is_some_and(|r| r.quickack)
+    }
+
     /// How long this server sends (the header's `-t`), if by time.
     fn send_time(&self) -> Option<Duration> {
         match self.req.as_ref().map(|r| r.end) {
@@ -372,6 +378,10 @@ impl<'a> Test<'a> {
             true,
         );
         notes.extend(tos.as_deref());
+        // 2.2.1 prints it after the peer's version, and not for -R.
+        if self.quickack() && self.mode() != Mode::Reverse {
+            notes.push("(qack)");
+        }
         let dev = sh
             .cfg
             .common
@@ -415,7 +425,8 @@ impl<'a> Test<'a> {
                 FlowSpec::of(Tag2::Id(self.id), Dir::Recv, &st, &self.s, addrs),
             );
             if let Ok(wk) = wake.waker() {
-                let _ = w.recv(&self.s, (self.len, !send), &st, (gr.iv.ender(), k), wk);
+                let qa = self.quickack();
+                let _ = w.recv(&self.s, (self.len, !send, qa), &st, (gr.iv.ender(), k), wk);
             }
         }
         if send {

@@ -117,11 +117,12 @@ impl Workers {
 
     /// Starts a receiver reading `len`-byte blocks from `sock`; with `fin`
     /// (nothing else writes on it), the peer's FIN is answered with ours at
-    /// once, so a peer draining to our FIN is not kept waiting.
+    /// once, so a peer draining to our FIN is not kept waiting; with
+    /// `quickack`, TCP_QUICKACK is set before each read.
     pub(crate) fn recv(
         &mut self,
         sock: &Arc<TcpStream>,
-        (len, fin): (u32, bool),
+        (len, fin, quickack): (u32, bool, bool),
         stats: &Arc<FlowStats>,
         (ender, key): (Ender, u64),
         waker: UnixStream,
@@ -137,7 +138,7 @@ impl Workers {
         let t = std::thread::Builder::new()
             .name("iperf2-recv".into())
             .spawn(move || {
-                let r = tcp_io::recv_loop(&s, len, &c, &st);
+                let r = tcp_io::recv_loop(&s, (len, quickack), &c, &st);
                 ender.done(key);
                 if fin && r.is_ok() {
                     let _ = s.shutdown(Shutdown::Write);

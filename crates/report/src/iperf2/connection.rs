@@ -8,6 +8,9 @@ use super::model::{Connection2, Layout2};
 use super::rows::tag;
 use super::units::{civil, date_ms};
 
+/// The note of `--tcp-quickack`.
+const QACK: &str = "(qack)";
+
 /// The connection line of `c`.
 pub(crate) fn line(c: &Connection2, layout: &Layout2) -> String {
     let mut s = tag(c.tag);
@@ -23,7 +26,9 @@ pub(crate) fn line(c: &Connection2, layout: &Layout2) -> String {
         ip(c.peer.ip(), layout.hide_ips),
         c.peer.port()
     ));
-    for n in &c.notes {
+    // 2.2.1 prints `(qack)` after the peer's version.
+    let (qack, notes): (Vec<&String>, Vec<&String>) = c.notes.iter().partition(|n| *n == QACK);
+    for n in notes {
         if n.starts_with('(') {
             s.push_str(&format!(" {n}"));
         } else {
@@ -34,6 +39,11 @@ pub(crate) fn line(c: &Connection2, layout: &Layout2) -> String {
         if let Some(v) = &c.peer_version {
             s.push_str(&format!(" (peer {v})"));
         }
+    }
+    for n in qack {
+        s.push_str(&format!(" {n}"));
+    }
+    if layout.enhanced {
         if let Some(t) = c.tcp {
             s.push_str(&format!(
                 " (icwnd/mss/irtt={}/{}/{})",
