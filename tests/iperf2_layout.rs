@@ -213,6 +213,12 @@ layout_cases! {
         client: &["-t", "2", "-i", "1", "-e", "-S", "0x20", "-R"],
         known: &[],
     };
+    tcp_txdelay: Case {
+        name: "tcp-txdelay",
+        server: &["-i", "1"],
+        client: &["-t", "2", "-i", "1", "--txdelay-time", "1"],
+        known: &[],
+    };
     tcp_dual: Case {
         name: "tcp-d",
         server: &["-i", "1"],
@@ -309,6 +315,20 @@ layout_cases! {
         server: &["-u", "-i", "1", "-e"],
         client: &["-u", "-b", "10m", "-t", "2", "-i", "1", "-e", "--dscp", "46"],
         known: &[],
+    };
+    udp_txdelay_e: Case {
+        name: "udp-txdelay-e",
+        server: &["-u", "-i", "1", "-e"],
+        client: &["-u", "-b", "10m", "-t", "2", "-i", "1", "-e", "--txdelay-time", "0.5"],
+        known: &[Known {
+            side: "server",
+            line: 10,
+            was: &["[  1] 2.00-2.50 sec   613 KBytes  10.0 Mbits/sec   0.010 ms 0/427 (0%) 0.007/0.002/0.096/0.007 ms 427 pps 428/0/0 170630"],
+            now: &[],
+            why: "2.2.1's client sends its first datagram before the wait, so its server's clock runs \
+                  through the idle time (a first second at half the rate, an extra half-second row); \
+                  rperf3's sends nothing before it, so the server's rows are the data's",
+        }],
     };
     udp_pps: Case {
         name: "udp-pps",

@@ -91,6 +91,7 @@ impl Case {
                 input: Input2::Pattern,
                 sync_transfer_id: false,
                 txstart: None,
+                txdelay: None,
                 bounceback: None,
                 isoch: None,
             }),

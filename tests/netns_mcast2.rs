@@ -263,6 +263,7 @@ pub(crate) fn sender() -> Config2 {
             input: Input2::Pattern,
             sync_transfer_id: false,
             txstart: None,
+            txdelay: None,
             bounceback: None,
             isoch: None,
         }),

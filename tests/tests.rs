@@ -38,6 +38,7 @@ mod iperf2_tcp;
 mod iperf2_tcp_isoch;
 mod iperf2_tos;
 mod iperf2_trip_back;
+mod iperf2_txdelay;
 mod iperf2_udp;
 mod iperf2_udp_dual;
 mod iperf2_udp_text;

@@ -75,6 +75,8 @@ pub(crate) struct State {
     pub(crate) utc: bool,
     pub(crate) sync_transfer_id: bool,
     pub(crate) txstart: Option<(i64, i64)>,
+    /// `--txdelay-time`: seconds between connecting and the first data.
+    pub(crate) txdelay: Option<f64>,
     pub(crate) permit_key: Option<String>,
     pub(crate) skip_rx_copy: bool,
     /// `--tcp-quickack`.
@@ -167,6 +169,7 @@ impl Default for State {
             utc: false,
             sync_transfer_id: false,
             txstart: None,
+            txdelay: None,
             permit_key: None,
             skip_rx_copy: false,
             tcp_quickack: false,
@@ -426,6 +429,13 @@ impl State {
             O2::Utc => self.utc = true,
             O2::SyncTransferId => self.sync_transfer_id = true,
             O2::TxStartTime => self.txstart(v, diag),
+            O2::TxDelayTime => match v.trim().parse::<f64>() {
+                Ok(t) if t.is_finite() && t >= 0.0 => self.txdelay = Some(t),
+                _ => {
+                    diag.push(format!("Invalid value of '{v}' for --txdelay-time time"));
+                    self.txdelay = None;
+                }
+            },
             O2::PermitKey => self.permit_key = Some(v.to_string()),
             O2::SkipRxCopy => {
                 self.skip_rx_copy = true;

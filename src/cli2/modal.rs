@@ -35,6 +35,9 @@ pub(crate) enum Modal {
     Exit(i32),
 }
 
+/// 2.2.1's longest `--txdelay-time`, seconds.
+const MAX_TXDELAY_S: f64 = 3600.0;
+
 fn is_multicast(host: &str) -> bool {
     host.trim_start_matches('[')
         .trim_end_matches(']')
@@ -193,6 +196,18 @@ fn client_checks(st: &State, len: i64, diag: &mut Vec<String>) -> bool {
         diag.push("ERROR: --txstart-time must be a positive value".into());
         bail = true;
     }
+    if let Some(d) = st.txdelay.filter(|d| *d > MAX_TXDELAY_S) {
+        diag.push(format!(
+            "ERROR: --txdelay-time of {d} seconds is more than the supported delay of {MAX_TXDELAY_S} seconds"
+        ));
+        bail = true;
+    }
+    if st.txdelay.is_some() && st.txstart.is_some() && !st.udp {
+        diag.push(
+            "ERROR: options of --txstart-time and --txdelay-time are mutually exclusive".into(),
+        );
+        bail = true;
+    }
     if st.trip_times && len < MIN_TRIP_TIMES_LEN {
         diag.push(trip_len_error(len, MIN_TRIP_TIMES_LEN));
         bail = true;
@@ -281,7 +296,7 @@ fn trip_len_error(len: i64, min: i64) -> String {
 }
 
 fn server_warnings(st: &State, diag: &mut Vec<String>) {
-    let warns: [(bool, &str); 8] = [
+    let warns: [(bool, &str); 9] = [
         (
             st.trip_times,
             "WARN: setting of option --trip-times is not supported on the server",
@@ -293,6 +308,10 @@ fn server_warnings(st: &State, diag: &mut Vec<String>) {
         (
             st.txstart.is_some(),
             "WARN: option of --txstart-time is not supported on the server",
+        ),
+        (
+            st.txdelay.is_some(),
+            "WARN: option of --txdelay-time is not supported on the server",
         ),
         (
             st.full_duplex,
@@ -411,6 +430,7 @@ fn client_config(st: &State) -> Client2 {
         },
         sync_transfer_id: st.sync_transfer_id,
         txstart: st.txstart.map(|(s, us)| s as f64 + us as f64 / 1e6),
+        txdelay: st.txdelay.filter(|d| *d > 0.0).map(seconds),
         bounceback: st.bounceback.map(|count| {
             let request = st.bb_request.or(st.len).unwrap_or(100).clamp(1, 1 << 30) as u32;
             Bounceback2 {

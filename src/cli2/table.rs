@@ -84,6 +84,7 @@ pub(crate) enum O2 {
     SkipRxCopy,
     Dscp,
     TcpQuickack,
+    TxDelayTime,
     /// Known to iperf 2.2.1, not done by rperf3: parsed, then a warning.
     Unsupported,
 }
@@ -279,7 +280,9 @@ pub(crate) static OPTIONS: &[Spec] = &[
     opt!(TxStartTime, None, Some("txstart-time"), Required, [
         row(Cli, "<epoch>", "start sending at this Unix time (seconds[.micro])"),
     ]),
-    opt!(Unsupported, None, Some("txdelay-time"), Required, []),
+    opt!(TxDelayTime, None, Some("txdelay-time"), Required, [
+        row(Cli, "<secs>", "wait this long between connecting and the first data"),
+    ]),
     opt!(Unsupported, None, Some("fq-rate"), Required, []),
     opt!(Unsupported, None, Some("fq-rate-step"), Required, []),
     opt!(Unsupported, None, Some("fq-rate-step-interval"), Required, []),

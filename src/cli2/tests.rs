@@ -359,7 +359,7 @@ fn output_options() {
 #[test]
 fn unsupported_iperf2_options_are_refused() {
     for (args, name) in [
-        ("-c h --txdelay-time 1 --tcp-quickack", "--txdelay-time"),
+        ("-c h --txdelay-time 1 --fq-rate 1m", "--fq-rate"),
         (
             "-c h -t 1 --tcp-rx-window-clamp 1000",
             "--tcp-rx-window-clamp",
@@ -407,6 +407,23 @@ fn the_readme_lists_every_refused_iperf2_option() {
             "{listed} is in the README's list but not refused"
         );
     }
+}
+
+#[test]
+fn txdelay_is_a_client_wait_in_seconds() {
+    let c = cfg("-c h --txdelay-time 1.5");
+    let Role2::Client(cl) = &c.role else { panic!() };
+    assert_eq!(cl.txdelay, Some(Duration::from_millis(1500)));
+    let p = run("-c h --txdelay-time abc");
+    assert_eq!(p.stderr, ["Invalid value of 'abc' for --txdelay-time time"]);
+    let Action::Run(c) = p.action else { panic!() };
+    let Role2::Client(cl) = &c.role else { panic!() };
+    assert_eq!(cl.txdelay, None);
+    let p = run("-s --txdelay-time 1");
+    assert_eq!(
+        p.stderr,
+        ["WARN: option of --txdelay-time is not supported on the server"]
+    );
 }
 
 #[test]

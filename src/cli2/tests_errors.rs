@@ -139,6 +139,14 @@ fn cross_checks_exit_1() {
         ("-c h -R -d", &["ERROR: options of --full-duplex, --reverse, -d and -r are mutually exclusive"]),
         ("-c h --txstart-time=-5", &["ERROR: --txstart-time must be a positive value"]),
         (
+            "-c h --txdelay-time 4000",
+            &["ERROR: --txdelay-time of 4000 seconds is more than the supported delay of 3600 seconds"],
+        ),
+        (
+            "-c h --txdelay-time 1 --txstart-time 1800000000",
+            &["ERROR: options of --txstart-time and --txdelay-time are mutually exclusive"],
+        ),
+        (
             "-c h --trip-times -l 91",
             &["ERROR: payload (-l) size of 91 too small for --trip-times, must be 92 or greater"],
         ),

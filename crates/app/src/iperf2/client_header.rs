@@ -152,6 +152,7 @@ mod tests {
             input: Input2::Pattern,
             sync_transfer_id: false,
             txstart: None,
+            txdelay: None,
             bounceback: None,
             isoch: None,
         }

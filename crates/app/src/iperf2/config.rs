@@ -229,6 +229,9 @@ pub struct Client2 {
     pub sync_transfer_id: bool,
     /// `--txstart-time`: Unix epoch seconds to start at.
     pub txstart: Option<f64>,
+    /// `--txdelay-time`: the wait between connecting and the first data (the
+    /// test's clock starts after it).
+    pub txdelay: Option<Duration>,
     /// `--bounceback`: a request/reply test instead of a transfer.
     pub bounceback: Option<Bounceback2>,
     /// `--isochronous`: frames at a frame rate instead of paced datagrams

@@ -213,14 +213,30 @@ impl<'a> Client<'a> {
             notes.push("(qack)");
         }
         let dev = self.c.bind.as_ref().and_then(|b| b.device.as_deref());
+        // --txdelay-time: the header has gone (the server's clock runs from
+        // it, as 2.2.1's does); ours starts after the wait.
+        let delayed = self
+            .cl
+            .txdelay
+            .map(|d| (std::time::SystemTime::now() + d, Instant::now() + d));
         for (id, s, ct, _) in &streams {
             if let Ok(mut line) = tcp_setup::connection(Tag2::Id(*id), s, &notes, dev) {
                 line.connect_time = Some(*ct);
                 self.report.event(Event2::Connected(line));
             }
+            if let Some((start, _)) = delayed {
+                self.report.event(Event2::TxStart {
+                    tag: Tag2::Id(*id),
+                    start,
+                    now: std::time::SystemTime::now(),
+                });
+            }
         }
         if let Some(t) = self.cl.txstart {
             self.wait_start(t, intr);
+        }
+        if let Some((_, until)) = delayed {
+            wait_until(until, intr);
         }
         self.drive(streams, sent_header, listener.as_ref(), intr)
     }
@@ -238,14 +254,7 @@ impl<'a> Client<'a> {
         let Ok(left) = start.duration_since(now) else {
             return;
         };
-        let until = Instant::now() + left;
-        while !intr.triggered() {
-            let rest = until.saturating_duration_since(Instant::now());
-            if rest.is_zero() {
-                break;
-            }
-            tcp_setup::wait(&[intr.fd()], Some(rest));
-        }
+        wait_until(Instant::now() + left, intr);
     }
 
     /// `--bounceback`: one connection of requests and replies.
@@ -517,4 +526,15 @@ struct Back {
     pending: u32,
     next_id: u32,
     due: Instant,
+}
+
+/// Waits until `until`, or until an interrupt.
+pub(crate) fn wait_until(until: Instant, intr: &mut Interrupt) {
+    while !intr.triggered() {
+        let rest = until.saturating_duration_since(Instant::now());
+        if rest.is_zero() {
+            break;
+        }
+        tcp_setup::wait(&[intr.fd()], Some(rest));
+    }
 }

@@ -18,6 +18,7 @@ fn req(trip: bool) -> TestRequest {
         input: Input2::Pattern,
         sync_transfer_id: false,
         txstart: None,
+        txdelay: None,
         bounceback: None,
         isoch: None,
     };

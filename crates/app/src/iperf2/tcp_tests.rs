@@ -97,6 +97,7 @@ pub(super) fn client(port: u16, mode: Mode2, end: End2, parallel: u32) -> Config
             input: Input2::Pattern,
             sync_transfer_id: false,
             txstart: None,
+            txdelay: None,
             bounceback: None,
             isoch: None,
         }),

@@ -323,9 +323,12 @@ pub(crate) fn run(
         End2::Bytes(b) => Some(b),
         End2::Time(_) => None,
     };
-    let start = Instant::now();
-    let mut flows = Vec::new();
-    for (i, s) in socks.into_iter().enumerate() {
+    // --txdelay-time: nothing is sent before the wait (where 2.2.1 sends
+    // its first datagram and idles, so its server's rates count the wait).
+    let delayed = c
+        .txdelay
+        .map(|d| (SystemTime::now() + d, Instant::now() + d));
+    for (i, s) in socks.iter().enumerate() {
         let id = i as u32 + 1;
         let local = s.local_addr().unwrap_or(dest);
         report.event(Event2::Connected(Connection2 {
@@ -342,6 +345,25 @@ pub(crate) fn run(
             connect_time: None,
             at: SystemTime::now(),
         }));
+        if let Some((start, _)) = delayed {
+            report.event(Event2::TxStart {
+                tag: Tag2::Id(id),
+                start,
+                now: SystemTime::now(),
+            });
+        }
+    }
+    if let Some((_, until)) = delayed {
+        super::tcp_client::wait_until(until, &mut intr);
+        if intr.triggered() {
+            return Outcome2 { status: 0 };
+        }
+    }
+    let start = Instant::now();
+    let mut flows = Vec::new();
+    for (i, s) in socks.into_iter().enumerate() {
+        let id = i as u32 + 1;
+        let local = s.local_addr().unwrap_or(dest);
         let delay = FLOW_STAGGER * i as u32;
         let held = s.clone();
         let tx = if mode == Mode::Reverse {

@@ -59,6 +59,7 @@ pub(crate) fn client(host: &str, port: u16, rate: Rate2, secs: f64, parallel: u3
             input: Input2::Pattern,
             sync_transfer_id: false,
             txstart: None,
+            txdelay: None,
             bounceback: None,
             isoch: None,
         }),

@@ -260,13 +260,16 @@ impl Report2 for Printer2 {
                     let zone = l.tz_name.as_deref().unwrap_or("UTC");
                     let left = start.duration_since(now).unwrap_or_default();
                     let at = date_ms(civil(start, l.utc_offset_secs));
+                    let now = date_ms(civil(now, l.utc_offset_secs));
+                    // 2.2.1 prints the start to the second, the time now
+                    // to the millisecond with -e only.
+                    let second = |t: &str| t.split('.').next().unwrap_or_default().to_string();
                     st.emit(&format!(
                         "{}Client traffic to start in {} seconds at {} current time is {} ({zone})",
                         rows::tag(tag),
                         left.as_secs_f64().ceil(),
-                        // 2.2.1 prints the start to the second.
-                        at.split('.').next().unwrap_or_default(),
-                        date_ms(civil(now, l.utc_offset_secs))
+                        second(&at),
+                        if l.enhanced { now } else { second(&now) }
                     ));
                 }
             }
