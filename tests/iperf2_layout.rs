@@ -219,6 +219,33 @@ layout_cases! {
         client: &["-t", "2", "-i", "1", "--txdelay-time", "1"],
         known: &[],
     };
+    tcp_connect_only_e: Case {
+        name: "tcp-connect-only-e",
+        server: &[],
+        client: &["--connect-only", "-i", "0.1", "-t", "0.35", "-e"],
+        known: &[Known {
+            side: "server",
+            line: 5,
+            was: &[
+                "read tcp flags (peer close) failed",
+                "(null)local 127.0.0.1 port 21020 connected with 127.0.0.1 port 47806",
+                "read tcp flags (peer close) failed",
+                "(null)local 127.0.0.1 port 21020 connected with 127.0.0.1 port 47812",
+                "read tcp flags (peer close) failed",
+                "(null)local 127.0.0.1 port 21020 connected with 127.0.0.1 port 47822",
+                "read tcp flags (peer close) failed",
+                "(null)local 127.0.0.1 port 21020 connected with 127.0.0.1 port 47832",
+            ],
+            now: &[
+                "127.0.0.1 port 47806: closed before any test header (a connect-only client)",
+                "127.0.0.1 port 47812: closed before any test header (a connect-only client)",
+                "127.0.0.1 port 47822: closed before any test header (a connect-only client)",
+                "127.0.0.1 port 47832: closed before any test header (a connect-only client)",
+            ],
+            why: "2.2.1's server prints a failed read and a connection line with `(null)` for its \
+                  tag for each connect-only client; rperf3's says in one line what happened",
+        }],
+    };
     tcp_dual: Case {
         name: "tcp-d",
         server: &["-i", "1"],

@@ -92,6 +92,7 @@ impl Case {
                 sync_transfer_id: false,
                 txstart: None,
                 txdelay: None,
+                connect_only: None,
                 bounceback: None,
                 isoch: None,
             }),

@@ -264,6 +264,7 @@ pub(crate) fn sender() -> Config2 {
             sync_transfer_id: false,
             txstart: None,
             txdelay: None,
+            connect_only: None,
             bounceback: None,
             isoch: None,
         }),

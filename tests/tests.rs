@@ -28,6 +28,7 @@ mod interop_udp;
 mod interop_v6;
 mod iperf2_bounceback_calls;
 mod iperf2_cli;
+mod iperf2_connect_only;
 mod iperf2_enhanced;
 mod iperf2_hist_udp;
 mod iperf2_isoch;

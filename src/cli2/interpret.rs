@@ -77,6 +77,8 @@ pub(crate) struct State {
     pub(crate) txstart: Option<(i64, i64)>,
     /// `--txdelay-time`: seconds between connecting and the first data.
     pub(crate) txdelay: Option<f64>,
+    /// `--connect-only[=n]`.
+    pub(crate) connect_only: Option<Option<u32>>,
     pub(crate) permit_key: Option<String>,
     pub(crate) skip_rx_copy: bool,
     /// `--tcp-quickack`.
@@ -170,6 +172,7 @@ impl Default for State {
             sync_transfer_id: false,
             txstart: None,
             txdelay: None,
+            connect_only: None,
             permit_key: None,
             skip_rx_copy: false,
             tcp_quickack: false,
@@ -383,6 +386,12 @@ impl State {
             // 2.2.1 takes a decimal code point (C's atoi) into the TOS
             // byte's upper six bits; a name or hex reads as 0.
             O2::TcpQuickack => self.tcp_quickack = true,
+            // C's atoi of the attached count; none without `=`.
+            O2::ConnectOnly => {
+                self.connect_only = Some(
+                    (!v.is_empty()).then(|| units::atoi(v).clamp(0, i64::from(u32::MAX)) as u32),
+                )
+            }
             O2::Dscp => {
                 let t = units::atoi(v).wrapping_shl(2) as u8 & 0xFC;
                 self.tos = (t != 0).then_some(t);

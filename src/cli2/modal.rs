@@ -202,6 +202,17 @@ fn client_checks(st: &State, len: i64, diag: &mut Vec<String>) -> bool {
         ));
         bail = true;
     }
+    if st.connect_only.is_some() && st.udp {
+        diag.push("ERROR: option of --connect-only not supported with -u UDP".into());
+        bail = true;
+    }
+    if st.connect_only.is_some() && st.txdelay.is_some() {
+        diag.push(
+            "ERROR: Fail because --txdelay-time and --connect-only cannot be applied together"
+                .into(),
+        );
+        bail = true;
+    }
     if st.txdelay.is_some() && st.txstart.is_some() && !st.udp {
         diag.push(
             "ERROR: options of --txstart-time and --txdelay-time are mutually exclusive".into(),
@@ -296,7 +307,7 @@ fn trip_len_error(len: i64, min: i64) -> String {
 }
 
 fn server_warnings(st: &State, diag: &mut Vec<String>) {
-    let warns: [(bool, &str); 9] = [
+    let warns: [(bool, &str); 10] = [
         (
             st.trip_times,
             "WARN: setting of option --trip-times is not supported on the server",
@@ -312,6 +323,10 @@ fn server_warnings(st: &State, diag: &mut Vec<String>) {
         (
             st.txdelay.is_some(),
             "WARN: option of --txdelay-time is not supported on the server",
+        ),
+        (
+            st.connect_only.is_some(),
+            "WARN: option of --connect-only is not supported on the server",
         ),
         (
             st.full_duplex,
@@ -431,6 +446,7 @@ fn client_config(st: &State) -> Client2 {
         sync_transfer_id: st.sync_transfer_id,
         txstart: st.txstart.map(|(s, us)| s as f64 + us as f64 / 1e6),
         txdelay: st.txdelay.filter(|d| *d > 0.0).map(seconds),
+        connect_only: st.connect_only,
         bounceback: st.bounceback.map(|count| {
             let request = st.bb_request.or(st.len).unwrap_or(100).clamp(1, 1 << 30) as u32;
             Bounceback2 {

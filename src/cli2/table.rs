@@ -85,6 +85,7 @@ pub(crate) enum O2 {
     Dscp,
     TcpQuickack,
     TxDelayTime,
+    ConnectOnly,
     /// Known to iperf 2.2.1, not done by rperf3: parsed, then a warning.
     Unsupported,
 }
@@ -290,7 +291,9 @@ pub(crate) static OPTIONS: &[Spec] = &[
         row(Cli, "", "end-to-end latency from the sender's timestamps (synchronised clocks)"),
     ]),
     opt!(NoUdpFin, None, Some("no-udp-fin"), No, [row(Cli, "", "UDP: no end handshake, no server report")]),
-    opt!(Unsupported, None, Some("connect-only"), Optional, []),
+    opt!(ConnectOnly, None, Some("connect-only"), Optional, [
+        row(Cli, "[=<n>]", "TCP: only connect and close, n times (10; 0 until -t), each -i apart"),
+    ]),
     opt!(Unsupported, None, Some("connect-retry-time"), Required, []),
     opt!(Unsupported, None, Some("connect-retry-timer"), Required, []),
     opt!(Unsupported, None, Some("no-connect-sync"), No, []),

@@ -364,7 +364,7 @@ fn unsupported_iperf2_options_are_refused() {
             "-c h -t 1 --tcp-rx-window-clamp 1000",
             "--tcp-rx-window-clamp",
         ),
-        ("-s --connect-only", "--connect-only"),
+        ("-s --connect-retry-time 1", "--connect-retry-time"),
         ("-c h -A", "--awdl"),
     ] {
         let p = run(args);
@@ -407,6 +407,36 @@ fn the_readme_lists_every_refused_iperf2_option() {
             "{listed} is in the README's list but not refused"
         );
     }
+}
+
+#[test]
+fn connect_only_takes_an_attached_count() {
+    for (line, want) in [
+        ("-c h --connect-only", Some(None)),
+        ("-c h --connect-only=3", Some(Some(3))),
+        ("-c h --connect-only=0", Some(Some(0))),
+        ("-c h", None),
+    ] {
+        let c = cfg(line);
+        let Role2::Client(cl) = &c.role else { panic!() };
+        assert_eq!(cl.connect_only, want, "{line}");
+    }
+    let p = run("-c h -u --connect-only");
+    assert_eq!(
+        p.stderr,
+        ["ERROR: option of --connect-only not supported with -u UDP"]
+    );
+    assert_eq!(p.action, Action::Exit(1));
+    let p = run("-c h --connect-only --txdelay-time 1");
+    assert_eq!(
+        p.stderr,
+        ["ERROR: Fail because --txdelay-time and --connect-only cannot be applied together"]
+    );
+    let p = run("-s --connect-only");
+    assert_eq!(
+        p.stderr,
+        ["WARN: option of --connect-only is not supported on the server"]
+    );
 }
 
 #[test]

@@ -35,6 +35,9 @@ pub(crate) struct Packet {
     pub(crate) syn: bool,
     /// TCP MSS option.
     pub(crate) mss: Option<u16>,
+    /// When the device passed it (the kernel's stamp), microseconds since
+    /// the epoch.
+    pub(crate) at_us: i64,
 }
 
 /// A running capture; [`Capture::stop`] returns its packets.
@@ -118,14 +121,15 @@ fn read(file: &PathBuf) -> Vec<Packet> {
         if bytes.len() < end {
             break;
         }
-        out.extend(dissect(&bytes[start..end]));
+        let at_us = word(at) as i64 * 1_000_000 + word(at + 4) as i64;
+        out.extend(dissect(&bytes[start..end], at_us));
         at = end;
     }
     out
 }
 
 /// One Ethernet frame's IP and TCP/UDP fields.
-fn dissect(frame: &[u8]) -> Option<Packet> {
+fn dissect(frame: &[u8], at_us: i64) -> Option<Packet> {
     let p = LaxSlicedPacket::from_ethernet(frame).ok()?;
     let (tos, flow, ip_payload) = match p.net? {
         LaxNetSlice::Ipv4(v4) => {
@@ -150,6 +154,7 @@ fn dissect(frame: &[u8]) -> Option<Packet> {
         len,
         syn,
         mss,
+        at_us,
     };
     match p.transport? {
         TransportSlice::Tcp(t) => {

@@ -78,7 +78,8 @@ pub struct Transit {
 }
 
 impl Transit {
-    fn add(&mut self, t: f64) {
+    /// Adds one sample.
+    pub fn add(&mut self, t: f64) {
         if self.count == 0 {
             self.min = t;
             self.max = t;

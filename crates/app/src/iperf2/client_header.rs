@@ -153,6 +153,7 @@ mod tests {
             sync_transfer_id: false,
             txstart: None,
             txdelay: None,
+            connect_only: None,
             bounceback: None,
             isoch: None,
         }

@@ -232,6 +232,9 @@ pub struct Client2 {
     /// `--txdelay-time`: the wait between connecting and the first data (the
     /// test's clock starts after it).
     pub txdelay: Option<Duration>,
+    /// `--connect-only[=n]`: connects and closes, timing each handshake;
+    /// `Some(None)` without a count.
+    pub connect_only: Option<Option<u32>>,
     /// `--bounceback`: a request/reply test instead of a transfer.
     pub bounceback: Option<Bounceback2>,
     /// `--isochronous`: frames at a frame rate instead of paced datagrams

@@ -8,6 +8,7 @@ mod connect_back;
 mod interval;
 mod tcp_bounceback;
 mod tcp_client;
+mod tcp_connect_only;
 mod tcp_io;
 mod tcp_isoch;
 mod tcp_server;

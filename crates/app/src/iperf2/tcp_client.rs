@@ -21,6 +21,7 @@ use super::config::{Bounceback2, Client2, Common2, Config2, End2, Input2, Mode2,
 use super::connect_back::{accept_back, BACK_GRACE, NO_BACK};
 use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
 use super::tcp_bounceback;
+use super::tcp_connect_only;
 use super::tcp_io::{pacer_for, pattern, FlowStats};
 use super::tcp_isoch::FramePlan;
 use super::tcp_setup::{self, apply_opts, Wake};
@@ -150,6 +151,24 @@ impl<'a> Client<'a> {
             stdev_bps: i.stdev_bps,
             ipg_ms: i.ipg_ms,
         });
+        if let Some(count) = self.cl.connect_only {
+            block.connect_only = true;
+            self.report.event(Event2::Settings(block));
+            let plan = tcp_connect_only::Plan {
+                count,
+                streams: self.cl.parallel,
+                every: self.c.interval,
+                end: self.cl.end,
+                device: self.c.bind.as_ref().and_then(|b| b.device.as_deref()),
+            };
+            return Ok(tcp_connect_only::run(
+                &plan,
+                &|| self.connect(),
+                &|id, e| self.connect_failed(id, e),
+                &*self.report,
+                intr,
+            ));
+        }
         self.report.event(Event2::Settings(block));
         let req = request(self.cl, self.c, self.len);
         self.trip = req.trip_start.filter(|_| req.trip_times);

@@ -162,6 +162,15 @@ pub(crate) fn serve(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>, k: Option<
     sh.header_done(k);
     let start = match start {
         Ok(x) => x,
+        // A --connect-only client: a handshake, then its close.
+        Err(Refused::Bad(HeaderError::Truncated { have: 0, .. })) => {
+            sh.report.event(Event2::Message(format!(
+                "{} port {}: closed before any test header (a connect-only client)",
+                peer.ip(),
+                peer.port()
+            )));
+            return;
+        }
         Err(e) => {
             let text = format!(
                 "WARNING: {} port {}: {e}; connection closed",

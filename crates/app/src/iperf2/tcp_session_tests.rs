@@ -19,6 +19,7 @@ fn req(trip: bool) -> TestRequest {
         sync_transfer_id: false,
         txstart: None,
         txdelay: None,
+        connect_only: None,
         bounceback: None,
         isoch: None,
     };

@@ -60,6 +60,7 @@ pub(crate) fn settings(side: Side2, c: &Common2, port: u16, len: u32, window: u6
         congestion_asked: c.congestion.clone(),
         tos: c.tos.unwrap_or(0),
         tos_by_dscp: c.tos_by_dscp,
+        connect_only: false,
         nodelay: c.nodelay,
         mss: None,
         multicast: None,
@@ -136,6 +137,7 @@ pub(crate) fn connection(
         peer_version: None,
         tcp: conn_info(sock),
         connect_time: None,
+        connect_only: false,
         at: SystemTime::now(),
     })
 }

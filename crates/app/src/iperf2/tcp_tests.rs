@@ -98,6 +98,7 @@ pub(super) fn client(port: u16, mode: Mode2, end: End2, parallel: u32) -> Config
             sync_transfer_id: false,
             txstart: None,
             txdelay: None,
+            connect_only: None,
             bounceback: None,
             isoch: None,
         }),

@@ -59,6 +59,7 @@ pub(crate) fn listener_block(sock: &UdpSocket, port: u16, len: u32) -> Event2 {
         congestion: None,
         tos: 0,
         tos_by_dscp: false,
+        connect_only: false,
         nodelay: false,
         mss: None,
         multicast: None,
@@ -123,6 +124,7 @@ pub(crate) fn send_back(
         congestion: None,
         tos: req.tos,
         tos_by_dscp: false,
+        connect_only: false,
         nodelay: false,
         mss: None,
         multicast: None,
@@ -144,6 +146,7 @@ pub(crate) fn send_back(
         peer_version: None,
         tcp: None,
         connect_time: None,
+        connect_only: false,
         at: SystemTime::now(),
     }));
     let plan = TxPlan {
@@ -271,6 +274,7 @@ pub(crate) fn receive_back(
         peer_version: None,
         tcp: None,
         connect_time: None,
+        connect_only: false,
         at: SystemTime::now(),
     }));
     let sock = Arc::new(b.sock);

@@ -294,6 +294,7 @@ pub(crate) fn run(
         congestion: None,
         tos: cfg.common.tos.unwrap_or(0),
         tos_by_dscp: cfg.common.tos_by_dscp,
+        connect_only: false,
         nodelay: false,
         mss: None,
         multicast: None,
@@ -343,6 +344,7 @@ pub(crate) fn run(
             peer_version: None,
             tcp: None,
             connect_time: None,
+            connect_only: false,
             at: SystemTime::now(),
         }));
         if let Some((start, _)) = delayed {

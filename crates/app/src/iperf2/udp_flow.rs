@@ -159,6 +159,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         peer_version: f.req.peer_version.map(|v| v.to_string()),
         tcp: None,
         connect_time: None,
+        connect_only: false,
         at: SystemTime::now(),
     }));
     let _ = f.sock.set_read_timeout(Some(RECV_POLL));

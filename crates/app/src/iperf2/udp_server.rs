@@ -164,6 +164,7 @@ pub(crate) fn run(
         congestion: None,
         tos: 0,
         tos_by_dscp: false,
+        connect_only: false,
         nodelay: false,
         mss: None,
         multicast: l.group.map(|g| Multicast2 {

@@ -60,6 +60,7 @@ pub(crate) fn client(host: &str, port: u16, rate: Rate2, secs: f64, parallel: u3
             sync_transfer_id: false,
             txstart: None,
             txdelay: None,
+            connect_only: None,
             bounceback: None,
             isoch: None,
         }),

@@ -43,6 +43,18 @@ pub(crate) fn line(c: &Connection2, layout: &Layout2) -> String {
     for n in qack {
         s.push_str(&format!(" {n}"));
     }
+    // --connect-only shows the handshake's time and date without -e too.
+    if c.connect_only && !layout.enhanced {
+        if let Some(ct) = c.connect_time.filter(|ct| !ct.is_zero()) {
+            s.push_str(&format!(" (ct={:.2} ms)", ct.as_secs_f64() * 1e3));
+        }
+        let zone = layout.tz_name.as_deref().unwrap_or("UTC");
+        let date = date_ms(civil(c.at, layout.utc_offset_secs));
+        s.push_str(&format!(
+            " on {} ({zone})",
+            date.split('.').next().unwrap_or_default()
+        ));
+    }
     if layout.enhanced {
         if let Some(t) = c.tcp {
             s.push_str(&format!(
@@ -67,6 +79,25 @@ pub(crate) fn line(c: &Connection2, layout: &Layout2) -> String {
         }
     }
     s
+}
+
+/// `--connect-only`'s closing line over `ok` handshakes' times (ms) and
+/// `errors` failed connects: none for two or fewer, the deviation from 25.
+pub fn connect_times_line(
+    (min, mean, max, stdev): (f64, f64, f64, f64),
+    ok: u64,
+    errors: u64,
+) -> Option<String> {
+    let tot = ok + errors;
+    match ok {
+        0..=2 => None,
+        3..=24 => Some(format!(
+            "[ CT] final connect times (min/avg/max) = {min:.3}/{mean:.3}/{max:.3} ms (tot/err) = {tot}/{errors}"
+        )),
+        _ => Some(format!(
+            "[ CT] final connect times (min/avg/max/stdev) = {min:.3}/{mean:.3}/{max:.3}/{stdev:.3} ms (tot/err) = {tot}/{errors}"
+        )),
+    }
 }
 
 /// The `(tos ...)` note of a connection line whose socket carries `tos`: a
@@ -106,6 +137,21 @@ pub(crate) fn csv_peer(a: SocketAddr, port: u16, hide: bool) -> String {
 #[cfg(test)]
 mod tos_tests {
     use super::tos_note;
+
+    #[test]
+    fn connect_times_lines_are_2_2_1s() {
+        use super::connect_times_line;
+        let f = (0.108, 0.137, 0.174, 0.02);
+        assert_eq!(connect_times_line(f, 2, 5), None);
+        assert_eq!(
+            connect_times_line(f, 4, 0).as_deref(),
+            Some("[ CT] final connect times (min/avg/max) = 0.108/0.137/0.174 ms (tot/err) = 4/0")
+        );
+        assert_eq!(
+            connect_times_line((0.012, 0.027, 1.36, 0.065), 774, 1).as_deref(),
+            Some("[ CT] final connect times (min/avg/max/stdev) = 0.012/0.027/1.360/0.065 ms (tot/err) = 775/1")
+        );
+    }
 
     #[test]
     fn tos_notes_are_2_2_1s() {

@@ -62,6 +62,7 @@ fn settings(lines: &[String]) -> Settings2 {
         congestion_asked: None,
         tos: 0,
         tos_by_dscp: false,
+        connect_only: false,
         nodelay: true,
         mss: None,
         multicast: None,
@@ -187,6 +188,7 @@ fn replay(name: &str) {
                 irtt_us: 25,
             }),
             connect_time: None,
+            connect_only: false,
             at: UNIX_EPOCH,
         }),
     ];
@@ -344,6 +346,7 @@ fn settings_for_server() -> Settings2 {
         congestion_asked: None,
         tos: 0,
         tos_by_dscp: false,
+        connect_only: false,
         nodelay: false,
         mss: None,
         multicast: None,

@@ -175,6 +175,7 @@ pub(super) fn connection(l: &str) -> Connection2 {
         peer_version: None,
         tcp: None,
         connect_time: None,
+        connect_only: false,
         at,
     };
     for g in groups

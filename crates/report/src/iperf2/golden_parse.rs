@@ -167,6 +167,7 @@ impl Replayer<'_> {
             congestion_asked: None,
             tos: 0,
             tos_by_dscp: false,
+            connect_only: false,
             nodelay: false,
             mss: None,
             multicast: None,

@@ -4,7 +4,7 @@
 //! [`Printer2`]).
 
 mod connection;
-pub use connection::tos_note;
+pub use connection::{connect_times_line, tos_note};
 mod csv;
 mod hist;
 pub mod model;
@@ -279,6 +279,11 @@ impl Report2 for Printer2 {
                 }
             }
             Event2::Message(m) => st.emit(&m),
+            Event2::Line(t) => {
+                if !l.csv {
+                    st.emit(&t);
+                }
+            }
         }
     }
 }
@@ -311,6 +316,7 @@ mod tests {
             peer_version: None,
             tcp: None,
             connect_time: None,
+            connect_only: false,
             at: UNIX_EPOCH,
         })
     }
@@ -411,6 +417,7 @@ mod tests {
             congestion_asked: None,
             tos: 0,
             tos_by_dscp: false,
+            connect_only: false,
             nodelay: false,
             mss: None,
             multicast: Some(Multicast2 {

@@ -106,6 +106,9 @@ pub struct Settings2 {
     /// The byte came from `--dscp`, which 2.2.1 does not count as set
     /// ("TOS defaults to 0x20").
     pub tos_by_dscp: bool,
+    /// `--connect-only`: a client that only connects ("TCP three-way-
+    /// handshake (3WHS) only" instead of its window).
+    pub connect_only: bool,
     /// TCP_NODELAY (shown with `-e`: "Nagle on/off").
     pub nodelay: bool,
     /// `-m`: the listener's MSS.
@@ -247,6 +250,9 @@ pub struct Connection2 {
     pub tcp: Option<TcpConnInfo2>,
     /// Client: connect time (`ct=`).
     pub connect_time: Option<Duration>,
+    /// `--connect-only`: the connect time and date are shown without `-e`
+    /// too (the date to the second).
+    pub connect_only: bool,
     /// When the connection was made (shown with `-e`).
     pub at: SystemTime,
 }
@@ -439,6 +445,9 @@ pub enum Event2 {
     },
     /// UDP client: the server report for one stream.
     ServerReport(Row2),
+    /// A finished report line (`--connect-only`'s `[ CT]` line), on stdout
+    /// with the rows, not in CSV.
+    Line(String),
     /// `--txstart-time`: the client waits for its start time ("Client
     /// traffic to start in N seconds at ...").
     TxStart {

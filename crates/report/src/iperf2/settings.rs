@@ -30,7 +30,11 @@ pub(crate) fn block(s: &Settings2, layout: &Layout2) -> Vec<String> {
         Side2::Server => listener(s, layout, &mut v),
         Side2::Client => connector(s, layout, &mut v),
     }
-    v.push(window_line(s));
+    if s.connect_only {
+        v.push("TCP three-way-handshake (3WHS) only".into());
+    } else {
+        v.push(window_line(s));
+    }
     if s.side == Side2::Client && s.proto == Proto2::Tcp && s.trip_times && layout.enhanced {
         v.push("Warn: Send side bloat possible per --tcp-write-prefetch not being set".into());
     }
