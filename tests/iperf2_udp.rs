@@ -93,6 +93,7 @@ impl Case {
                 txstart: None,
                 txdelay: None,
                 connect_only: None,
+                incr_dstport: false,
                 bounceback: None,
                 isoch: None,
             }),

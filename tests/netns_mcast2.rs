@@ -265,6 +265,7 @@ pub(crate) fn sender() -> Config2 {
             txstart: None,
             txdelay: None,
             connect_only: None,
+            incr_dstport: false,
             bounceback: None,
             isoch: None,
         }),

@@ -31,6 +31,7 @@ mod iperf2_cli;
 mod iperf2_connect_only;
 mod iperf2_enhanced;
 mod iperf2_hist_udp;
+mod iperf2_incr_dstport;
 mod iperf2_isoch;
 mod iperf2_latency;
 mod iperf2_layout;

@@ -79,6 +79,8 @@ pub(crate) struct State {
     pub(crate) txdelay: Option<f64>,
     /// `--connect-only[=n]`.
     pub(crate) connect_only: Option<Option<u32>>,
+    /// `--incr-dstport`.
+    pub(crate) incr_dstport: bool,
     pub(crate) permit_key: Option<String>,
     pub(crate) skip_rx_copy: bool,
     /// `--tcp-quickack`.
@@ -173,6 +175,7 @@ impl Default for State {
             txstart: None,
             txdelay: None,
             connect_only: None,
+            incr_dstport: false,
             permit_key: None,
             skip_rx_copy: false,
             tcp_quickack: false,
@@ -386,6 +389,7 @@ impl State {
             // 2.2.1 takes a decimal code point (C's atoi) into the TOS
             // byte's upper six bits; a name or hex reads as 0.
             O2::TcpQuickack => self.tcp_quickack = true,
+            O2::IncrDstport => self.incr_dstport = true,
             // C's atoi of the attached count; none without `=`.
             O2::ConnectOnly => {
                 self.connect_only = Some(

@@ -447,6 +447,7 @@ fn client_config(st: &State) -> Client2 {
         txstart: st.txstart.map(|(s, us)| s as f64 + us as f64 / 1e6),
         txdelay: st.txdelay.filter(|d| *d > 0.0).map(seconds),
         connect_only: st.connect_only,
+        incr_dstport: st.incr_dstport,
         bounceback: st.bounceback.map(|count| {
             let request = st.bb_request.or(st.len).unwrap_or(100).clamp(1, 1 << 30) as u32;
             Bounceback2 {

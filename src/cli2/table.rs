@@ -86,6 +86,7 @@ pub(crate) enum O2 {
     TcpQuickack,
     TxDelayTime,
     ConnectOnly,
+    IncrDstport,
     /// Known to iperf 2.2.1, not done by rperf3: parsed, then a warning.
     Unsupported,
 }
@@ -275,7 +276,9 @@ pub(crate) static OPTIONS: &[Spec] = &[
     opt!(Unsupported, None, Some("ignore-shutdown"), No, []),
     opt!(Unsupported, None, Some("incr-dstip"), No, []),
     opt!(Unsupported, None, Some("incr-srcip"), No, []),
-    opt!(Unsupported, None, Some("incr-dstport"), No, []),
+    opt!(IncrDstport, None, Some("incr-dstport"), No, [
+        row(Cli, "", "stream i (from 0) of -P connects to the port plus i"),
+    ]),
     opt!(Unsupported, None, Some("incr-srcport"), No, []),
     opt!(Unsupported, None, Some("sum-dstip"), No, []),
     opt!(TxStartTime, None, Some("txstart-time"), Required, [

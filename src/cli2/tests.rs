@@ -410,6 +410,16 @@ fn the_readme_lists_every_refused_iperf2_option() {
 }
 
 #[test]
+fn incr_dstport_is_a_client_flag() {
+    let c = cfg("-c h -P 3 --incr-dstport");
+    let Role2::Client(cl) = &c.role else { panic!() };
+    assert!(cl.incr_dstport);
+    let c = cfg("-c h -P 3");
+    let Role2::Client(cl) = &c.role else { panic!() };
+    assert!(!cl.incr_dstport);
+}
+
+#[test]
 fn connect_only_takes_an_attached_count() {
     for (line, want) in [
         ("-c h --connect-only", Some(None)),

@@ -134,7 +134,7 @@ pub(crate) struct Server2 {
 /// scratch directory, so the peer log still sees which iperf it is): a stock
 /// iperf 2 writing to a pipe otherwise holds its lines until it exits, and
 /// a test could only guess when its rows are made.
-fn line_buffered(program: &Path) -> PathBuf {
+pub(crate) fn line_buffered(program: &Path) -> PathBuf {
     let name = program.file_name().expect("a program name");
     let dir = super::scratch_file("linebuf");
     std::fs::create_dir_all(&dir).expect("a scratch directory");

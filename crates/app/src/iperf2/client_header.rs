@@ -154,6 +154,7 @@ mod tests {
             txstart: None,
             txdelay: None,
             connect_only: None,
+            incr_dstport: false,
             bounceback: None,
             isoch: None,
         }

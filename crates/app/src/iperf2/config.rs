@@ -235,6 +235,8 @@ pub struct Client2 {
     /// `--connect-only[=n]`: connects and closes, timing each handshake;
     /// `Some(None)` without a count.
     pub connect_only: Option<Option<u32>>,
+    /// `--incr-dstport`: stream i (from 0) goes to the port plus i.
+    pub incr_dstport: bool,
     /// `--bounceback`: a request/reply test instead of a transfer.
     pub bounceback: Option<Bounceback2>,
     /// `--isochronous`: frames at a frame rate instead of paced datagrams

@@ -100,23 +100,39 @@ impl<'a> Client<'a> {
         net::buffer_sizes(&s).0
     }
 
+    /// The port stream `id` connects to: the next ones with `--incr-dstport`.
+    fn port_of(&self, id: u32) -> u16 {
+        if self.cl.incr_dstport {
+            self.c.port.wrapping_add(id.saturating_sub(1) as u16)
+        } else {
+            self.c.port
+        }
+    }
+
     /// iperf 2's line for connection `id` that could not connect.
     fn connect_failed(&self, id: u32, e: &io::Error) {
         self.report.event(Event2::Message(format!(
             "[{id:>3}] tcp connect to {} port {} failed ({}) on {}",
             self.addrs[0].ip(),
-            self.c.port,
+            self.port_of(id),
             os_text(e),
             rperf3_sys::time::strftime_now("%Y-%m-%d %H:%M:%S (%Z)")
         )));
     }
 
-    fn connect(&self) -> io::Result<(TcpStream, Duration)> {
+    /// Connects stream `id` (from 1).
+    fn connect(&self, id: u32) -> io::Result<(TcpStream, Duration)> {
         let bind = self.c.bind.as_ref();
         let prep = |fd: std::os::fd::BorrowedFd<'_>, v6: bool| apply_opts(fd, v6, self.c);
+        let port = self.port_of(id);
+        let addrs: Vec<SocketAddr> = self
+            .addrs
+            .iter()
+            .map(|a| SocketAddr::new(a.ip(), port))
+            .collect();
         let t = Instant::now();
         let s = net::connect_tcp_prepared(
-            &self.addrs,
+            &addrs,
             bind.map(|b| b.host.as_str()),
             bind.and_then(|b| b.port).unwrap_or(0),
             bind.and_then(|b| b.device.as_deref()),
@@ -163,7 +179,7 @@ impl<'a> Client<'a> {
             };
             return Ok(tcp_connect_only::run(
                 &plan,
-                &|| self.connect(),
+                &|id| self.connect(id),
                 &|id, e| self.connect_failed(id, e),
                 &*self.report,
                 intr,
@@ -186,7 +202,7 @@ impl<'a> Client<'a> {
         };
         let mut streams = Vec::new();
         for id in 1..=self.cl.parallel.max(1) {
-            let (s, ct) = match self.connect() {
+            let (s, ct) = match self.connect(id) {
                 Ok(x) => x,
                 Err(e) => {
                     // iperf 2 reports a failed connect and exits 0.
@@ -296,7 +312,7 @@ impl<'a> Client<'a> {
             period: bb.period,
         });
         self.report.event(Event2::Settings(block));
-        let (s, ct) = match self.connect() {
+        let (s, ct) = match self.connect(1) {
             Ok(x) => x,
             Err(e) => {
                 self.connect_failed(1, &e);

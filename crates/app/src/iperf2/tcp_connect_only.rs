@@ -51,11 +51,11 @@ impl Plan<'_> {
     }
 }
 
-/// Runs the rounds: `connect` makes one connection (with its handshake's
-/// time), `failed` reports one that could not. Exit status 0, as 2.2.1's.
+/// Runs the rounds: `connect` makes stream id's connection (with its
+/// handshake's time), `failed` reports one that could not. Exit status 0, as 2.2.1's.
 pub(crate) fn run(
     plan: &Plan<'_>,
-    connect: &dyn Fn() -> io::Result<(TcpStream, Duration)>,
+    connect: &dyn Fn(u32) -> io::Result<(TcpStream, Duration)>,
     failed: &dyn Fn(u32, &io::Error),
     report: &dyn Report2,
     intr: &mut Interrupt,
@@ -74,7 +74,7 @@ pub(crate) fn run(
             break;
         }
         for id in 1..=plan.streams.max(1) {
-            match connect() {
+            match connect(id) {
                 Ok((s, ct)) => {
                     times.add(ct.as_secs_f64() * 1e3);
                     if let Ok(mut line) = tcp_setup::connection(Tag2::Id(id), &s, &[], plan.device)

@@ -20,6 +20,7 @@ fn req(trip: bool) -> TestRequest {
         txstart: None,
         txdelay: None,
         connect_only: None,
+        incr_dstport: false,
         bounceback: None,
         isoch: None,
     };

@@ -99,6 +99,7 @@ pub(super) fn client(port: u16, mode: Mode2, end: End2, parallel: u32) -> Config
             txstart: None,
             txdelay: None,
             connect_only: None,
+            incr_dstport: false,
             bounceback: None,
             isoch: None,
         }),

@@ -239,8 +239,13 @@ pub(crate) fn run(
     let rate = bits_per_sec(c.rate, len);
     let n = c.parallel.max(1);
     let mut socks = Vec::new();
-    for _ in 0..n {
-        match open(cfg, dest, multicast) {
+    for i in 0..n {
+        let to = if c.incr_dstport {
+            SocketAddr::new(dest.ip(), dest.port().wrapping_add(i as u16))
+        } else {
+            dest
+        };
+        match open(cfg, to, multicast) {
             Ok(s) => socks.push(Arc::new(s)),
             Err(e) => return fail(format!("ERROR: connect failed: {e}")),
         }
@@ -339,7 +344,7 @@ pub(crate) fn run(
                 &local,
                 cfg.common.bind.as_ref().and_then(|b| b.device.as_deref()),
             ),
-            peer: dest,
+            peer: s.peer_addr().unwrap_or(dest),
             notes: conn_notes(c, mode, cfg.common.trip_times, cfg.common.tos),
             peer_version: None,
             tcp: None,
@@ -366,6 +371,7 @@ pub(crate) fn run(
     for (i, s) in socks.into_iter().enumerate() {
         let id = i as u32 + 1;
         let local = s.local_addr().unwrap_or(dest);
+        let to = s.peer_addr().unwrap_or(dest);
         let delay = FLOW_STAGGER * i as u32;
         let held = s.clone();
         let tx = if mode == Mode::Reverse {
@@ -408,7 +414,7 @@ pub(crate) fn run(
                 End2::Time(d) => Some(start + delay + d),
                 End2::Bytes(_) => None,
             },
-            addrs: (local, dest),
+            addrs: (local, to),
             tx,
             rx,
             _sock: held,

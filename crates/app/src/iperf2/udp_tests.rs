@@ -61,6 +61,7 @@ pub(crate) fn client(host: &str, port: u16, rate: Rate2, secs: f64, parallel: u3
             txstart: None,
             txdelay: None,
             connect_only: None,
+            incr_dstport: false,
             bounceback: None,
             isoch: None,
         }),
