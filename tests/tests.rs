@@ -43,6 +43,7 @@ mod iperf2_trip_back;
 mod iperf2_txdelay;
 mod iperf2_udp;
 mod iperf2_udp_dual;
+mod iperf2_udp_interrupt;
 mod iperf2_udp_text;
 mod json_shape;
 mod latency_data_owd;

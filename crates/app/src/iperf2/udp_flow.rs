@@ -6,6 +6,7 @@
 //! when its client falls silent (absolute deadlines: nothing waits forever).
 
 use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -87,9 +88,18 @@ pub(crate) struct FlowHandle {
     pub(crate) ctl: Arc<RunControl>,
     /// The client sends data (not a `-R` test, whose datagrams are requests).
     pub(crate) receives: bool,
+    /// The server was interrupted (Ctrl-C): the flow ends now, and its
+    /// client still gets the Server Report of what arrived.
+    interrupted: Arc<AtomicBool>,
 }
 
 impl FlowHandle {
+    /// Ends the flow because the server was interrupted.
+    pub(crate) fn interrupt(&self) {
+        self.interrupted.store(true, Ordering::Release);
+        self.ctl.stop();
+    }
+
     /// Accounts a datagram the listener read for this flow.
     pub(crate) fn feed(&self, d: &[u8]) {
         if !self.receives {
@@ -111,6 +121,7 @@ pub(crate) fn handle_for(f: &FlowStart) -> FlowHandle {
         counters: Arc::new(StreamCounters::default()),
         ctl: Arc::new(RunControl::new(None)),
         receives: f.req.mode != Mode::Reverse,
+        interrupted: Arc::new(AtomicBool::new(false)),
     };
     h.stats
         .lock()
@@ -385,6 +396,11 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     }
     if s.fin && !f.multicast && !f.req.no_udp_fin {
         send_report(&sock, &s, dur, f.enhanced || f.req.trip_times);
+    } else if h.interrupted.load(Ordering::Acquire) && !f.multicast && !f.req.no_udp_fin {
+        // Cut short by Ctrl-C: the report goes once, ahead of the FIN the
+        // client sends later (it reads it then), as 2.2.1's does.
+        let wire = server_report(&s, dur, f.enhanced || f.req.trip_times).encode();
+        let _ = sock.send(&wire);
     }
     // -r: the direction back once this one has ended with its FIN.
     if let Some((to, false)) = back {

@@ -333,7 +333,8 @@ pub(crate) fn run(
             // The flow runs alone; a signal still ends it (and the server).
             while !j.is_finished() {
                 if intr.triggered() {
-                    h.ctl.stop();
+                    report.event(Event2::Message(WAITING.into()));
+                    h.interrupt();
                     let _ = j.join();
                     return Outcome2 { status: 0 };
                 }
@@ -371,12 +372,25 @@ pub(crate) fn run(
             Err(e) => report.event(Event2::Message(format!("WARNING: flow from {peer}: {e}"))),
         }
     }
+    let interrupted = intr.triggered();
+    flows.retain(|_, (_, j)| !j.is_finished());
+    if interrupted && !flows.is_empty() {
+        report.event(Event2::Message(WAITING.into()));
+    }
     for (_, (h, j)) in flows.drain() {
-        h.ctl.stop();
+        if interrupted {
+            h.interrupt();
+        } else {
+            h.ctl.stop();
+        }
         let _ = j.join();
     }
     Outcome2 { status: 0 }
 }
+
+/// What 2.2.1 says when a signal finds flows running (each ends at once and
+/// sends its client the report of what arrived).
+const WAITING: &str = "Waiting for server threads to complete. Interrupt again to force quit.";
 
 fn remember(set: &mut HashSet<SocketAddr>, a: SocketAddr) {
     if set.len() >= REFUSED_MEMORY {
