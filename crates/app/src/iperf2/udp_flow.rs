@@ -94,6 +94,13 @@ pub(crate) struct FlowHandle {
 }
 
 impl FlowHandle {
+    /// The flow still moves data: not stopped, and its FIN not yet in (a flow
+    /// sending its report after the FIN has ended as far as a signal goes).
+    pub(crate) fn running(&self) -> bool {
+        !self.ctl.stopped()
+            && !(self.receives && self.stats.lock().unwrap_or_else(|p| p.into_inner()).fin)
+    }
+
     /// Ends the flow because the server was interrupted.
     pub(crate) fn interrupt(&self) {
         self.interrupted.store(true, Ordering::Release);

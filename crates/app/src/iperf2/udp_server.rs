@@ -333,7 +333,9 @@ pub(crate) fn run(
             // The flow runs alone; a signal still ends it (and the server).
             while !j.is_finished() {
                 if intr.triggered() {
-                    report.event(Event2::Message(WAITING.into()));
+                    if h.running() {
+                        report.event(Event2::Message(WAITING.into()));
+                    }
                     h.interrupt();
                     let _ = j.join();
                     return Outcome2 { status: 0 };
@@ -374,7 +376,7 @@ pub(crate) fn run(
     }
     let interrupted = intr.triggered();
     flows.retain(|_, (_, j)| !j.is_finished());
-    if interrupted && !flows.is_empty() {
+    if interrupted && flows.values().any(|(h, _)| h.running()) {
         report.event(Event2::Message(WAITING.into()));
     }
     for (_, (h, j)) in flows.drain() {
