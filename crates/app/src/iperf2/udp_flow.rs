@@ -97,8 +97,8 @@ impl FlowHandle {
     /// The flow still moves data: not stopped, and its FIN not yet in (a flow
     /// sending its report after the FIN has ended as far as a signal goes).
     pub(crate) fn running(&self) -> bool {
-        !self.ctl.stopped()
-            && !(self.receives && self.stats.lock().unwrap_or_else(|p| p.into_inner()).fin)
+        let fin = || self.stats.lock().unwrap_or_else(|p| p.into_inner()).fin;
+        !(self.ctl.stopped() || (self.receives && fin()))
     }
 
     /// Ends the flow because the server was interrupted.
