@@ -76,10 +76,14 @@ pub(crate) fn send_blocks(
                 None => sock.write(&buf[off..n]),
             };
             match r {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(k) => off += k,
+                Ok(k) if k > 0 => off += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                end => {
+                    // What the kernel took of a block cut short still left:
+                    // the peer counts it.
+                    counters.add_many(0, off as u64);
+                    return Err(end.err().unwrap_or_else(|| io::ErrorKind::WriteZero.into()));
+                }
             }
         }
         sent += n as u64;

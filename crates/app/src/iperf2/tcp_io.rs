@@ -287,7 +287,18 @@ pub(crate) fn send_reader(
 pub(crate) fn timed_write(mut sock: &TcpStream, b: &[u8], stats: &FlowStats) -> io::Result<()> {
     use std::io::Write;
     let began = Instant::now();
-    sock.write_all(b)?;
+    let mut off = 0;
+    while off < b.len() {
+        match sock.write(&b[off..]) {
+            Ok(k) if k > 0 => off += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            end => {
+                // What the kernel took of a block cut short still left.
+                stats.io.add_many(0, off as u64);
+                return Err(end.err().unwrap_or_else(|| io::ErrorKind::WriteZero.into()));
+            }
+        }
+    }
     if let Some(t) = &stats.wtimer {
         t.record(began);
     }
