@@ -5,13 +5,9 @@
 //! requests.
 
 use std::path::Path;
-use std::time::Duration;
 
 use crate::common::iperf2::{iperf2_221, ours};
-use crate::common::{
-    await_listening, free_port, require_tool, run_program, scratch_file, Proc, Server, Signal,
-    CLIENT_TIMEOUT,
-};
+use crate::common::{require_tool, run_program, scratch_file, strace, Server, CLIENT_TIMEOUT};
 
 /// Calls a 1 s run may make besides its requests' writes and reads: start-up,
 /// threads, the report, the close, the client's look at its interrupt pipe
@@ -21,13 +17,13 @@ const FIXED: u64 = 400;
 /// (writes, all calls) of an `strace -f -c` summary: `sendto` carries each
 /// request or reply, `total` is every call of every thread.
 fn calls(log: &Path) -> (u64, u64) {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
     let count = |name: &str| {
-        text.lines()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .find(|w| w.last() == Some(&name) && w.len() >= 5)
-            .and_then(|w| w[3].parse::<u64>().ok())
-            .unwrap_or_else(|| panic!("no {name} row in the strace summary:\n{text}"))
+        strace::calls(log, name).unwrap_or_else(|| {
+            panic!(
+                "no {name} row in the strace summary:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            )
+        })
     };
     (count("sendto"), count("total"))
 }
@@ -78,18 +74,8 @@ fn iperf2_bounceback_server_makes_two_calls_per_request() {
         return;
     }
     let log = scratch_file("bb-server.strace");
-    let port = free_port();
+    let (tracer, port) = strace::traced_server(&ours(), &[], &log);
     let p = port.to_string();
-    let ours = ours();
-    let args = [
-        "-f",
-        "-c",
-        "-o",
-        log.to_str().unwrap(),
-        ours.to_str().unwrap(),
-    ];
-    let mut tracer = Proc::spawn("strace", &[&args[..], &["-s", "-p", &p]].concat());
-    await_listening(&mut tracer, port);
     let a = [
         "-c",
         "127.0.0.1",
@@ -103,14 +89,7 @@ fn iperf2_bounceback_server_makes_two_calls_per_request() {
     ];
     let out = run_program(&peer, &a, CLIENT_TIMEOUT);
     assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
-    // strace holds SIGINT back from itself: the server, its child, gets it,
-    // and strace writes the summary when the server exits.
-    let server = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", tracer.pid()))
-        .expect("strace's children");
-    let server: i32 = server.trim().parse().expect("one child: the server");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(server), Signal::SIGINT)
-        .expect("signal the server");
-    let done = tracer.finish(Duration::from_secs(10));
+    let done = strace::stop_traced(tracer);
     assert_eq!(done.code(), Some(0), "{}\n{}", done.stdout, done.stderr);
     assert_two_per_request(&log, "server", &out.stdout);
 }

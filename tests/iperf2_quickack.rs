@@ -6,28 +6,17 @@
 //! before its own reads, and our server does for a stock client that asks.
 
 use std::path::Path;
-use std::time::Duration;
 
 use crate::common::iperf2::{iperf2_221, ours};
-use crate::common::{
-    await_listening, free_port, require_tool, run_program, scratch_file, Output, Proc, Signal,
-    CLIENT_TIMEOUT,
-};
+use crate::common::{require_tool, run_program, scratch_file, strace, Proc, CLIENT_TIMEOUT};
 
 /// Small paced writes: the reader makes hundreds of reads in a second.
 const LOAD: [&str; 6] = ["-t", "1", "-l", "1400", "-b", "20M"];
 
 /// (setsockopt calls, recvfrom calls) of an `strace -f -c` summary.
 fn counts(log: &Path) -> (u64, u64) {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let count = |name: &str| {
-        text.lines()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .find(|w| w.last() == Some(&name) && w.len() >= 5)
-            .and_then(|w| w[3].parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    (count("setsockopt"), count("recvfrom"))
+    let n = |name| strace::calls(log, name).unwrap_or(0);
+    (n("setsockopt"), n("recvfrom"))
 }
 
 /// Every read had its TCP_QUICKACK: as many setsockopt calls as reads, but
@@ -42,37 +31,10 @@ fn assert_quickack_per_read(log: &Path, what: &str, ctx: &str) {
     );
 }
 
-/// `program -s -p PORT -l 1400` under `strace -f -c -o log`, listening.
+/// `program -s -p PORT -l 1400` (1400-byte reads: one for each of the
+/// client's writes) under `strace -f -c -o log`, listening.
 fn traced_server(program: &Path, log: &Path) -> (Proc, u16) {
-    let port = free_port();
-    let p = port.to_string();
-    let args = [
-        "-f",
-        "-c",
-        "-o",
-        log.to_str().unwrap(),
-        program.to_str().unwrap(),
-        "-s",
-        "-p",
-        &p,
-        // 1400-byte reads: one for each of the client's writes.
-        "-l",
-        "1400",
-    ];
-    let mut tracer = Proc::spawn("strace", &args);
-    await_listening(&mut tracer, port);
-    (tracer, port)
-}
-
-/// Interrupts the traced server (strace passes SIGINT on to its child and
-/// writes its summary when the child exits); the server's output.
-fn stop_traced(tracer: Proc) -> Output {
-    let child = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", tracer.pid()))
-        .expect("strace's children");
-    let child: i32 = child.trim().parse().expect("one child: the server");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child), Signal::SIGINT)
-        .expect("signal the server");
-    tracer.finish(Duration::from_secs(10))
+    strace::traced_server(program, &["-l", "1400"], log)
 }
 
 fn client_args(port: u16, extra: &[&str]) -> Vec<String> {
@@ -96,7 +58,7 @@ fn iperf2_quickack_our_client_asks_a_stock_server() {
         &client_args(port, &["--tcp-quickack", "-e"]),
         CLIENT_TIMEOUT,
     );
-    let srv = stop_traced(tracer);
+    let srv = strace::stop_traced(tracer);
     let ctx = format!("--- client:\n{out}\n--- server:\n{srv}");
     assert_eq!(out.code(), Some(0), "{ctx}");
     assert!(out.stdout.contains(" (qack) (icwnd"), "{ctx}");
@@ -142,7 +104,7 @@ fn iperf2_quickack_our_server_sets_it_for_a_stock_client() {
         &client_args(port, &["--tcp-quickack"]),
         CLIENT_TIMEOUT,
     );
-    let srv = stop_traced(tracer);
+    let srv = strace::stop_traced(tracer);
     let ctx = format!("--- client:\n{out}\n--- server:\n{srv}");
     assert_eq!(out.code(), Some(0), "{ctx}");
     assert!(
@@ -162,7 +124,7 @@ fn iperf2_without_quickack_our_server_reads_without_it() {
     let log = scratch_file("no-qack-our-server.strace");
     let (tracer, port) = traced_server(&ours(), &log);
     let out = run_program(&stock, &client_args(port, &[]), CLIENT_TIMEOUT);
-    let srv = stop_traced(tracer);
+    let srv = strace::stop_traced(tracer);
     let ctx = format!("--- client:\n{out}\n--- server:\n{srv}");
     assert_eq!(out.code(), Some(0), "{ctx}");
     assert!(!srv.stdout.contains("(qack)"), "{ctx}");

@@ -9,17 +9,18 @@ use crate::common::capture::{Capture, Packet};
 use crate::common::iperf2::{iperf2_221, ours, Server2};
 use crate::common::require_tool;
 
-/// The share of the payload bytes from `from` (a port) carrying `tos`.
-fn share_from(segs: &[Packet], from: u16, tos: u8) -> (f64, u64) {
-    let data: Vec<&Packet> = segs.iter().filter(|p| p.src == from && p.len > 0).collect();
-    let all: u64 = data.iter().map(|p| p.len).sum();
-    let with: u64 = data.iter().filter(|p| p.tos == tos).map(|p| p.len).sum();
-    (with as f64 / all.max(1) as f64, all)
-}
-
-/// The share of the payload bytes to `to` (a port) carrying `tos`.
-fn share_to(segs: &[Packet], to: u16, tos: u8) -> (f64, u64) {
-    let data: Vec<&Packet> = segs.iter().filter(|p| p.dst == to && p.len > 0).collect();
+/// The share of the payload bytes from (`from_server`) or to the server's
+/// `port` that carry `tos`, and those bytes.
+fn share(segs: &[Packet], port: u16, from_server: bool, tos: u8) -> (f64, u64) {
+    let ours = |p: &&Packet| {
+        p.len > 0
+            && if from_server {
+                p.src == port
+            } else {
+                p.dst == port
+            }
+    };
+    let data: Vec<&Packet> = segs.iter().filter(ours).collect();
     let all: u64 = data.iter().map(|p| p.len).sum();
     let with: u64 = data.iter().filter(|p| p.tos == tos).map(|p| p.len).sum();
     (with as f64 / all.max(1) as f64, all)
@@ -58,7 +59,7 @@ fn iperf2_dscp_marks_our_clients_data_at_a_stock_server() {
         args.extend_from_slice(extra);
         let server_args: &[&str] = if extra.contains(&"-u") { &["-u"] } else { &[] };
         let (port, segs, ctx) = run(&stock, server_args, &ours(), &args);
-        let (share, bytes) = share_to(&segs, port, 0xb8);
+        let (share, bytes) = share(&segs, port, false, 0xb8);
         assert!(bytes > 100_000, "{args:?}: {bytes} bytes captured\n{ctx}");
         assert!(
             share > 0.99,
@@ -81,7 +82,7 @@ fn iperf2_our_server_sends_back_with_a_stock_clients_dscp() {
         args.extend_from_slice(extra);
         let server_args: &[&str] = if extra.contains(&"-u") { &["-u"] } else { &[] };
         let (port, segs, ctx) = run(&ours(), server_args, &stock, &args);
-        let (share, bytes) = share_from(&segs, port, 0x28);
+        let (share, bytes) = share(&segs, port, true, 0x28);
         assert!(bytes > 100_000, "{args:?}: {bytes} bytes captured\n{ctx}");
         assert!(
             share > 0.99,

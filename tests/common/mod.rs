@@ -21,6 +21,7 @@ pub(crate) mod prom;
 pub(crate) mod raw;
 pub(crate) mod sock_close;
 pub(crate) mod stock_refusal;
+pub(crate) mod strace;
 pub(crate) mod tcp_streams;
 
 use std::net::{TcpListener, UdpSocket};

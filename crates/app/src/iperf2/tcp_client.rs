@@ -271,7 +271,7 @@ impl<'a> Client<'a> {
             self.wait_start(t, intr);
         }
         if let Some((_, until)) = delayed {
-            wait_until(until, intr);
+            tcp_setup::wait_until(until, intr);
         }
         self.drive(streams, sent_header, listener.as_ref(), intr)
     }
@@ -289,7 +289,7 @@ impl<'a> Client<'a> {
         let Ok(left) = start.duration_since(now) else {
             return;
         };
-        wait_until(Instant::now() + left, intr);
+        tcp_setup::wait_until(Instant::now() + left, intr);
     }
 
     /// `--bounceback`: one connection of requests and replies.
@@ -561,15 +561,4 @@ struct Back {
     pending: u32,
     next_id: u32,
     due: Instant,
-}
-
-/// Waits until `until`, or until an interrupt.
-pub(crate) fn wait_until(until: Instant, intr: &mut Interrupt) {
-    while !intr.triggered() {
-        let rest = until.saturating_duration_since(Instant::now());
-        if rest.is_zero() {
-            break;
-        }
-        tcp_setup::wait(&[intr.fd()], Some(rest));
-    }
 }

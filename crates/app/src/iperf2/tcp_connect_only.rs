@@ -94,7 +94,7 @@ pub(crate) fn run(
         if let Some(every) = plan.every {
             let next = start + every * round;
             let until = deadline.map_or(next, |d| next.min(d));
-            super::tcp_client::wait_until(until, intr);
+            tcp_setup::wait_until(until, intr);
         }
     }
     let figures = (times.min, times.mean, times.max, times.stdev());

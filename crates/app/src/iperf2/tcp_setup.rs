@@ -6,7 +6,7 @@ use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use rperf3_report::iperf2::model::{Connection2, Proto2, Settings2, Side2, Tag2, TcpConnInfo2};
 use rperf3_sys::{net, sockopt, tcp_info::tcp_info};
@@ -188,4 +188,15 @@ pub(crate) fn wake(w: &UnixStream) {
 pub(crate) fn wait(fds: &[BorrowedFd<'_>], limit: Option<Duration>) {
     let t = limit.unwrap_or(Duration::from_secs(60));
     let _ = rperf3_sys::poll::wait_readable(fds, t.min(Duration::from_secs(60)));
+}
+
+/// Waits until `until`, or until an interrupt.
+pub(crate) fn wait_until(until: Instant, intr: &mut crate::Interrupt) {
+    while !intr.triggered() {
+        let rest = until.saturating_duration_since(Instant::now());
+        if rest.is_zero() {
+            break;
+        }
+        wait(&[intr.fd()], Some(rest));
+    }
 }

@@ -361,7 +361,7 @@ pub(crate) fn run(
         }
     }
     if let Some((_, until)) = delayed {
-        super::tcp_client::wait_until(until, &mut intr);
+        super::tcp_setup::wait_until(until, &mut intr);
         if intr.triggered() {
             return Outcome2 { status: 0 };
         }

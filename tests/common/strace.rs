@@ -1,0 +1,49 @@
+//! Counting a program's system calls with `strace -f -c`: the summary's
+//! rows, and a traced server that is stopped as a person stops it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::{await_listening, free_port, Output, Proc, Signal};
+
+/// The calls of `name` in an `strace -f -c` summary (its `calls` column;
+/// `total` is every call of every thread); `None` without such a row.
+pub(crate) fn calls(log: &Path, name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|w| w.last() == Some(&name) && w.len() >= 5)
+        .and_then(|w| w[3].parse().ok())
+}
+
+/// `program -s -p PORT extra...` under `strace -f -c -o log`, listening on
+/// TCP; returns it and its port.
+pub(crate) fn traced_server(program: &Path, extra: &[&str], log: &Path) -> (Proc, u16) {
+    let port = free_port();
+    let p = port.to_string();
+    let mut args = vec![
+        "-f",
+        "-c",
+        "-o",
+        log.to_str().expect("a UTF-8 log path"),
+        program.to_str().expect("a UTF-8 program path"),
+        "-s",
+        "-p",
+        &p,
+    ];
+    args.extend_from_slice(extra);
+    let mut tracer = Proc::spawn("strace", &args);
+    await_listening(&mut tracer, port);
+    (tracer, port)
+}
+
+/// Interrupts a traced server: strace holds SIGINT back from itself, so the
+/// server, its child, gets it, and strace writes the summary when it exits.
+pub(crate) fn stop_traced(tracer: Proc) -> Output {
+    let child = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", tracer.pid()))
+        .expect("strace's children");
+    let child: i32 = child.trim().parse().expect("one child: the server");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child), Signal::SIGINT)
+        .expect("signal the server");
+    tracer.finish(Duration::from_secs(10))
+}
