@@ -2,7 +2,8 @@
 //! `netns/queue.rs`). A TCP write's trip time is its wait in the sender's
 //! socket plus its wait in the network, so the measured flow is one that
 //! never waits in its socket: small Nagle-free writes (`-N -l 1400`) paced
-//! at 1 Mbit/s, far below what its window allows, with autocorking off.
+//! at 1 Mbit/s, far below what its window allows, with autocorking off
+//! and Reno (BBR would pace the flow at its own rate).
 //! Beside it, four BBR streams of rperf3's iperf3 personality keep the
 //! queue, loss-free (TCP small queues hold it to about 100 KB of the FIFO's
 //! 1.9 MB), so no write waits behind a retransmission either; the tbf cuts
@@ -10,8 +11,9 @@
 //! trip time is then the backlog over the rate when it reached the qdisc,
 //! plus its own transmission and microseconds of stack; the server's
 //! per-second averages are compared with the mean backlog of the same
-//! second, to the rig's precision. Both namespaces share one clock. Run with rperf3 at both ends and against iperf 2.2.1
-//! in either role, so each side's timestamps are read by the reference.
+//! second, to the rig's precision. Both namespaces share one clock. Run
+//! with rperf3 at both ends and against iperf 2.2.1 in either role, so each
+//! side's timestamps are read by the reference.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -30,9 +32,10 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 /// The measured flow's seconds; the load runs two more around it.
 const SECS: u64 = 6;
 /// The measured flow's first seconds are left out: it starts in the load's
-/// start-up overshoot (60-90 ms), and its writes wait in its own socket
-/// until its window has grown to that round trip (1-2 s trip times of
-/// 30-120 ms beside a 10 ms backlog, with rperf3 and 2.2.1 at either end).
+/// start-up overshoot (its first second reads 100-200 ms). Under BBR, the
+/// host's default, it paced itself at its own 1 Mbit/s and the next second
+/// too read 200-500 ms (a busy CI host), and every later one 1.2 ms above
+/// the queue; the flow now runs Reno (no pacing), settled from its second.
 const SETTLED_S: f64 = 2.0;
 /// A second's mean trip time was seen within 0.15 ms of its backlog's at
 /// both ends' stacks' noise (the queue is about 8 ms, so 3% is 0.24 ms).
@@ -66,6 +69,14 @@ fn tcp_trip_times_against_the_queue(server: &Path, client: &Path) -> Attempt {
     rig.pair.on(
         Side::Client,
         &["sysctl", "-qw", "net.ipv4.tcp_autocorking=0"],
+    );
+    // The measured flow without pacing: the host's default here is BBR,
+    // which paces a flow at its own delivery rate, and a flow of 1 Mbit/s
+    // paced near 1 Mbit/s has writes waiting in its socket. The load names
+    // BBR itself.
+    rig.pair.on(
+        Side::Client,
+        &["sysctl", "-qw", "net.ipv4.tcp_congestion_control=reno"],
     );
     let port = PORT2.to_string();
     let srv_prog = server.to_str().expect("utf-8 path");
