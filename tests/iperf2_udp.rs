@@ -303,7 +303,9 @@ fn peer_to_ours(peer: &Path, case: Case) {
     totals.sort();
     assert_eq!(sent, totals, "{client}\n{ev:?}");
     if case.trip {
-        // Both ends read one clock: one-way latency is small and positive.
+        // Both ends read one clock: one-way latency is small and never
+        // negative (the kernel's receive stamp on loopback can fall in the
+        // microsecond of the send stamp).
         for e in &ev {
             if let Event2::Final(r) = e {
                 let RowKind2::UdpRecv(u) = r.kind else {
@@ -312,7 +314,7 @@ fn peer_to_ours(peer: &Path, case: Case) {
                 let l = u.latency.expect("trip-times latency");
                 assert!(u.trip_times);
                 assert!(
-                    0.0 < l.min && l.min <= l.mean && l.mean <= l.max && l.max < 0.5,
+                    0.0 <= l.min && l.min <= l.mean && l.mean <= l.max && l.max < 0.5,
                     "{l:?}"
                 );
             }

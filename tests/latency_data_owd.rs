@@ -1,8 +1,10 @@
 //! `--latency` on UDP tests times the test's own datagrams between rperf3 ends:
 //! on loopback (one clock) every delay is non-negative and shorter than the
 //! round trips the probes measure; with the client's wall clock set back a
-//! second (`faketime`), the delays of its datagrams read a second longer and
-//! those it receives are negative, which the warning says, naming the direction.
+//! second (`faketime`), the delays of its datagrams read a second longer,
+//! and with the server's set ahead, those the client receives are negative,
+//! which the warning says, naming the direction (receive times are the
+//! kernel's stamps, which faketime does not move).
 //! The server's delays reach the client whole: every datagram or block it
 //! counted, the last ones too.
 
@@ -104,16 +106,32 @@ fn skewed_client(srv: &Server, extra: &[&str]) -> Output {
 #[test]
 fn udp_data_one_way_warns_which_clock_is_behind_issue18() {
     assert!(common::require_tool("faketime"), "faketime is needed");
+    // The client's wall clock a second behind: its stamps are a second
+    // early, so each delay of its datagrams reads a second longer, and
+    // nothing shows it. What it receives is timed by the kernel, whose clock
+    // faketime does not move: those delays stay true.
     let srv = Server::start(&[]);
     let out = skewed_client(&srv, &ARGS);
     out.assert_ok();
     let doc = out.json();
     let d = data(&doc);
-    // Client to server: the client's stamps are a second early, so each delay
-    // reads a second longer, and nothing shows it.
     let up = f(&d["up"]["p50_ms"]);
     assert!((up - 1000.0).abs() < 20.0, "up p50 {up}: {d}");
-    // Server to client: every delay is negative, none is averaged.
+    let (_, down_rx) = received(&doc);
+    assert_eq!(d["down"]["count"].as_u64(), Some(down_rx), "{d}");
+    let down = f(&d["down"]["p50_ms"]);
+    assert!((0.0..20.0).contains(&down), "down p50 {down}: {d}");
+    assert_eq!(d.get("clock_warning"), None, "{d}");
+
+    // The server's wall clock a second ahead (the client's behind, as the
+    // kernel that times the client's reads sees it): every delay of the
+    // server's datagrams is negative, none is averaged, and the warning
+    // names the direction.
+    let srv = Server::start_faketime("+1s", &[]);
+    let out = srv.client(&ARGS);
+    out.assert_ok();
+    let doc = out.json();
+    let d = data(&doc);
     let (_, down_rx) = received(&doc);
     assert_eq!(d["down"]["count"].as_u64(), Some(0), "{d}");
     let w = d["clock_warning"].as_str().unwrap();
@@ -126,7 +144,7 @@ fn udp_data_one_way_warns_which_clock_is_behind_issue18() {
         "{w}"
     );
     // The text says it too, after the table.
-    let text = skewed_client(&srv, &["-u", "-b", "1M", "-t", "1", "-R", "--latency"]);
+    let text = srv.client(&["-u", "-b", "1M", "-t", "1", "-R", "--latency"]);
     text.assert_ok();
     assert!(
         text.stdout

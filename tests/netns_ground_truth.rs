@@ -23,6 +23,7 @@ mod netns;
 mod netns_idle;
 mod netns_iperf2;
 mod netns_jitter;
+mod netns_jitter2;
 mod netns_latency_cost;
 mod netns_mcast2;
 mod netns_mcast2_binary;

@@ -185,22 +185,45 @@ impl Server {
     }
 
     pub(crate) fn start_program(program: &Path, args: &[&str]) -> Self {
-        Self::start_with(program, args, |p, a| Proc::spawn(p, a))
+        Self::start_with(program, &[], args, |p, a| Proc::spawn(p, a))
+    }
+
+    /// `env VARS... faketime -f OFFSET rperf3 -s -p PORT args...`: a server
+    /// whose wall clock is OFFSET off (`+1s`). The kernel's receive stamps
+    /// stay on the real clock.
+    pub(crate) fn start_faketime(offset: &str, args: &[&str]) -> Self {
+        let bin = rperf3().display().to_string();
+        // Only the wall clock: with a faked monotonic clock too, libfaketime's
+        // sleeps leave a paced sender asleep.
+        let wrap = [
+            "FAKETIME_DONT_FAKE_MONOTONIC=1",
+            "faketime",
+            "-f",
+            offset,
+            &bin,
+        ];
+        Self::start_with(Path::new("env"), &wrap, args, |p, a| Proc::spawn(p, a))
     }
 
     /// `rperf3 -s -p PORT args...` whose stdout nobody reads until
     /// [`Server::read_stdout`].
     pub(crate) fn start_unread_stdout(args: &[&str]) -> Self {
-        Self::start_with(&rperf3(), args, |p, a| Proc::spawn_unread_stdout(p, a))
+        Self::start_with(&rperf3(), &[], args, |p, a| Proc::spawn_unread_stdout(p, a))
     }
 
-    fn start_with(program: &Path, args: &[&str], spawn: fn(&Path, &[&str]) -> Proc) -> Self {
+    fn start_with(
+        program: &Path,
+        prefix: &[&str],
+        args: &[&str],
+        spawn: fn(&Path, &[&str]) -> Proc,
+    ) -> Self {
         // A port that looked free can still be taken by the time the server
         // binds (another process's socket lingering on it): try the next one.
         for attempt in 1.. {
             let port = free_port();
             let p = port.to_string();
-            let mut all = vec!["-s", "-p", &p];
+            let mut all = prefix.to_vec();
+            all.extend(["-s", "-p", &p]);
             all.extend_from_slice(args);
             let mut proc = spawn(program, &all);
             match wait_listening(&mut proc, port) {

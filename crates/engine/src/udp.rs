@@ -231,7 +231,10 @@ pub fn send_stamped<S: Stamp>(
 /// shut down or the run stops. Trains received with UDP_GRO are split into their
 /// datagrams before any header is read, so every statistic stays per datagram.
 /// Datagrams too short for a header are ignored; the socket is connected, so
-/// strangers' datagrams never arrive here.
+/// strangers' datagrams never arrive here. Jitter runs on the kernel's
+/// receive times (wall clock) against the sender's stamps (iperf3's
+/// monotonic clock or the wall clock): a constant offset that the
+/// differences cancel.
 pub fn recv_loop(
     sock: &UdpSocket,
     len: usize,
@@ -246,15 +249,14 @@ pub fn recv_loop(
         ctl,
         counters,
         |msgs| {
-            let now = rperf3_sys::clock::monotonic();
             let (mut blocks, mut bytes) = (0u64, 0u64);
             // Counters and statistics change under one lock, so a sample sees a
             // batch entirely or not at all.
             let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
-            for &(msg, seg) in msgs {
+            for m in msgs {
                 // Trains are split per datagram inside; pieces too short for a
                 // header (a stray handshake datagram) are not test data.
-                let (b, n) = s.on_message(msg, seg, counters_64bit, now);
+                let (b, n) = s.on_message(m.data, m.seg, counters_64bit, m.at);
                 blocks += b;
                 bytes += n;
             }
@@ -278,20 +280,36 @@ pub struct Batch {
     pub done: bool,
 }
 
+/// One received message as a receive loop sees it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Message<'a> {
+    /// The message: one datagram, or a GRO train of them.
+    pub data: &'a [u8],
+    /// The train's segment size, 0 for a single datagram.
+    pub seg: usize,
+    /// When it reached the host, as a wall-clock time since the epoch: the
+    /// kernel's receive stamp, or where the kernel gives none, the time
+    /// the batch was read.
+    pub at: Duration,
+}
+
 /// Receives batches of messages until the run stops or `each` reports the end,
-/// handing each batch to `each` as (message, GRO segment size or 0) pairs and
-/// adding what it counted to `counters`. `len` is the largest datagram expected
-/// (slot size without UDP_GRO). A read timeout on the socket only makes the
-/// loop look at the stop flag again.
+/// handing each batch to `each` and adding what it counted to `counters`.
+/// `len` is the largest datagram expected (slot size without UDP_GRO). A
+/// read timeout on the socket only makes the loop look at the stop flag
+/// again.
 pub fn recv_batches(
     sock: &UdpSocket,
     len: usize,
     ctl: &RunControl,
     counters: &StreamCounters,
-    mut each: impl FnMut(&[(&[u8], usize)]) -> Batch,
+    mut each: impl FnMut(&[Message<'_>]) -> Batch,
 ) -> io::Result<()> {
-    let gro = udp_io::enable_gro(sock);
-    let (stride, slots) = if gro {
+    let meta = udp_io::RecvMeta {
+        gro: udp_io::enable_gro(sock),
+        stamps: udp_io::enable_rx_stamps(sock),
+    };
+    let (stride, slots) = if meta.gro {
         (udp_io::GRO_SLOT, GRO_SLOTS)
     } else {
         (len.max(1), udp_io::MAX_MSGS)
@@ -299,7 +317,7 @@ pub fn recv_batches(
     let mut buf = vec![0u8; stride * slots];
     let mut msgs = [udp_io::Received::default(); udp_io::MAX_MSGS];
     while !ctl.stopped() {
-        let got = match udp_io::recv(sock, &mut buf, stride, gro, &mut msgs) {
+        let got = match udp_io::recv(sock, &mut buf, stride, meta, &mut msgs) {
             Ok(g) => g,
             Err(Failure::Fatal(e)) => return Err(e),
             Err(_) => continue,
@@ -308,13 +326,22 @@ pub fn recv_batches(
         if ctl.stopped() {
             return Ok(());
         }
-        let mut views: [(&[u8], usize); udp_io::MAX_MSGS] = [(&[], 0); udp_io::MAX_MSGS];
+        let read_at = crate::udp_owd::wall_since_epoch();
+        let mut views = [Message::default(); udp_io::MAX_MSGS];
         for ((v, slot), m) in views
             .iter_mut()
             .zip(buf.chunks_exact(stride))
             .zip(&msgs[..got])
         {
-            *v = (&slot[..m.len], m.seg);
+            *v = Message {
+                data: &slot[..m.len],
+                seg: m.seg,
+                at: if m.at_ns == 0 {
+                    read_at
+                } else {
+                    Duration::from_nanos(m.at_ns)
+                },
+            };
         }
         let b = each(&views[..got]);
         counters.add_many(b.blocks, b.bytes);

@@ -180,16 +180,27 @@ impl Udp2Stats {
         self.datagrams += 1;
         let fin = seq < 0;
         let n = seq.unsigned_abs();
-        if n > self.highest {
+        let in_order = n > self.highest;
+        if in_order {
             self.gaps += n - self.highest - 1;
             self.highest = n;
         } else if !fin {
             self.out_of_order += 1;
         }
+        // Transit, jitter and latency take every datagram in order, the FIN
+        // too (2.2.1 reads its number as positive and times it like data),
+        // and no late one; 2.2.1's histograms hold the data only.
+        if in_order {
+            self.on_transit(sent, arrival_us, !fin);
+        }
         if fin {
             self.fin = true;
             return true;
         }
+        false
+    }
+
+    fn on_transit(&mut self, sent: Timeval, arrival_us: i64, sample: bool) {
         let transit = (arrival_us - sent.as_micros()) as f64 / 1e6;
         if let Some(prev) = self.prev_transit {
             let d = (transit - prev).abs();
@@ -198,12 +209,11 @@ impl Udp2Stats {
             self.jitter_count += 1;
         }
         self.prev_transit = Some(transit);
-        if self.keep_samples {
+        if self.keep_samples && sample {
             self.samples.push((sent.as_micros(), arrival_us));
         }
         self.transit.add(transit);
         self.interval.add(transit);
-        false
     }
 
     /// Accounts one received message: a datagram (`seg` 0) or a UDP_GRO train
@@ -256,11 +266,11 @@ pub fn recv_loop2(
     stats: &Mutex<Udp2Stats>,
 ) -> io::Result<()> {
     recv_batches(sock, len.max(DATAGRAM_HEADER_LEN), ctl, counters, |msgs| {
-        let now = wall_now().as_micros();
         let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
         let mut all = Batch::default();
-        for &(m, seg) in msgs {
-            let b = s.on_message(m, seg, now);
+        for m in msgs {
+            let at_us = i64::try_from(m.at.as_micros()).unwrap_or(i64::MAX);
+            let b = s.on_message(m.data, m.seg, at_us);
             all.blocks += b.blocks;
             all.bytes += b.bytes;
             if b.done {
@@ -307,8 +317,24 @@ mod tests {
         assert!(s.on_datagram(-102, tv(0), 5, 1470));
         // As the 2.2.1 server printed for data 1..101 and FIN -102: 0/102.
         assert_eq!((s.lost(), s.total(), s.datagrams), (0, 102, 102));
-        assert_eq!(s.transit.count, 101);
+        // 2.2.1 reads the FIN's number as positive and times it like data.
+        assert_eq!(s.transit.count, 102);
         assert!(s.fin);
+    }
+
+    #[test]
+    fn a_late_datagram_is_counted_but_not_timed() {
+        let mut s = Udp2Stats::new(true);
+        // Transits 1, 2, 3 and 9 ms (3, late): only the datagrams in order
+        // make differences, |2-1| and |3-2|, and the latency.
+        for (seq, at) in [(1, 1_000), (2, 2_000), (4, 3_000), (3, 9_000)] {
+            s.on_datagram(seq, tv(0), at, 100);
+        }
+        assert_eq!((s.transit.count, s.out_of_order), (3, 1));
+        assert_eq!(s.transit.max, 0.003);
+        let j1 = 0.001 / 16.0;
+        let j2 = j1 + (0.001 - j1) / 16.0;
+        assert!((s.jitter - j2).abs() < 1e-15, "{}", s.jitter);
     }
 
     #[test]

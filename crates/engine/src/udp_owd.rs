@@ -2,8 +2,8 @@
 //! agreed on it (`"owd": 1` in the latency parameters). The datagrams keep
 //! iperf3's layout; only the clock of the send time changes: the sender stamps
 //! the wall clock (`CLOCK_REALTIME`, seconds and microseconds since the epoch)
-//! instead of the monotonic one, and the receiver reads the wall clock at
-//! arrival. Each datagram's delay is then arrival minus send time, and jitter,
+//! instead of the monotonic one, and the receiver takes the kernel's
+//! wall-clock receive stamp. Each datagram's delay is then arrival minus send time, and jitter,
 //! which iperf3 computes from differences of the same stamps and arrival times,
 //! is unchanged because both sides of each difference use the same clock.
 
@@ -82,14 +82,13 @@ pub fn recv_loop_owd(
         ctl,
         counters,
         |msgs| {
-            let now = wall_since_epoch();
-            let recv_ns = i64::try_from(now.as_nanos()).unwrap_or(i64::MAX);
             let (mut blocks, mut bytes) = (0u64, 0u64);
             // Statistics first, then delays: the reporter takes them one at a time.
             let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
             let mut o = owd.lock().unwrap_or_else(|p| p.into_inner());
-            for &(msg, seg) in msgs {
-                let (b, n) = s.on_message_each(msg, seg, counters_64bit, now, |h| {
+            for m in msgs {
+                let recv_ns = i64::try_from(m.at.as_nanos()).unwrap_or(i64::MAX);
+                let (b, n) = s.on_message_each(m.data, m.seg, counters_64bit, m.at, |h| {
                     o.record(sent_ns(h), recv_ns);
                 });
                 blocks += b;

@@ -22,8 +22,11 @@ pub struct UdpRecvStats {
     pub out_of_order: u64,
     /// Smoothed jitter (RFC 1889), seconds.
     pub jitter: f64,
-    /// Transit time of the previous datagram, seconds.
-    pub prev_transit: f64,
+    /// Transit time of the previous datagram, microseconds. Whole: a transit
+    /// between two clocks (the kernel's wall clock at arrival, a sender's
+    /// monotonic stamp) is some 1.8e9 s, where an f64 of seconds keeps only
+    /// tenths of a microsecond, and jitter is a difference of two.
+    pub prev_transit_us: u64,
     /// `packets` at the end of the omit period.
     pub omitted_packets: u64,
     /// `lost` at the end of the omit period.
@@ -38,8 +41,9 @@ impl UdpRecvStats {
         Self::default()
     }
 
-    /// Accounts one datagram: its header's sequence number and send time, the local
-    /// monotonic time `now` at arrival, and the number of bytes read.
+    /// Accounts one datagram: its header's sequence number and send time, its
+    /// arrival time `now` (any clock a constant apart from the sender's:
+    /// jitter reads only differences of transit times), and its size.
     pub fn on_datagram(
         &mut self,
         seq: u64,
@@ -70,12 +74,12 @@ impl UdpRecvStats {
         // once per datagram and a u128 to f64 conversion is a library call.
         let now_us = u64::try_from(now.as_micros()).unwrap_or(u64::MAX);
         let sent_us = u64::from(sent_sec) * 1_000_000 + u64::from(sent_usec);
-        let transit = now_us.abs_diff(sent_us) as f64 / 1e6;
+        let transit = now_us.abs_diff(sent_us);
         if first {
-            self.prev_transit = transit;
+            self.prev_transit_us = transit;
         }
-        let d = (transit - self.prev_transit).abs();
-        self.prev_transit = transit;
+        let d = transit.abs_diff(self.prev_transit_us) as f64 / 1e6;
+        self.prev_transit_us = transit;
         self.jitter += (d - self.jitter) / 16.0;
     }
 

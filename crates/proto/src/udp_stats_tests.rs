@@ -67,7 +67,7 @@ fn jitter_follows_rfc1889_on_absolute_transit() {
     // |99.998 - 100.002| = 0.004 s transit; d = |0.004 - 0.002| = 0.002.
     let j3 = j2 + (0.002 - j2) / 16.0;
     assert!((s.jitter - j3).abs() < 1e-12, "{} vs {}", s.jitter, j3);
-    assert!((s.prev_transit - 0.004).abs() < 1e-12);
+    assert_eq!(s.prev_transit_us, 4000);
 }
 
 #[test]
@@ -83,10 +83,10 @@ fn omit_reset_snapshots_and_restarts() {
     );
     assert_eq!((s.bytes, s.jitter), (0, 0.0));
     assert_eq!((s.packets, s.lost), (4, 2), "totals keep running");
-    // The next datagram is "first" again: its transit seeds prev_transit.
+    // The next datagram is "first" again: its transit seeds prev_transit_us.
     s.on_datagram(5, 0, 0, at(900_000), 100);
     assert_eq!(s.jitter, 0.0);
-    assert_eq!(s.prev_transit, 0.9);
+    assert_eq!(s.prev_transit_us, 900_000);
     assert_eq!(s.bytes, 100);
 }
 
@@ -192,7 +192,6 @@ proptest! {
             s.on_datagram(h.seq, h.sec, h.usec, Duration::new(*secs, *nanos), *size);
             prop_assert!(s.lost >= 0 && s.lost as u64 <= s.packets);
             prop_assert!(s.jitter.is_finite() && s.jitter >= 0.0);
-            prop_assert!(s.prev_transit.is_finite() && s.prev_transit >= 0.0);
         }
         prop_assert_eq!(forward + s.out_of_order, counted);
         prop_assert_eq!(s.bytes, bytes);
@@ -246,4 +245,27 @@ fn message_pieces_too_short_for_a_header_are_not_counted() {
     assert_eq!(s.on_message(&t, 20, false, now), (2, 40));
     assert_eq!(s.on_message(&[], 0, false, now), (0, 0));
     assert_eq!((s.packets, s.bytes), (2, 40));
+}
+
+#[test]
+fn microsecond_jitter_survives_a_wall_clock_arrival_against_a_monotonic_stamp() {
+    // A sender's monotonic stamps (hours of uptime) read against the
+    // receiver's wall clock: transits of about 1.8e9 s that differ by 1 us
+    // alternately. Each difference is exactly 1 us, so the estimate climbs
+    // to it without the tenths of a microsecond an f64 of seconds loses.
+    let mut s = UdpRecvStats::new();
+    let wall = 1_795_000_000_123_456u64;
+    for i in 0..400u64 {
+        let sent_us = 20_000_000_000 + i * 1000;
+        let arrival = wall + i * 1000 + (i % 2);
+        s.on_datagram(
+            i + 1,
+            (sent_us / 1_000_000) as u32,
+            (sent_us % 1_000_000) as u32,
+            Duration::from_micros(arrival),
+            100,
+        );
+    }
+    let want = 1e-6 * (1.0 - (15.0f64 / 16.0).powi(399));
+    assert!((s.jitter - want).abs() < 1e-15, "{} vs {want}", s.jitter);
 }

@@ -32,8 +32,14 @@ pub const MAX_MESSAGE: usize = 65_507;
 /// Receive slot size with UDP_GRO: room for any coalesced train.
 pub const GRO_SLOT: usize = 65_536;
 
-/// Control buffer per message: CMSG_SPACE of an int, 8-byte aligned.
-type Cmsg = [u64; 4];
+/// Control buffer per message, 8-byte aligned: room for a UDP_GRO int
+/// (CMSG_SPACE(4), 24 bytes) and a receive timestamp (CMSG_SPACE of a
+/// timespec, 32).
+type Cmsg = [u64; 8];
+
+/// SO_TIMESTAMPNS (and its control message's type) where `time_t` is 64
+/// bits: the asm-generic value, the same on x86-64 and arm64.
+const SO_TIMESTAMPNS: libc::c_int = 35;
 
 /// What a failed data call means for the caller.
 #[derive(Debug)]
@@ -148,6 +154,26 @@ fn set_int(sock: &impl AsRawFd, opt: libc::c_int, v: libc::c_int) -> io::Result<
 /// Turns on UDP_GRO for a socket if the kernel has it; whether it is on.
 pub fn enable_gro(sock: &impl AsRawFd) -> bool {
     offload().gro && set_int(sock, libc::UDP_GRO, 1).is_ok()
+}
+
+/// Asks the kernel to stamp each received message with the wall clock at
+/// the moment the packet reached the host (SO_TIMESTAMPNS, the time a
+/// capture shows), read by [`recv`] as [`Received::at_ns`]. A time read
+/// after the call would add the reader's wake-up and the batch's wait to
+/// every datagram, which is most of a fast path's jitter. Whether it is on.
+pub fn enable_rx_stamps(sock: &impl AsRawFd) -> bool {
+    let on: libc::c_int = 1;
+    // SAFETY: passes a pointer to a live int and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    rc == 0
 }
 
 /// Datagrams back to back in one buffer: every `size` bytes a new one begins
@@ -271,18 +297,33 @@ pub struct Received {
     pub len: usize,
     /// Segment size from UDP_GRO, 0 when the message is a single datagram.
     pub seg: usize,
+    /// The kernel's receive time (ns since the epoch) with
+    /// [`enable_rx_stamps`], else 0. A GRO train's datagrams arrived
+    /// together and share it.
+    pub at_ns: u64,
+}
+
+/// What [`recv`] reads besides the data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecvMeta {
+    /// Each message's UDP_GRO segment size (the socket has [`enable_gro`]).
+    pub gro: bool,
+    /// Each message's receive time (the socket has [`enable_rx_stamps`]).
+    pub stamps: bool,
 }
 
 /// Receives into `buf` cut into slots of `stride` bytes (one message each),
 /// blocking for the first only (MSG_WAITFORONE). Fills `out` and returns the
-/// number of messages. With `gro`, reads each message's UDP_GRO segment size.
+/// number of messages, with what `meta` asks for from each message's
+/// control data.
 pub fn recv(
     sock: &impl AsRawFd,
     buf: &mut [u8],
     stride: usize,
-    gro: bool,
+    meta: RecvMeta,
     out: &mut [Received; MAX_MSGS],
 ) -> Result<usize, Failure> {
+    let control = meta.gro || meta.stamps;
     let stride = stride.max(1);
     let mut iov: Slots<libc::iovec> = [const { MaybeUninit::uninit() }; MAX_MSGS];
     let mut hdrs: Slots<libc::mmsghdr> = [const { MaybeUninit::uninit() }; MAX_MSGS];
@@ -293,7 +334,7 @@ pub fn recv(
             iov_base: slot.as_mut_ptr().cast(),
             iov_len: slot.len(),
         });
-        if gro {
+        if control {
             let c = cmsg[i].write(Cmsg::default());
             hdrs[i].write(header(v, c.as_mut_ptr().cast(), size_of::<Cmsg>()));
         } else {
@@ -320,29 +361,76 @@ pub fn recv(
         // SAFETY: the first `n` headers were written before the call, and the
         // kernel filled `got` <= `n` of them.
         let h = unsafe { h.assume_init_ref() };
+        let (seg, at_ns) = if control {
+            control_data(&h.msg_hdr)
+        } else {
+            (0, 0)
+        };
         *o = Received {
             len: h.msg_len as usize,
-            seg: if gro { gro_segment(&h.msg_hdr) } else { 0 },
+            seg,
+            at_ns,
         };
     }
     Ok(got)
 }
 
-/// The UDP_GRO segment size in a received message's control data, or 0.
-fn gro_segment(m: &libc::msghdr) -> usize {
+/// Receives one datagram on an unconnected socket: its length, its source
+/// and, with [`enable_rx_stamps`], the kernel's receive time (ns since the
+/// epoch; 0 without). EINTR is retried; errors are the call's own.
+pub fn recv_from_stamped(
+    sock: &impl AsRawFd,
+    buf: &mut [u8],
+) -> io::Result<(usize, std::net::SocketAddr, u64)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut cmsg = Cmsg::default();
+    let fd = sock.as_raw_fd();
+    // SAFETY: socket2 hands over storage for any socket address and its
+    // length, and reads back the length the kernel wrote; the header points
+    // at the live locals `iov` (into `buf`) and `cmsg` with their true
+    // sizes, all alive for the call.
+    let ((n, at_ns), from) = unsafe {
+        socket2::SockAddr::try_init(|addr, len| {
+            let mut m = header(&mut iov, cmsg.as_mut_ptr().cast(), size_of::<Cmsg>()).msg_hdr;
+            m.msg_name = addr.cast();
+            m.msg_namelen = *len;
+            let n = retry_eintr(|| libc::recvmsg(fd, &mut m, 0) as libc::c_int)?;
+            *len = m.msg_namelen;
+            Ok((n, control_data(&m).1))
+        })?
+    };
+    let from = from
+        .as_socket()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not an IP source"))?;
+    Ok((n, from, at_ns))
+}
+
+/// The UDP_GRO segment size and the receive time (ns since the epoch) in a
+/// received message's control data, each 0 when absent.
+fn control_data(m: &libc::msghdr) -> (usize, u64) {
+    let (mut seg, mut at_ns) = (0, 0);
     // SAFETY: `m` was filled by recvmmsg; CMSG_FIRSTHDR/NXTHDR stay within
-    // msg_controllen, and a UDP_GRO message carries an int.
+    // msg_controllen; a UDP_GRO message carries an int and an SCM_TIMESTAMPNS
+    // one a timespec, each read unaligned from its data.
     unsafe {
         let mut h = libc::CMSG_FIRSTHDR(m);
         while !h.is_null() {
-            if (*h).cmsg_level == libc::SOL_UDP && (*h).cmsg_type == libc::UDP_GRO {
+            let (level, kind) = ((*h).cmsg_level, (*h).cmsg_type);
+            if level == libc::SOL_UDP && kind == libc::UDP_GRO {
                 let v = std::ptr::read_unaligned(libc::CMSG_DATA(h).cast::<libc::c_int>());
-                return v.max(0) as usize;
+                seg = v.max(0) as usize;
+            } else if level == libc::SOL_SOCKET && kind == SO_TIMESTAMPNS {
+                let t = std::ptr::read_unaligned(libc::CMSG_DATA(h).cast::<libc::timespec>());
+                at_ns = u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000
+                    + u64::try_from(t.tv_nsec).unwrap_or(0);
             }
             h = libc::CMSG_NXTHDR(m, h);
         }
     }
-    0
+    (seg, at_ns)
 }
 
 #[cfg(test)]

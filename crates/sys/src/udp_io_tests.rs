@@ -60,6 +60,11 @@ fn gro_pair() -> Option<(UdpSocket, UdpSocket)> {
     Some((a, b))
 }
 
+const GRO_ONLY: RecvMeta = RecvMeta {
+    gro: true,
+    stamps: false,
+};
+
 /// Reads GRO messages until `total` bytes arrived: their bytes in order and
 /// each message's (length, segment size).
 fn read_trains(b: &UdpSocket, total: usize) -> (Vec<u8>, Vec<(usize, usize)>) {
@@ -67,7 +72,7 @@ fn read_trains(b: &UdpSocket, total: usize) -> (Vec<u8>, Vec<(usize, usize)>) {
     let mut out = [Received::default(); MAX_MSGS];
     let (mut bytes, mut msgs) = (Vec::new(), Vec::new());
     while bytes.len() < total {
-        let n = recv(b, &mut buf, GRO_SLOT, true, &mut out).unwrap();
+        let n = recv(b, &mut buf, GRO_SLOT, GRO_ONLY, &mut out).unwrap();
         for (i, r) in out[..n].iter().enumerate() {
             bytes.extend_from_slice(&buf[i * GRO_SLOT..][..r.len]);
             msgs.push((r.len, r.seg));
@@ -150,11 +155,85 @@ fn plain_receive_reports_no_segment_size() {
     let mut out = [Received::default(); MAX_MSGS];
     let mut lens = Vec::new();
     while lens.len() < 10 {
-        let n = recv(&b, &mut buf, 128, false, &mut out).unwrap();
+        let n = recv(&b, &mut buf, 128, RecvMeta::default(), &mut out).unwrap();
         lens.extend(out[..n].iter().map(|r| (r.len, r.seg)));
     }
     assert_eq!(lens[8], (100, 0));
     assert_eq!(lens[9], (37, 0));
+}
+
+fn wall_ns() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    t.as_nanos() as u64
+}
+
+#[test]
+fn a_datagram_carries_the_time_it_arrived_not_the_time_it_was_read() {
+    let (a, b) = pair();
+    assert!(enable_rx_stamps(&b));
+    let before = wall_ns();
+    a.send(b"first").unwrap();
+    let sent = wall_ns();
+    // The datagram waits in the socket; the reader comes later.
+    std::thread::sleep(Duration::from_millis(30));
+    let mut buf = vec![0u8; 4 * 128];
+    let mut out = [Received::default(); MAX_MSGS];
+    let meta = RecvMeta {
+        gro: false,
+        stamps: true,
+    };
+    let n = recv(&b, &mut buf, 128, meta, &mut out).unwrap();
+    let read = wall_ns();
+    assert_eq!(n, 1);
+    assert_eq!(out[0].len, 5);
+    let at = out[0].at_ns;
+    assert!(
+        (before..=sent).contains(&at),
+        "stamp {at} outside the send call [{before}, {sent}] (read at {read})"
+    );
+    // Without the option nothing is read as a time.
+    let (c, d) = pair();
+    c.send(b"x").unwrap();
+    let n = recv(&d, &mut buf, 128, meta, &mut out).unwrap();
+    assert_eq!((n, out[0].at_ns), (1, 0));
+}
+
+#[test]
+fn an_unconnected_read_gives_the_source_and_the_arrival() {
+    let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    assert!(enable_rx_stamps(&b));
+    let before = wall_ns();
+    a.send_to(b"hello", b.local_addr().unwrap()).unwrap();
+    let sent = wall_ns();
+    std::thread::sleep(Duration::from_millis(20));
+    let mut buf = [0u8; 64];
+    let (n, from, at) = recv_from_stamped(&b, &mut buf).unwrap();
+    assert_eq!((&buf[..n], from), (&b"hello"[..], a.local_addr().unwrap()));
+    assert!((before..=sent).contains(&at), "{before} {at} {sent}");
+}
+
+#[test]
+fn a_gro_train_and_its_stamp_arrive_together() {
+    let Some((a, b)) = gro_pair() else {
+        return;
+    };
+    assert!(enable_rx_stamps(&b));
+    let t = train();
+    let before = wall_ns();
+    send(&a, Datagrams { buf: &t, size: 100 }, true).unwrap();
+    let sent = wall_ns();
+    let mut buf = vec![0u8; MAX_MSGS * GRO_SLOT];
+    let mut out = [Received::default(); MAX_MSGS];
+    let meta = RecvMeta {
+        gro: true,
+        stamps: true,
+    };
+    let n = recv(&b, &mut buf, GRO_SLOT, meta, &mut out).unwrap();
+    assert_eq!((n, out[0].len, out[0].seg), (1, t.len(), 100));
+    assert!((before..=sent).contains(&out[0].at_ns), "{:?}", out[0]);
 }
 
 #[test]

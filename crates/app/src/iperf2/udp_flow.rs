@@ -14,7 +14,7 @@ use rperf3_engine::control::RunControl;
 use rperf3_engine::counters::StreamCounters;
 use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
-use rperf3_engine::udp2::{recv_loop2, wall_now, Udp2Stats, RECV_POLL};
+use rperf3_engine::udp2::{recv_loop2, Udp2Stats, RECV_POLL};
 use rperf3_proto2::{Mode, TestEnd, TestRequest};
 use rperf3_report::iperf2::model::{Connection2, Event2, Row2, Tag2};
 use rperf3_report::iperf2::{tos_note, Report2};
@@ -53,6 +53,8 @@ pub(crate) struct FlowStart {
     pub(crate) req: TestRequest,
     /// The first datagram (accounted by the flow).
     pub(crate) first: Vec<u8>,
+    /// Its arrival, µs since the epoch (the kernel's stamp).
+    pub(crate) first_at_us: i64,
     /// When the first datagram arrived.
     pub(crate) at: Instant,
     /// The server's `-t`, if any.
@@ -107,8 +109,9 @@ impl FlowHandle {
         self.ctl.stop();
     }
 
-    /// Accounts a datagram the listener read for this flow.
-    pub(crate) fn feed(&self, d: &[u8]) {
+    /// Accounts a datagram the listener read for this flow, which arrived
+    /// at `at_us` (µs since the epoch).
+    pub(crate) fn feed(&self, d: &[u8], at_us: i64) {
         if !self.receives {
             return;
         }
@@ -116,7 +119,7 @@ impl FlowHandle {
         if s.fin {
             return;
         }
-        let b = s.on_message(d, 0, wall_now().as_micros());
+        let b = s.on_message(d, 0, at_us);
         self.counters.add_many(b.blocks, b.bytes);
     }
 }
@@ -134,7 +137,7 @@ pub(crate) fn handle_for(f: &FlowStart) -> FlowHandle {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .keep_samples = hist_wanted(f) || jitter_wanted(f);
-    h.feed(&f.first);
+    h.feed(&f.first, f.first_at_us);
     h
 }
 
@@ -382,7 +385,9 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         (0.0, dur.as_secs_f64()),
         RecvMark::default(),
         RecvMark::of(&s),
-        s.jitter,
+        // 2.2.1's whole-flow rows (and its Server Report) give the mean
+        // of the estimate over the flow, not its last value.
+        s.jitter_mean(),
         with_latency.then(|| latency(&s.transit)),
     );
     row.addrs = Some((f.local, f.peer));

@@ -348,7 +348,9 @@ impl Rx {
             (0.0, s.span().as_secs_f64()),
             RecvMark::default(),
             RecvMark::of(&s),
-            s.jitter,
+            // 2.2.1's whole-flow rows (and its Server Report) give the mean
+            // of the estimate over the flow, not its last value.
+            s.jitter_mean(),
             self.latency.then(|| latency(&s.transit)),
         );
         trip(row, self.latency)

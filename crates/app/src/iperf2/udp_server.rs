@@ -21,6 +21,7 @@ use rperf3_proto2::{classify_udp, HeaderError, Mode, RequestLimits, UdpStart};
 use rperf3_report::iperf2::model::{Event2, Multicast2, Proto2, Settings2, Side2};
 use rperf3_report::iperf2::Report2;
 use rperf3_sys::net::{resolve, udp_bind, Family};
+use rperf3_sys::udp_io;
 
 use super::config::{Config2, Server2};
 use super::udp_flow::{handle_for, serve, FlowHandle, FlowStart};
@@ -194,6 +195,9 @@ pub(crate) fn run(
     let mut groups: HashMap<IpAddr, Arc<Group>> = HashMap::new();
     let mut buf = vec![0u8; 65_536];
     let _ = l.sock.set_nonblocking(true);
+    // A flow's first datagrams are read here: their arrival is the
+    // kernel's stamp, as its own socket's are (jitter and latency).
+    udp_io::enable_rx_stamps(&l.sock);
     loop {
         flows.retain(|_, (_, j)| !j.is_finished());
         let now = Instant::now();
@@ -209,13 +213,18 @@ pub(crate) fn run(
         if !ready.is_ok_and(|r| r[0]) {
             continue;
         }
-        let Ok((n, peer)) = l.sock.recv_from(&mut buf) else {
+        let Ok((n, peer, at_ns)) = udp_io::recv_from_stamped(&l.sock, &mut buf) else {
             continue;
+        };
+        let at_us = if at_ns == 0 {
+            wall_now().as_micros()
+        } else {
+            i64::try_from(at_ns / 1000).unwrap_or(i64::MAX)
         };
         let peer = rperf3_sys::net::unmap(peer);
         let d = &buf[..n];
         if let Some((h, _)) = flows.get(&peer) {
-            h.feed(d);
+            h.feed(d, at_us);
             continue;
         }
         if done || refused.contains(&peer) {
@@ -284,6 +293,7 @@ pub(crate) fn run(
             peer,
             req: req.clone(),
             first: d.to_vec(),
+            first_at_us: at_us,
             at: Instant::now(),
             server_time: cfg.common.time,
             interval: cfg.common.interval,
