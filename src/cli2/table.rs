@@ -141,7 +141,7 @@ use Section::{Both, Client as Cli, Misc, Server as Srv};
 #[rustfmt::skip]
 pub(crate) static OPTIONS: &[Spec] = &[
     opt!(SingleClient, Some('1'), Some("singleclient"), No, [
-        row(Srv, "", "serve one client at a time, then exit"),
+        row(Srv, "", "serve one client at a time (the others wait; the server keeps running)"),
     ]),
     opt!(Bandwidth, Some('b'), Some("bandwidth"), Required, [
         row(Both, "#[kmgKMG | pps]", "target rate in bits/s, or datagrams/s with pps (UDP default 1 Mbit/s)"),

@@ -234,6 +234,11 @@ impl Server2 {
         self.stop()
     }
 
+    /// Whether the server is still running.
+    pub(crate) fn is_running(&mut self) -> bool {
+        self.proc.as_mut().is_some_and(|p| p.is_running())
+    }
+
     /// Ends the server as a person does (SIGINT) and returns what it printed.
     pub(crate) fn stop(mut self) -> Output {
         let p = self.proc.take().expect("running");

@@ -136,13 +136,14 @@ impl Proc {
         let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
         let cmdline = format!("{} {}", program.display(), args.join(" "));
         log_peer(program, &args);
-        let mut child = Command::new(program)
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
+        let mut child = spawn_retrying_busy(
+            Command::new(program)
+                .args(&args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .unwrap_or_else(|e| panic!("cannot start {cmdline}: {e}"));
         let out = Arc::new(Captured::default());
         let err = Arc::new(Captured::default());
         err.clone().pump(child.stderr.take().expect("piped"));
@@ -262,6 +263,24 @@ impl Drop for Proc {
             if std::thread::panicking() {
                 eprintln!("=== output of a program still running at the failure ===\n{out}");
             }
+        }
+    }
+}
+
+/// Spawns `cmd`, again while exec says "Text file busy": a wrapper script
+/// another test thread has just written can still be open for writing in a
+/// child that thread forked and has not yet exec'd (the fd closes on exec).
+fn spawn_retrying_busy(cmd: &mut Command) -> std::io::Result<Child> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match cmd.spawn() {
+            Err(e)
+                if e.raw_os_error() == Some(nix::errno::Errno::ETXTBSY as i32)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            r => return r,
         }
     }
 }

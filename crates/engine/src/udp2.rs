@@ -138,6 +138,12 @@ pub struct Udp2Stats {
     pub interval: Transit,
     /// The FIN arrived.
     pub fin: bool,
+    /// The reader's buffer (`-l`) when it is a limit: a datagram longer
+    /// than it counts as truncated, as 2.2.1's reads of it would be (they
+    /// return `-l` bytes; rperf3 counts every byte that arrived). 0: none.
+    pub read_len: usize,
+    /// Datagrams longer than `read_len`.
+    pub truncated: u64,
     /// Wall clock (µs since the epoch) at the first datagram's arrival.
     pub first_us: i64,
     /// Wall clock (µs since the epoch) at the last datagram's arrival.
@@ -228,6 +234,9 @@ impl Udp2Stats {
             };
             b.blocks += 1;
             b.bytes += d.len() as u64;
+            if self.read_len > 0 && d.len() > self.read_len {
+                self.truncated += 1;
+            }
             if self.on_datagram(h.seq, h.sent, arrival_us, d.len()) {
                 b.done = true;
                 break;

@@ -142,6 +142,7 @@ pub(crate) struct RecvMark {
     pub(crate) total: u64,
     pub(crate) lost: u64,
     pub(crate) out_of_order: u64,
+    pub(crate) truncated: u64,
 }
 
 impl RecvMark {
@@ -152,6 +153,7 @@ impl RecvMark {
             total: s.total(),
             lost: s.lost(),
             out_of_order: s.out_of_order,
+            truncated: s.truncated,
         }
     }
 }
@@ -178,7 +180,7 @@ pub(crate) fn recv_row(
             out_of_order: b.out_of_order.saturating_sub(a.out_of_order),
             reads: b.datagrams.saturating_sub(a.datagrams),
             timeouts: 0,
-            truncated: 0,
+            truncated: b.truncated.saturating_sub(a.truncated),
             latency,
             trip_times: false,
         }),

@@ -55,6 +55,8 @@ pub(crate) struct FlowStart {
     pub(crate) first: Vec<u8>,
     /// Its arrival, µs since the epoch (the kernel's stamp).
     pub(crate) first_at_us: i64,
+    /// The server's read length (`-l`): longer datagrams count as truncated.
+    pub(crate) read_len: usize,
     /// When the first datagram arrived.
     pub(crate) at: Instant,
     /// The server's `-t`, if any.
@@ -119,7 +121,11 @@ impl FlowHandle {
         if s.fin {
             return;
         }
+        // The listener reads whole datagrams (2.2.1's reads a flow's first
+        // into its full buffer): none is truncated here.
+        let read_len = std::mem::take(&mut s.read_len);
         let b = s.on_message(d, 0, at_us);
+        s.read_len = read_len;
         self.counters.add_many(b.blocks, b.bytes);
     }
 }
@@ -133,10 +139,11 @@ pub(crate) fn handle_for(f: &FlowStart) -> FlowHandle {
         receives: f.req.mode != Mode::Reverse,
         interrupted: Arc::new(AtomicBool::new(false)),
     };
-    h.stats
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .keep_samples = hist_wanted(f) || jitter_wanted(f);
+    {
+        let mut s = h.stats.lock().unwrap_or_else(|p| p.into_inner());
+        s.keep_samples = hist_wanted(f) || jitter_wanted(f);
+        s.read_len = f.read_len;
+    }
     h.feed(&f.first, f.first_at_us);
     h
 }

@@ -29,6 +29,10 @@ use super::udp_group::Group;
 use super::Outcome2;
 use crate::Interrupt;
 
+/// How often a `-1` server with another client's datagrams waiting looks
+/// whether its running flow has ended.
+const HELD_TICK: Duration = Duration::from_millis(20);
+
 /// Sources whose first datagram was refused, remembered so that the rest of
 /// their flow is dropped quietly (bounded: cleared when full).
 const REFUSED_MEMORY: usize = 4096;
@@ -184,10 +188,9 @@ pub(crate) fn run(
     let inline = l.group.is_some() || s.single_udp;
     let limits = RequestLimits::default();
     let stop_at = cfg.common.time.map(|t| Instant::now() + t);
-    let max_flows = match (s.single_client, s.max_clients) {
-        (true, _) => Some(1),
-        (false, m) => m,
-    };
+    let max_flows = s.max_clients;
+    // -1: one flow at a time, as 2.2.1 serves it; the server keeps running.
+    let one_at_a_time = s.single_client;
     let mut served = 0u32;
     let mut next_id = 1u32;
     let mut flows: HashMap<SocketAddr, (FlowHandle, JoinHandle<()>)> = HashMap::new();
@@ -209,6 +212,18 @@ pub(crate) fn run(
             t.saturating_duration_since(now)
                 .min(Duration::from_millis(250))
         });
+        // -1 with a flow running: another client's datagrams stay queued on
+        // the socket (as on 2.2.1's single thread) until the flow has ended;
+        // only the running flow's own early datagrams are read.
+        let held = one_at_a_time
+            && !flows.is_empty()
+            && l.sock
+                .peek_from(&mut [0u8; 1])
+                .is_ok_and(|(_, from)| !flows.contains_key(&rperf3_sys::net::unmap(from)));
+        if held {
+            let _ = rperf3_sys::poll::wait_readable(&[intr.fd()], HELD_TICK.min(wait));
+            continue;
+        }
         let ready = rperf3_sys::poll::wait_readable(&[l.sock.as_fd(), intr.fd()], wait);
         if !ready.is_ok_and(|r| r[0]) {
             continue;
@@ -294,6 +309,7 @@ pub(crate) fn run(
             req: req.clone(),
             first: d.to_vec(),
             first_at_us: at_us,
+            read_len: cfg.common.len_or_default(l.addr.is_ipv6()) as usize,
             at: Instant::now(),
             server_time: cfg.common.time,
             interval: cfg.common.interval,
