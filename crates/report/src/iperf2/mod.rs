@@ -519,7 +519,7 @@ mod tests {
             ),
             (
                 Some('g'),
-                "[  1] 0.00-1.00 sec  0.12 GBytes  1.00 Gbits/sec",
+                "[  1] 0.00-1.00 sec  0.116 GBytes  1.00 Gbits/sec",
             ),
             (
                 Some('b'),

@@ -37,8 +37,10 @@ pub(crate) fn size(bytes: f64, letter: char) -> String {
     };
     n /= f64::powi(base, conv as i32);
     let label = if bits { BIT[conv] } else { BYTE[conv] };
-    // Four places: #.##, ##.#, then a right-aligned integer.
-    let num = if n < 9.995 {
+    // Four places: #.###, #.##, ##.#, then a right-aligned integer.
+    let num = if n < 0.9995 {
+        format!("{n:4.3}")
+    } else if n < 9.995 {
         format!("{n:4.2}")
     } else if n < 99.95 {
         format!("{n:4.1}")
@@ -199,8 +201,9 @@ mod tests {
         fn adaptive_is_four_places_and_faithful(bytes in 0u64..(1u64 << 40), bits in any::<bool>()) {
             let letter = if bits { 'a' } else { 'A' };
             let s = size(bytes as f64, letter);
-            let (num, unit) = s.split_at(4);
-            let unit = unit.trim_start();
+            // Zero is the one value below 1 that adaptive sizes print:
+            // "0.000", five places, as 2.2.1's `%4.3f`.
+            let (num, unit) = s.rsplit_once(' ').unwrap();
             let scale: f64 = match (bits, unit) {
                 (false, "Byte") => 1.0,
                 (false, "KByte") => 1024.0,
@@ -252,6 +255,16 @@ mod tests {
     }
 
     #[test]
+    fn below_one_unit_three_decimals() {
+        // 2.2.1's byte_snprintf: under 0.9995 of the unit, `%4.3f`.
+        assert_eq!(size(64.0, 'K'), "0.062 KByte");
+        assert_eq!(size(0.0, 'A'), "0.000 Byte");
+        assert_eq!(size(0.0, 'a'), "0.000 bit");
+        assert_eq!(size(1023.0, 'K'), "0.999 KByte");
+        assert_eq!(size(1023.5, 'K'), "1.00 KByte");
+    }
+
+    #[test]
     fn adaptive_bits_are_1000_based() {
         // 21.5 Gbits/sec, 1000 Kbits/sec, 1.01 Mbits/sec, 5.00 Mbits/sec.
         assert_eq!(size(21.5e9 / 8.0, 'a'), "21.5 Gbit");
@@ -281,7 +294,7 @@ mod tests {
         assert_eq!(rate(2_503_410, 2.0, Some('k')), "10014 Kbits");
         assert_eq!(transfer(2_503_410, Some('k')), "2445 KBytes");
         assert_eq!(rate(2_503_410, 2.0, Some('K')), "1222 KBytes");
-        assert_eq!(rate(5, 0.0, None), "0.00 bits");
+        assert_eq!(rate(5, 0.0, None), "0.000 bits");
     }
 
     #[test]
