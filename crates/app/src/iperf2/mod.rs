@@ -43,6 +43,11 @@ mod udp_server;
 #[cfg(test)]
 mod udp_tests;
 
+/// What 2.2.1's server says when a signal finds tests running (each then
+/// ends at once with its final row; a UDP flow sends its client the report
+/// of what arrived).
+const WAITING: &str = "Waiting for server threads to complete. Interrupt again to force quit.";
+
 /// How an iperf 2 run ends: iperf 2's exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome2 {

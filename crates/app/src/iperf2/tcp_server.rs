@@ -243,6 +243,9 @@ fn host(
     loop {
         sessions.retain(|h| !h.is_finished());
         if intr.triggered() {
+            if sh.live.load(Ordering::Acquire) > 0 {
+                report.event(Event2::Message(super::WAITING.into()));
+            }
             sh.stop_all();
             break;
         }

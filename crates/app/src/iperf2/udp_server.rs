@@ -360,7 +360,7 @@ pub(crate) fn run(
             while !j.is_finished() {
                 if intr.triggered() {
                     if h.running() {
-                        report.event(Event2::Message(WAITING.into()));
+                        report.event(Event2::Message(super::WAITING.into()));
                     }
                     h.interrupt();
                     let _ = j.join();
@@ -403,7 +403,7 @@ pub(crate) fn run(
     let interrupted = intr.triggered();
     flows.retain(|_, (_, j)| !j.is_finished());
     if interrupted && flows.values().any(|(h, _)| h.running()) {
-        report.event(Event2::Message(WAITING.into()));
+        report.event(Event2::Message(super::WAITING.into()));
     }
     for (_, (h, j)) in flows.drain() {
         if interrupted {
@@ -415,10 +415,6 @@ pub(crate) fn run(
     }
     Outcome2 { status: 0 }
 }
-
-/// What 2.2.1 says when a signal finds flows running (each ends at once and
-/// sends its client the report of what arrived).
-const WAITING: &str = "Waiting for server threads to complete. Interrupt again to force quit.";
 
 fn remember(set: &mut HashSet<SocketAddr>, a: SocketAddr) {
     if set.len() >= REFUSED_MEMORY {
