@@ -35,6 +35,7 @@ mod iperf2_incr_dstport;
 mod iperf2_isoch;
 mod iperf2_latency;
 mod iperf2_layout;
+mod iperf2_mss;
 mod iperf2_quickack;
 mod iperf2_single_client;
 mod iperf2_tcp;

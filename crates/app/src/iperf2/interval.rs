@@ -10,6 +10,7 @@
 //! figures; the formatters compute rates.
 
 use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -91,6 +92,9 @@ enum Msg {
 pub(crate) struct Intervals {
     tx: Sender<Msg>,
     thread: Option<JoinHandle<()>>,
+    /// Flows added and not yet ended: a flow's count drops when its worker
+    /// says it ended, before its final row is out.
+    open: Arc<AtomicUsize>,
 }
 
 impl Intervals {
@@ -117,11 +121,16 @@ impl Intervals {
             .name("iperf2-report".into())
             .spawn(move || set.run(&rx))
             .ok();
-        Self { tx, thread }
+        Self {
+            tx,
+            thread,
+            open: Arc::default(),
+        }
     }
 
     /// Adds a flow under `key` (the caller's name for it in [`Intervals::done`]).
     pub(crate) fn add(&self, key: u64, spec: FlowSpec) {
+        self.open.fetch_add(1, Ordering::AcqRel);
         let _ = self.tx.send(Msg::Add(key, Box::new(spec)));
     }
 
@@ -129,7 +138,14 @@ impl Intervals {
     pub(crate) fn ender(&self) -> Ender {
         Ender {
             tx: self.tx.clone(),
+            open: self.open.clone(),
         }
+    }
+
+    /// The count of this set's flows still moving data (a server's signal
+    /// handling asks whether any test runs).
+    pub(crate) fn open_flows(&self) -> Arc<AtomicUsize> {
+        self.open.clone()
     }
 
     /// No flow joins any more; the set ends when its flows have.
@@ -151,11 +167,15 @@ impl Intervals {
 #[derive(Debug, Clone)]
 pub(crate) struct Ender {
     tx: Sender<Msg>,
+    open: Arc<AtomicUsize>,
 }
 
 impl Ender {
     /// The flow `key` ended now.
     pub(crate) fn done(&self, key: u64) {
+        let _ = self
+            .open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
         let _ = self.tx.send(Msg::Done(key, Instant::now()));
     }
 }
@@ -165,6 +185,7 @@ impl Drop for Intervals {
         // Whatever has not ended by now (a worker that never started, a
         // driver that bailed out) ends here: the thread must not wait on it.
         let _ = self.tx.send(Msg::Abort);
+        self.open.store(0, Ordering::Release);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

@@ -350,6 +350,7 @@ pub(crate) fn serve(s: TcpStream, first: Vec<u8>, accepted: Instant, sh: &Arc<Sh
     }
     let track = sh.track(std::slice::from_ref(&s));
     let iv = Intervals::start(sh.report.clone(), accepted, sh.cfg.common.interval, None);
+    sh.watch(&iv.open_flows());
     let st = Arc::new(FlowStats::new(size as u32));
     st.read(buf.len());
     let k = key(id, Dir::Recv);

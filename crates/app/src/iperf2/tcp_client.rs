@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rperf3_proto2::{Layout, VERSION_2_2_1};
-use rperf3_report::iperf2::model::{BbSettings2, Event2, IsochSettings2, Tag2};
+use rperf3_report::iperf2::model::{BbSettings2, Event2, IsochSettings2, Settings2, Side2, Tag2};
 use rperf3_report::iperf2::{isoch_schedule_line, tos_note, Report2};
 use rperf3_sys::net;
 
@@ -89,15 +89,25 @@ impl<'a> Client<'a> {
 
     /// The window a fresh socket with our options has (the settings block is
     /// shown before connecting, as iperf 2 does, even when the connect fails).
-    fn probe_window(&self) -> u64 {
+    fn probe_window(&self) -> (u64, u32) {
         let a = self.addrs[0];
         let Ok(s) =
             socket2::Socket::new(socket2::Domain::for_address(a), socket2::Type::STREAM, None)
         else {
-            return 0;
+            return (0, 0);
         };
         let _ = apply_opts(std::os::fd::AsFd::as_fd(&s), a.is_ipv6(), self.c);
-        net::buffer_sizes(&s).0
+        (net::buffer_sizes(&s).0, s.tcp_mss().unwrap_or(0))
+    }
+
+    /// The settings block, printed before any connection, as 2.2.1 does:
+    /// its window and (`-m` without `-M`) MSS are an unconnected socket's.
+    fn settings_block(&self) -> Settings2 {
+        let (window, mss) = self.probe_window();
+        let mut block = tcp_setup::settings(Side2::Client, self.c, self.c.port, self.len, window);
+        block.host = Some(self.cl.host.clone());
+        block.mss = tcp_setup::client_mss(self.c, mss);
+        block
     }
 
     /// The port stream `id` connects to: the next ones with `--incr-dstport`.
@@ -151,14 +161,7 @@ impl<'a> Client<'a> {
             return self.bounceback(bb, intr);
         }
         let listener = self.listen()?;
-        let mut block = tcp_setup::settings(
-            rperf3_report::iperf2::model::Side2::Client,
-            self.c,
-            self.c.port,
-            self.len,
-            self.probe_window(),
-        );
-        block.host = Some(self.cl.host.clone());
+        let mut block = self.settings_block();
         block.flows = self.cl.parallel.max(1);
         block.trip_times = self.c.trip_times;
         block.isoch = self.cl.isoch.map(|i| IsochSettings2 {
@@ -294,14 +297,7 @@ impl<'a> Client<'a> {
 
     /// `--bounceback`: one connection of requests and replies.
     fn bounceback(&self, bb: Bounceback2, intr: &mut Interrupt) -> Result<i32, String> {
-        let mut block = tcp_setup::settings(
-            rperf3_report::iperf2::model::Side2::Client,
-            self.c,
-            self.c.port,
-            self.len,
-            self.probe_window(),
-        );
-        block.host = Some(self.cl.host.clone());
+        let mut block = self.settings_block();
         block.flows = 1;
         block.bounceback = Some(BbSettings2 {
             request: bb.request,

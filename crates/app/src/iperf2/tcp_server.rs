@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     pub(crate) stopping: AtomicBool,
     /// The sockets of running sessions, so SIGINT can end them.
     socks: Mutex<HashMap<u64, Vec<Arc<TcpStream>>>>,
+    /// The open-flow counts of the tests' report sets.
+    sets: Mutex<Vec<std::sync::Weak<AtomicUsize>>>,
     next_session: AtomicU64,
     /// Open `-P` groups of streams from one client, by its address.
     pub(crate) groups: Mutex<Vec<(IpAddr, Arc<Group>)>>,
@@ -95,6 +97,21 @@ impl Shared {
         if self.stopping.load(Ordering::Acquire) {
             shut(std::slice::from_ref(s));
         }
+    }
+
+    /// Watches a test's flows for [`Shared::running`].
+    pub(crate) fn watch(&self, open: &Arc<AtomicUsize>) {
+        let mut g = self.sets.lock().unwrap_or_else(|p| p.into_inner());
+        g.retain(|w| w.strong_count() > 0);
+        g.push(Arc::downgrade(open));
+    }
+
+    /// Whether any test still moves data: a signal then says it waits.
+    fn running(&self) -> bool {
+        let g = self.sets.lock().unwrap_or_else(|p| p.into_inner());
+        g.iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .any(|n| n.load(Ordering::Acquire) > 0)
     }
 
     /// Forgets a registration.
@@ -232,6 +249,7 @@ fn host(
         pending: Mutex::new(std::collections::VecDeque::new()),
         stopping: AtomicBool::new(false),
         socks: Mutex::new(HashMap::new()),
+        sets: Mutex::new(Vec::new()),
         next_session: AtomicU64::new(0),
         groups: Mutex::new(Vec::new()),
         port,
@@ -243,7 +261,7 @@ fn host(
     loop {
         sessions.retain(|h| !h.is_finished());
         if intr.triggered() {
-            if sh.live.load(Ordering::Acquire) > 0 {
+            if sh.running() {
                 report.event(Event2::Message(super::WAITING.into()));
             }
             sh.stop_all();

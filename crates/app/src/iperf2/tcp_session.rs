@@ -252,8 +252,10 @@ impl<'a> Test<'a> {
         };
         let interval = self.sh.cfg.common.interval;
         let fresh = |n| {
+            let iv = Intervals::start(self.sh.report.clone(), start, interval, sum);
+            self.sh.watch(&iv.open_flows());
             Arc::new(Group {
-                iv: Intervals::start(self.sh.report.clone(), start, interval, sum),
+                iv,
                 expected: n,
                 joined: 1.into(),
                 live: 1.into(),
@@ -478,6 +480,7 @@ impl<'a> Test<'a> {
                     sh.cfg.common.interval,
                     None,
                 );
+                sh.watch(&set.open_flows());
                 let g = Arc::new(Group {
                     iv: set,
                     expected: 1,

@@ -8,7 +8,9 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant, SystemTime};
 
-use rperf3_report::iperf2::model::{Connection2, Proto2, Settings2, Side2, Tag2, TcpConnInfo2};
+use rperf3_report::iperf2::model::{
+    Connection2, Mss2, Proto2, Settings2, Side2, Tag2, TcpConnInfo2,
+};
 use rperf3_sys::{net, sockopt, tcp_info::tcp_info};
 
 use super::config::Common2;
@@ -80,7 +82,10 @@ pub(crate) fn listener_settings(l: &TcpListener, c: &Common2, port: u16, len: u3
     let (_, rcv) = net::buffer_sizes(l);
     let mut s = settings(Side2::Server, c, port, len, rcv);
     if c.print_mss {
-        s.mss = Some(socket2::SockRef::from(l).tcp_mss().unwrap_or(0));
+        s.mss = Some(Mss2 {
+            bytes: socket2::SockRef::from(l).tcp_mss().unwrap_or(0),
+            requested: false,
+        });
     }
     s
 }
@@ -99,7 +104,24 @@ pub(crate) fn connector_settings(
     s.host = Some(host.to_string());
     s.flows = flows;
     s.congestion = net::tcp_congestion(sock).or(s.congestion);
+    s.mss = client_mss(c, net::tcp_mss(sock));
     s
+}
+
+/// A connecting side's MSS line: with `-M`, what was asked (2.2.1 prints
+/// it); with `-m` alone, `mss`.
+pub(crate) fn client_mss(c: &Common2, mss: u32) -> Option<Mss2> {
+    match (c.mss, c.print_mss) {
+        (Some(m), _) => Some(Mss2 {
+            bytes: m,
+            requested: true,
+        }),
+        (None, true) => Some(Mss2 {
+            bytes: mss,
+            requested: false,
+        }),
+        (None, false) => None,
+    }
 }
 
 /// icwnd (KiB, as iperf 2 prints it), MSS and initial RTT of a fresh connection.

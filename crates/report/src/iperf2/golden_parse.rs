@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::UNIX_EPOCH;
 
 use super::model::{
-    Event2, Isoch2, Latency2, Multicast2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2,
+    Event2, Isoch2, Latency2, Mss2, Multicast2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2,
     TcpLatency2, TcpRecv2, UdpRecv2, UdpSend2,
 };
 
@@ -236,7 +236,15 @@ impl Replayer<'_> {
                 s.tos_by_dscp = s.tos != 0 && l.contains("defaults to");
                 s.nodelay = l.contains("Nagle off");
             } else if l.starts_with("MSS size ") {
-                s.mss = Some(int(w[2]) as u32);
+                s.mss = Some(Mss2 {
+                    bytes: int(w[2]) as u32,
+                    requested: false,
+                });
+            } else if l.starts_with("MSS req size ") {
+                s.mss = Some(Mss2 {
+                    bytes: int(w[3]) as u32,
+                    requested: true,
+                });
             } else if let Some(g) = l.strip_prefix("Joining multicast group  ") {
                 s.multicast = Some(Multicast2 {
                     group: g.into(),

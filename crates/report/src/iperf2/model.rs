@@ -111,8 +111,8 @@ pub struct Settings2 {
     pub connect_only: bool,
     /// TCP_NODELAY (shown with `-e`: "Nagle on/off").
     pub nodelay: bool,
-    /// `-m`: the listener's MSS.
-    pub mss: Option<u32>,
+    /// `-m` (or a client's `-M`): the socket's MSS.
+    pub mss: Option<Mss2>,
     /// Multicast: the group joined (server) and the SSM source.
     pub multicast: Option<Multicast2>,
     /// Multicast client: the TTL.
@@ -133,6 +133,15 @@ pub struct Settings2 {
     /// `--histograms[=width,bins]`: the bins a TCP client's write timer or a
     /// server's receive histograms use (shown in their settings lines).
     pub hist_bins: HistBins2,
+}
+
+/// The MSS line of a settings block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mss2 {
+    /// Bytes.
+    pub bytes: u32,
+    /// Asked for with `-M` ("MSS req size ... (per TCP_MAXSEG)").
+    pub requested: bool,
 }
 
 /// The bins of iperf 2's latency histograms (`--histograms=width,bins`):

@@ -3,7 +3,7 @@
 //! and a `-d`/`-r` server's connection back), with the `-e`, `-m`, multicast
 //! and socket-buffer lines in iperf 2.2.1's order.
 
-use super::model::{HistBins2, IsochSettings2, Layout2, Proto2, Settings2, Side2};
+use super::model::{HistBins2, IsochSettings2, Layout2, Mss2, Proto2, Settings2, Side2};
 use super::units::size;
 
 /// A `--histograms` server's line.
@@ -110,7 +110,17 @@ fn listener(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
         v.push("Server set to single client traffic mode (per multicast receive)".into());
     }
     if let (Some(mss), Proto2::Tcp) = (s.mss, s.proto) {
-        v.push(format!("MSS size {mss} bytes"));
+        v.push(mss_line(mss));
+    }
+}
+
+/// "MSS size 1448 bytes", or with `-M`, "MSS req size 1000 bytes (per
+/// TCP_MAXSEG)".
+fn mss_line(m: Mss2) -> String {
+    if m.requested {
+        format!("MSS req size {} bytes (per TCP_MAXSEG)", m.bytes)
+    } else {
+        format!("MSS size {} bytes", m.bytes)
     }
 }
 
@@ -131,6 +141,10 @@ fn connector(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
             "Client connecting to {host}, {proto} port {}",
             s.port
         ));
+    }
+    let mss = s.mss.filter(|_| s.proto == Proto2::Tcp).map(mss_line);
+    if !layout.enhanced {
+        v.extend(mss.clone());
     }
     if layout.enhanced {
         if let (Proto2::Tcp, Some(bb)) = (s.proto, &s.bounceback) {
@@ -162,6 +176,7 @@ fn connector(s: &Settings2, layout: &Layout2, v: &mut Vec<String>) {
         if let Some(i) = &s.isoch {
             v.push(isoch_line(i));
         }
+        v.extend(mss);
         if s.proto == Proto2::Tcp {
             match (&s.congestion_asked, &s.congestion) {
                 (Some(asked), Some(cc)) => {
