@@ -261,7 +261,15 @@ fn udp_loss_equals_iptables_drops(reverse: bool, burst: Option<u32>) -> Attempt 
             "lost_percent {pct} != 100 x {lost} / {packets} = {want}\n{ctx}"
         );
     }
-    f.assert_exact_counts(burst.unwrap_or(1), 0, &ctx);
+    // -R: the client stops reading a moment after its final sample while the
+    // server still sends; allow what 50 Mbit/s delivers in 1 ms, as the
+    // overload test allows its shaper's (a busy host read 4 there).
+    let late = if reverse {
+        50_000_000 / 8 / (u64::from(UDP_LEN) + 42) / 1000 + 1
+    } else {
+        0
+    };
+    f.assert_exact_counts(burst.unwrap_or(1), late, &ctx);
     outcome
 }
 

@@ -2,7 +2,7 @@
 //! rows, and a traced server that is stopped as a person stops it.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{await_listening, free_port, Output, Proc, Signal};
 
@@ -39,11 +39,23 @@ pub(crate) fn traced_server(program: &Path, extra: &[&str], log: &Path) -> (Proc
 
 /// Interrupts a traced server: strace holds SIGINT back from itself, so the
 /// server, its child, gets it, and strace writes the summary when it exits.
-pub(crate) fn stop_traced(tracer: Proc) -> Output {
+/// A 2.2.1 server that still counts a thread running waits for it until a
+/// second signal ("Interrupt again to force quit"); traced on a busy host it
+/// was seen to wait past 10 s, so after 5 s it gets that second one.
+pub(crate) fn stop_traced(mut tracer: Proc) -> Output {
     let child = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", tracer.pid()))
         .expect("strace's children");
     let child: i32 = child.trim().parse().expect("one child: the server");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child), Signal::SIGINT)
-        .expect("signal the server");
+    let interrupt = || {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child), Signal::SIGINT);
+    };
+    interrupt();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while tracer.is_running() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if tracer.is_running() {
+        interrupt();
+    }
     tracer.finish(Duration::from_secs(10))
 }
