@@ -134,11 +134,20 @@ fn get_int(sock: &impl AsRawFd, opt: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 fn set_int(sock: &impl AsRawFd, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {
+    set_opt(sock, libc::SOL_UDP, opt, v)
+}
+
+fn set_opt(
+    sock: &impl AsRawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: passes a pointer to a live int and its size.
     let rc = unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
-            libc::SOL_UDP,
+            level,
             opt,
             (&v as *const libc::c_int).cast(),
             size_of::<libc::c_int>() as libc::socklen_t,
@@ -162,18 +171,7 @@ pub fn enable_gro(sock: &impl AsRawFd) -> bool {
 /// after the call would add the reader's wake-up and the batch's wait to
 /// every datagram, which is most of a fast path's jitter. Whether it is on.
 pub fn enable_rx_stamps(sock: &impl AsRawFd) -> bool {
-    let on: libc::c_int = 1;
-    // SAFETY: passes a pointer to a live int and its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            SO_TIMESTAMPNS,
-            (&on as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    rc == 0
+    set_opt(sock, libc::SOL_SOCKET, SO_TIMESTAMPNS, 1).is_ok()
 }
 
 /// Datagrams back to back in one buffer: every `size` bytes a new one begins

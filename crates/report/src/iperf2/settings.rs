@@ -206,12 +206,8 @@ fn isoch_line(i: &IsochSettings2) -> String {
         "Isochronous: {:.2} frames/sec mean={}/s, stddev={}/s, Period/IPG={period_ms:.2}/{:.3} ms",
         i.fps,
         size(i.mean_bps / 8.0, 'a'),
-        // 2.2.1 prints no deviation as "0.000 bit".
-        if i.stdev_bps > 0.0 {
-            size(i.stdev_bps / 8.0, 'a')
-        } else {
-            "0.000 bit".into()
-        },
+        // No deviation prints as "0.000 bit", as 2.2.1's does.
+        size(i.stdev_bps.max(0.0) / 8.0, 'a'),
         i.ipg_ms
     )
 }
