@@ -8,8 +8,9 @@
 //! of spacings (about 580 us inside a burst, ~5 ms back at its start), so
 //! the jitter is a millisecond-scale figure set by the shaper.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::netns::pcap::{NsCapture, Seg};
 use crate::netns::{self, count, json_doc, num, Attempt, Pair, Side, DEV, PORT};
 
 /// Datagrams in the test (`-k`): 2.2 s at 10 Mbit/s.
@@ -24,43 +25,19 @@ struct Arrival {
     seq: u64,
 }
 
-/// Reads a classic pcap file (microsecond timestamps, Ethernet link type)
-/// of IPv4 UDP datagrams carrying iperf3's header: send time (seconds,
-/// microseconds) and a 32-bit sequence number at the start of the payload.
-fn read_pcap(bytes: &[u8]) -> Vec<Arrival> {
-    let u32_at = |b: &[u8], i: usize, le: bool| {
-        let a: [u8; 4] = b[i..i + 4].try_into().unwrap();
-        if le {
-            u32::from_le_bytes(a)
-        } else {
-            u32::from_be_bytes(a)
-        }
-    };
-    let le = match u32_at(bytes, 0, true) {
-        0xa1b2_c3d4 => true,
-        0xd4c3_b2a1 => false,
-        m => panic!("not a microsecond pcap file (magic {m:#x})"),
-    };
-    assert_eq!(u32_at(bytes, 20, le), 1, "link type is not Ethernet");
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= bytes.len() {
-        let (sec, usec) = (u32_at(bytes, at, le), u32_at(bytes, at + 4, le));
-        let caplen = u32_at(bytes, at + 8, le) as usize;
-        let pkt = &bytes[at + 16..at + 16 + caplen];
-        at += 16 + caplen;
-        // Ethernet (14), IPv4 with its own header length, UDP (8).
-        let ihl = usize::from(pkt[14] & 0x0f) * 4;
-        let payload = &pkt[14 + ihl + 8..];
-        let tx =
-            i64::from(u32_at(payload, 0, false)) * 1_000_000 + i64::from(u32_at(payload, 4, false));
-        out.push(Arrival {
-            rx_us: i64::from(sec) * 1_000_000 + i64::from(usec),
-            tx_us: tx,
-            seq: u64::from(u32_at(payload, 8, false)),
-        });
-    }
-    out
+/// The test's datagrams in a capture, in arrival order: iperf3's header
+/// starts each payload (send time in seconds and microseconds, then a 32-bit
+/// sequence number).
+fn arrivals(segs: &[Seg]) -> Vec<Arrival> {
+    let be = |h: &[u8], i: usize| u32::from_be_bytes(h[i..i + 4].try_into().unwrap());
+    segs.iter()
+        .filter(|s| s.udp && s.dst == PORT && s.head.len() >= 12)
+        .map(|s| Arrival {
+            rx_us: s.at_us,
+            tx_us: i64::from(be(&s.head, 0)) * 1_000_000 + i64::from(be(&s.head, 4)),
+            seq: u64::from(be(&s.head, 8)),
+        })
+        .collect()
 }
 
 /// RFC 3550 (6.4.1) after each datagram, in seconds, as iperf3 runs it: the
@@ -82,25 +59,11 @@ fn rfc3550(arrivals: &[Arrival]) -> Vec<f64> {
         .collect()
 }
 
-fn jitter_from_capture() -> Attempt {
-    if std::process::Command::new("dumpcap")
-        .arg("-v")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "dumpcap (tshark's capture tool) is missing (CI=true makes this a failure)"
-        );
-        eprintln!("SKIP: dumpcap is missing");
-        return Attempt::Skip;
-    }
-    let Some(pair) = Pair::new() else {
-        return Attempt::Skip;
-    };
-    // One packet of bucket: a burst leaves at the shaper's rate, one frame
-    // every 1442 x 8 / 20 Mbit/s = 577 us. The queue holds many bursts: a
-    // sender catching up after a stall sends several at once.
+/// A 20 Mbit/s tbf on the client's egress with one packet of bucket: a
+/// burst leaves at the shaper's rate, one frame every 1442 x 8 / 20 Mbit/s =
+/// 577 us. The queue holds many bursts: a sender catching up after a stall
+/// sends several at once.
+pub(crate) fn burst_shaper(pair: &Pair) {
     pair.on(
         Side::Client,
         &[
@@ -108,29 +71,18 @@ fn jitter_from_capture() -> Attempt {
             "limit", "400000",
         ],
     );
-    let pcap = std::env::temp_dir().join(format!("{}-jitter.pcap", pair.server_ns));
-    let _ = std::fs::remove_file(&pcap);
-    let filter = format!("udp and dst port {PORT} and greater 100");
-    let n = DATAGRAMS.to_string();
-    let path = pcap.to_str().unwrap();
-    let capture = pair.spawn(
-        Side::Server,
-        &[
-            "dumpcap", "-q", "-P", "-i", DEV, "-f", &filter, "-s", "96", "-c", &n, "-w", path,
-        ],
-    );
-    // Capturing once its packet socket is bound to the device (a nonzero
-    // interface index in /proc/net/packet's fifth column).
-    let bound = |t: String| {
-        t.lines()
-            .skip(1)
-            .any(|l| l.split_whitespace().nth(4).is_some_and(|i| i != "0"))
+}
+
+fn jitter_from_capture() -> Attempt {
+    let Some(pair) = Pair::new() else {
+        return Attempt::Skip;
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !bound(pair.on(Side::Server, &["cat", "/proc/net/packet"])) {
-        assert!(Instant::now() < deadline, "dumpcap did not start capturing");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    burst_shaper(&pair);
+    let filter = format!("udp and dst port {PORT} and greater 100");
+    let Some(capture) = NsCapture::start(&pair, Side::Server, &filter) else {
+        return Attempt::Skip;
+    };
+    let n = DATAGRAMS.to_string();
     let server = pair.start_server();
     let l = LEN.to_string();
     let client = pair
@@ -138,20 +90,12 @@ fn jitter_from_capture() -> Attempt {
         .finish(Duration::from_secs(20));
     let sdoc = json_doc(&server.finish(Duration::from_secs(5)));
     let cdoc = json_doc(&client);
-    // Every datagram has reached the receiver: dumpcap stops by itself once
-    // it has written the test's count (its ring hands packets over in
-    // blocks, so that can take a moment); if it started late it never gets
-    // there and is asked to stop.
-    let mut capture = capture;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while capture.try_status().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
+    let (segs, dropped) = capture.stop_counting_drops();
+    if dropped > 0 {
+        return Attempt::Disturbed(format!("dumpcap dropped {dropped} packets"));
     }
-    capture.interrupt();
-    let cap = capture.finish(Duration::from_secs(5));
-    assert!(cap.success(), "dumpcap: {cap}");
-    let arrivals = read_pcap(&std::fs::read(&pcap).expect("the capture file"));
-    let _ = std::fs::remove_file(&pcap);
+    let cap = "the capture (no drops)";
+    let arrivals = arrivals(&segs);
 
     // The capture may have started a little late; from its first datagram on
     // it has every one that reached the device, in order (a veth does not

@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use crate::netns::iperf2::{ours, stock_221};
 use crate::netns::pcap::{NsCapture, Seg};
-use crate::netns::{self, Attempt, Listen, Pair, Side, DEV};
+use crate::netns::{self, Attempt, Listen, Pair, Side};
+use crate::netns_jitter::burst_shaper;
 
 const PORT2: u16 = 5001;
 const RUN: Duration = Duration::from_secs(20);
@@ -196,15 +197,9 @@ fn jitter_vs_capture(server: &Path, client: &Path, stock_server: bool) -> Attemp
     let Some(pair) = Pair::new() else {
         return Attempt::Skip;
     };
-    // One packet of bucket: the cross traffic's bursts leave at the
-    // shaper's rate and the flow's datagrams wait behind them.
-    pair.on(
-        Side::Client,
-        &[
-            "tc", "qdisc", "add", "dev", DEV, "root", "tbf", "rate", "20mbit", "burst", "1600",
-            "limit", "400000",
-        ],
-    );
+    // The cross traffic's bursts leave at the shaper's rate and the flow's
+    // datagrams wait behind them.
+    burst_shaper(&pair);
     let port = PORT2.to_string();
     let srv = pair.spawn_listening(
         Side::Server,
