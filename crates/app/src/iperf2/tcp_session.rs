@@ -154,6 +154,18 @@ fn send_ack(mut s: &TcpStream, ack: &HeaderAck, nodelay: bool) -> io::Result<()>
 
 /// Serves one connection to its end; `k` is its place among the connections
 /// still sending their header.
+/// How long a `-P` set whose streams have all ended waits for the ones that
+/// have not connected yet.
+const JOIN_GRACE: Duration = Duration::from_secs(1);
+
+/// Ends a `-P` set: no stream joins it any more (a later one starts its own).
+fn close_group(sh: &Shared, gr: &Arc<Group>) {
+    let mut g = sh.groups.lock().unwrap_or_else(|p| p.into_inner());
+    g.retain(|(_, x)| !Arc::ptr_eq(x, gr));
+    drop(g);
+    gr.iv.close();
+}
+
 pub(crate) fn serve(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>, k: Option<u64>) {
     let c = &sh.cfg.common;
     let accepted = now_tv();
@@ -283,12 +295,36 @@ impl<'a> Test<'a> {
     }
 
     fn leave_group(&self, gr: Arc<Group>) {
-        if gr.live.fetch_sub(1, Ordering::AcqRel) == 1 {
-            let mut g = self.sh.groups.lock().unwrap_or_else(|p| p.into_inner());
-            g.retain(|(_, x)| !Arc::ptr_eq(x, &gr));
-            gr.iv.close();
+        if gr.live.fetch_sub(1, Ordering::AcqRel) != 1 {
+            // The last holder's drop waits for the set's final rows.
+            return;
         }
-        // The last holder's drop waits for the set's final rows.
+        if gr.joined.load(Ordering::Acquire) >= gr.expected {
+            close_group(self.sh, &gr);
+            return;
+        }
+        // Streams of a short test can all end before the client's last one
+        // connects (a stalled client thread): the set waits for the rest a
+        // while, so they still share one [SUM].
+        let sh = self.sh.clone();
+        let waiter = std::thread::Builder::new()
+            .name("iperf2-group".into())
+            .spawn(move || {
+                std::thread::sleep(JOIN_GRACE);
+                // Checked under the lock a joining stream takes: a set that a
+                // late stream has since left (or filled up) is its to close.
+                let mut g = sh.groups.lock().unwrap_or_else(|p| p.into_inner());
+                let at = g.iter().position(|(_, x)| Arc::ptr_eq(x, &gr));
+                if let (Some(i), 0) = (at, gr.live.load(Ordering::Acquire)) {
+                    g.remove(i);
+                    drop(g);
+                    gr.iv.close();
+                }
+            });
+        if let Err(e) = waiter {
+            // No thread to wait with: the set ends now, as without the grace.
+            log::debug!("iperf 2 group: {e}");
+        }
     }
 
     /// With trip-times, what a `-R` or full-duplex sender writes before its

@@ -243,6 +243,51 @@ fn parallel_streams_sum_on_both_sides() {
     assert_eq!(server_total(&srv.rep.finals()), 9_000_000);
 }
 
+/// A `-P 3` client whose third stream connects after its first two have
+/// ended (a stalled client thread): the server still sums all three, once.
+#[test]
+fn a_late_stream_joins_its_clients_sum() {
+    let port = free_port();
+    let srv = Ours::start(server(port));
+    let cfg = client(port, Mode2::Normal, End2::Bytes(100_000), 3);
+    let Role2::Client(cl) = &cfg.role else {
+        unreachable!()
+    };
+    let header = super::client_header::request(cl, &cfg.common, 128 * 1024)
+        .tcp_header(rperf3_proto2::VERSION_2_2_1, port)
+        .encode(rperf3_proto2::Layout::V2_2_1)
+        .unwrap();
+    let stream = || {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(&header).unwrap();
+        s.write_all(&[0u8; 100_000]).unwrap();
+    };
+    stream();
+    stream();
+    assert!(
+        srv.rep
+            .wait_for(Duration::from_secs(5), |e| finals(e).len() == 2),
+        "{:?}",
+        srv.rep.events()
+    );
+    // The stall being modelled: the third stream comes well after.
+    std::thread::sleep(Duration::from_millis(300));
+    stream();
+    assert!(
+        srv.rep.wait_for(Duration::from_secs(5), |e| finals(e)
+            .iter()
+            .any(|r| matches!(r.tag, Tag2::Sum(_)))),
+        "{:?}",
+        srv.rep.events()
+    );
+    let f = srv.rep.finals();
+    let sums: Vec<_> = f.iter().filter(|r| matches!(r.tag, Tag2::Sum(_))).collect();
+    assert_eq!(sums.len(), 1, "{f:?}");
+    assert_eq!(sums[0].tag, Tag2::Sum(3));
+    // A server counts each stream's header among the bytes it read, as 2.2.1.
+    assert_eq!(sums[0].bytes, 3 * (100_000 + header.len() as u64));
+}
+
 #[test]
 fn reverse_n_is_sent_by_our_server() {
     let port = free_port();

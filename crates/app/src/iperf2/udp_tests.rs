@@ -226,11 +226,14 @@ fn parallel_pps_flows_are_separate_tests() {
     stotals.sort();
     assert_eq!(totals.len(), 3);
     assert_eq!(totals, stotals);
-    // 2000 pps for 1 s each: never more (the pacer does not run ahead); a
-    // loaded machine's late wakeups near the end have cost up to 14.
+    // 2000 pps for 1 s each: never more (the pacer does not run ahead). A
+    // late wakeup near the end costs what its lateness holds (the time is
+    // up before the pacer catches up): up to 14 on a loaded machine, more
+    // than 40 once beside the whole suite; 5% short still tells pps apart
+    // from any other unit.
     for t in 1..=3 {
         let n = sent(&cev, Tag2::Id(t));
-        assert!((1960..=2010).contains(&n), "{n}");
+        assert!((1900..=2010).contains(&n), "{n}");
     }
     assert_eq!(
         sent(&cev, Tag2::Sum(3)),
