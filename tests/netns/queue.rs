@@ -15,6 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::cmd::{run, Bg};
+use super::wake_probe::WakeProbe;
 use super::{unavailable, Pair, Side, DEV};
 
 /// The bottleneck's rate, bits per second (tbf counts the Ethernet header).
@@ -229,13 +230,29 @@ pub(crate) struct Backlog {
 }
 
 /// A background thread that runs `tc -s qdisc show` in the bottleneck's
-/// namespace over and over and keeps every backlog it saw.
+/// namespace over and over and keeps every backlog it saw; beside it, how
+/// late the host wakes a sleeping thread (a round trip ends at a read).
 pub(crate) struct Sampler {
     /// The least backlog that counts as a full queue.
     full_from: u64,
     stop: Arc<AtomicBool>,
     seen: Arc<Mutex<Vec<Backlog>>>,
     thread: Option<JoinHandle<()>>,
+    wake: Option<WakeProbe>,
+}
+
+/// What a [`Sampler`] saw over a run: its backlog samples (the struct reads
+/// as them) and the 90th percentile of how late its probe's naps ended.
+pub(crate) struct Sampled {
+    pub(crate) backlog: Vec<Backlog>,
+    pub(crate) wake_late: Duration,
+}
+
+impl std::ops::Deref for Sampled {
+    type Target = Vec<Backlog>;
+    fn deref(&self) -> &Vec<Backlog> {
+        &self.backlog
+    }
 }
 
 impl Sampler {
@@ -264,6 +281,7 @@ impl Sampler {
             stop,
             seen,
             thread: Some(thread),
+            wake: Some(WakeProbe::start()),
         }
     }
 
@@ -323,12 +341,16 @@ impl Sampler {
     }
 
     /// Stops sampling and returns every sample.
-    pub(crate) fn stop(mut self) -> Vec<Backlog> {
+    pub(crate) fn stop(mut self) -> Sampled {
         self.stop.store(true, Ordering::Relaxed);
+        let wake_late = self.wake.take().map(WakeProbe::stop).unwrap_or_default();
         if let Some(t) = self.thread.take() {
             t.join().expect("backlog sampler panicked");
         }
-        self.seen()
+        Sampled {
+            backlog: self.seen(),
+            wake_late,
+        }
     }
 }
 
@@ -347,14 +369,21 @@ pub(crate) const TOLERANCE: f64 = 0.03;
 /// alone (a sample every 20 ms plus two `ip netns exec tc` processes).
 const SAMPLER_STALL: Duration = Duration::from_millis(150);
 
-/// What in a run's backlog samples can explain a figure off by more than
+/// What in a run's samples can explain a figure off by more than
 /// [`TOLERANCE`] without rperf3 being wrong: too few samples for a median,
-/// a sampler that stalled (the machine was busy), or, with `steady` (a UDP
-/// load above the rate keeps the FIFO at its limit), a queue that drained
-/// while it was measured (the load's sender was starved). Empty when the
-/// queue was full and watched throughout: then a figure off is rperf3's.
-pub(crate) fn load_evidence(samples: &[Backlog], window: &[Backlog], steady: bool) -> Vec<String> {
+/// a sampler that stalled or naps that ended late (the machine was busy),
+/// or, with `steady` (a UDP load above the rate keeps the FIFO at its
+/// limit), a queue that drained while it was measured (the load's sender was
+/// starved). Empty when the queue was full and watched throughout and the
+/// host prompt: then a figure off is rperf3's.
+pub(crate) fn load_evidence(samples: &Sampled, window: &[Backlog], steady: bool) -> Vec<String> {
     let mut seen = Vec::new();
+    if samples.wake_late > super::wake_probe::LATE {
+        seen.push(format!(
+            "the host woke a sleeping thread {:?} late (90th percentile)",
+            samples.wake_late
+        ));
+    }
     if window.len() < 30 {
         seen.push(format!(
             "only {} backlog samples in the window",
