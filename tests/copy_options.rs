@@ -184,7 +184,7 @@ fn traced_client(srv: &Server, args: &[&str], calls: &str) -> std::path::PathBuf
 }
 
 /// (sendfile calls, 128 KiB sends from user space) of an rperf3 client run
-/// with `args`. (The payload's one write into its memfd is not a send.)
+/// with `args`. (The payload's one write into its file is not a send.)
 fn send_calls(srv: &Server, args: &[&str]) -> (usize, usize) {
     let log = traced_client(srv, args, "sendfile,sendto");
     let sendfile = calls_of(&log, "sendfile").len();

@@ -10,7 +10,7 @@ use crate::pacing::Pacer;
 use rperf3_sys::zerocopy::PayloadFile;
 
 /// Sends `buf`-sized blocks until stopped or the budget is used up. With `file`
-/// (the same payload in a memfd), blocks go out with sendfile: the kernel takes
+/// (the same payload in a file), blocks go out with sendfile: the kernel takes
 /// page references instead of copying the buffer each time. With a pacer, the
 /// rate is checked once per `burst` blocks (`-b rate/N`): iperf3 writes the N
 /// blocks back to back, so the kernel can coalesce small ones.

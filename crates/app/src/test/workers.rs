@@ -180,7 +180,7 @@ pub(crate) fn paces_itself(congestion: &str) -> bool {
 
 /// The block the sending streams of one test write (random or repeating), made
 /// once for all of them: streams only read it, so with `-P 128` there is one
-/// block, not 128. Each TCP stream still gets its own memfd copy for sendfile:
+/// block, not 128. Each TCP stream still gets its own file copy for sendfile:
 /// one shared memfd cost a quarter of the throughput at `-P 8`, as every
 /// stream took and dropped references to the same pages from both cores.
 #[derive(Debug, Default)]
