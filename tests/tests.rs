@@ -45,6 +45,7 @@ mod iperf2_trip_back;
 mod iperf2_txdelay;
 mod iperf2_udp;
 mod iperf2_udp_dual;
+mod iperf2_udp_fd_sum;
 mod iperf2_udp_interrupt;
 mod iperf2_udp_read_len;
 mod iperf2_udp_text;

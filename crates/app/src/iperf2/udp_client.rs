@@ -28,7 +28,7 @@ use rperf3_sys::net::{resolve, udp_bind};
 use super::config::{Client2, Config2, End2, Mode2, Rate2, DEFAULT_UDP_RATE};
 use super::tcp_setup::device_of;
 use super::udp_back::{any_of, back_due, listener_block, receive_back, BackRecv};
-use super::udp_common::{pattern, payload, report_row, trip, Ticks};
+use super::udp_common::{duplex_rows, pattern, payload, report_row, trip, Duplex, Ticks};
 use super::udp_flow::IDLE_END;
 use super::udp_send::{send_row, Rx, Tx, TxPlan};
 use super::Outcome2;
@@ -506,7 +506,17 @@ pub(crate) fn run(
         let span = ticks.take();
         interval_rows(&mut flows, span, &*report);
     }
-    let out = finals(&flows, &*report, len as u64, cfg.common.trip_times);
+    // 2.2.1 sums a full-duplex test's directions only when it reports no
+    // intervals.
+    let duplex_sum =
+        (mode == Mode::FullDuplex && cfg.common.interval.is_none()).then_some(cfg.common.enhanced);
+    let out = finals(
+        &flows,
+        &*report,
+        len as u64,
+        cfg.common.trip_times,
+        duplex_sum,
+    );
     if let Some(b) = back_after.take().filter(|_| !intr.triggered()) {
         match spawn_back(b, &back_ctl, &report) {
             Ok(j) => back_job = Some(j),
@@ -571,21 +581,34 @@ fn interval_rows(flows: &mut [Flow], span: (f64, f64), report: &dyn Report2) {
 
 /// The closing rows: each flow's totals and "Sent", the sums, then the
 /// server reports or the warning that none came.
-fn finals(flows: &[Flow], report: &dyn Report2, len: u64, trip_times: bool) -> Outcome2 {
+/// The client's closing rows; with `duplex_sum` (`Some(-e)`), the sum of a
+/// full-duplex test's directions.
+fn finals(
+    flows: &[Flow],
+    report: &dyn Report2,
+    len: u64,
+    trip_times: bool,
+    duplex_sum: Option<bool>,
+) -> Outcome2 {
     let n = flows.len() as u32;
     let (mut sum_b, mut sum_w, mut sum_sent, mut longest) = (0, 0, 0, 0.0f64);
     let mut status = 0;
+    let mut duplex = Vec::new();
     for f in flows {
-        if let Some(r) = &f.rx {
+        let received = f.rx.as_ref().map(|r| {
             let mut row = r.total();
             row.addrs = Some(f.addrs);
-            report.event(Event2::Final(row));
-        }
+            report.event(Event2::Final(row.clone()));
+            row
+        });
         let Some(t) = &f.tx else { continue };
         let Some((row, sent)) = t.total(len) else {
             status = 1;
             continue;
         };
+        if let Some(r) = received {
+            duplex.push((f.id, row.clone(), sent, r));
+        }
         if let Some(err) = t.end.as_ref().and_then(|e| e.error.as_ref()) {
             report.event(Event2::Message(format!(
                 "[{:>3}] ERROR: write failed: {err}",
@@ -612,7 +635,22 @@ fn finals(flows: &[Flow], report: &dyn Report2, len: u64, trip_times: bool) -> O
             report.event(Event2::Message(isoch_schedule_line(t.tag, m, lo, hi, sd)));
         }
     }
-    if n > 1 && flows.iter().any(|f| f.tx.is_some()) {
+    if let (Some(enhanced), false) = (duplex_sum, duplex.is_empty()) {
+        let parts: Vec<Duplex> = duplex
+            .iter()
+            .map(|(id, s, n, r)| Duplex {
+                id: *id,
+                sent: (s, *n),
+                received: r,
+            })
+            .collect();
+        let (rows, datagrams) = duplex_rows(&parts, enhanced);
+        let tag = rows.last().map_or(Tag2::Sum(2), |r| r.tag);
+        for r in rows {
+            report.event(Event2::Final(r));
+        }
+        report.event(Event2::Sent { tag, datagrams });
+    } else if n > 1 && flows.iter().any(|f| f.tx.is_some()) {
         report.event(Event2::Final(send_row(
             Tag2::Sum(n),
             (0.0, longest),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use rperf3_engine::udp2::{Transit, Udp2Stats};
 use rperf3_proto2::{Layout, SERVER_REPORT_LEN};
 use rperf3_proto2::{ServerReport, StatPair, TransitStats, UdpTestHeader, DATAGRAM_HEADER_LEN};
-use rperf3_report::iperf2::model::{Latency2, Row2, RowKind2, Tag2, UdpRecv2};
+use rperf3_report::iperf2::model::{Latency2, Row2, RowKind2, Tag2, UdpDuplex2, UdpRecv2};
 
 /// The bytes of every datagram after its 16-byte header: the test header
 /// (the client's request), then iperf 2's "0123456789" pattern.
@@ -217,6 +217,61 @@ impl Ticks {
         self.done += 1;
         span
     }
+}
+
+/// One `--full-duplex` flow's two directions at their end: what it sent (the
+/// total row and datagram count) and what it received (the total row).
+pub(crate) struct Duplex<'a> {
+    pub(crate) id: u32,
+    pub(crate) sent: (&'a Row2, u64),
+    pub(crate) received: &'a Row2,
+}
+
+/// The rows 2.2.1 closes a UDP `--full-duplex` test with when it reports no
+/// intervals: with `-e` each flow's `[FDn]`, then the `[SUM]` of every
+/// direction (tagged as a sum of two threads a flow). Datagrams are those
+/// sent plus those received; the rate is theirs over the longer direction.
+pub(crate) fn duplex_rows(flows: &[Duplex], enhanced: bool) -> (Vec<Row2>, u64) {
+    let row = |tag, parts: &[&Duplex]| {
+        let (mut bytes, mut datagrams, mut end) = (0, 0, 0.0f64);
+        for d in parts {
+            let got = match d.received.kind {
+                RowKind2::UdpRecv(u) => u.total,
+                _ => 0,
+            };
+            bytes += d.sent.0.bytes + d.received.bytes;
+            datagrams += d.sent.1 + got;
+            end = end.max(d.sent.0.end).max(d.received.end);
+        }
+        Row2 {
+            tag,
+            addrs: None,
+            start: 0.0,
+            end,
+            bytes,
+            kind: RowKind2::UdpDuplex(UdpDuplex2 {
+                datagrams,
+                pps: if end > 0.0 {
+                    datagrams as f64 / end
+                } else {
+                    0.0
+                },
+            }),
+            at: SystemTime::now(),
+        }
+    };
+    let mut rows = Vec::new();
+    if enhanced {
+        rows.extend(flows.iter().map(|d| row(Tag2::FullDuplex(d.id), &[d])));
+    }
+    let all: Vec<&Duplex> = flows.iter().collect();
+    let sum = row(Tag2::Sum(2 * flows.len() as u32), &all);
+    let datagrams = match sum.kind {
+        RowKind2::UdpDuplex(d) => d.datagrams,
+        _ => 0,
+    };
+    rows.push(sum);
+    (rows, datagrams)
 }
 
 #[cfg(test)]

@@ -23,7 +23,9 @@ use super::config::DEFAULT_UDP_RATE;
 use super::connect_back::same_host;
 use super::tcp_setup::device_of;
 use super::udp_back::send_back;
-use super::udp_common::{latency, pattern, recv_row, server_report, trip, RecvMark, Ticks};
+use super::udp_common::{
+    duplex_rows, latency, pattern, recv_row, server_report, trip, Duplex, RecvMark, Ticks,
+};
 use super::udp_group::Group;
 use super::udp_jitter::RowHists;
 use super::udp_send::{Tx, TxPlan};
@@ -350,7 +352,8 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     if let Some(j) = rx {
         let _ = j.join();
     }
-    if let Some((row, sent)) = tx.as_ref().and_then(|t| t.total(len as u64)) {
+    let sent = tx.as_ref().and_then(|t| t.total(len as u64));
+    if let Some((row, sent)) = sent.clone() {
         report.event(Event2::Final(Row2 {
             addrs: Some((f.local, f.peer)),
             ..row
@@ -402,6 +405,18 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     report.event(Event2::Final(row.clone()));
     for l in hists.total_lines(tag, &row) {
         report.event(Event2::Histogram(l));
+    }
+    // 2.2.1 sums a full-duplex test's directions only when it reports no
+    // intervals (its server prints no "Sent" for the sum).
+    if let (Some((s_row, n)), Mode::FullDuplex, None) = (&sent, f.req.mode, f.interval) {
+        let part = Duplex {
+            id: f.id,
+            sent: (s_row, *n),
+            received: &row,
+        };
+        for r in duplex_rows(&[part], f.enhanced).0 {
+            report.event(Event2::Final(r));
+        }
     }
     if let Some((g, i)) = &f.group {
         g.total(*i, &row, &*report);

@@ -11,7 +11,7 @@ use super::units::{civil, csv_bps, csv_loss_pct, csv_stamp, csv_stamp_enhanced, 
 /// The field names 2.2.1 prints once before `-e -y C` records, by row kind.
 pub(crate) fn header(kind: &RowKind2) -> &'static str {
     match kind {
-        RowKind2::TcpSend(_) | RowKind2::Bounceback(_) => "time,srcaddress,srcport,dstaddr,dstport,transferid,istart,iend,bytes,speed,writecnt,writeerr,tcpretry,tcpcwnd,tcppcwnd,tcprtt,tcprttvar",
+        RowKind2::TcpSend(_) | RowKind2::Bounceback(_) | RowKind2::UdpDuplex(_) => "time,srcaddress,srcport,dstaddr,dstport,transferid,istart,iend,bytes,speed,writecnt,writeerr,tcpretry,tcpcwnd,tcppcwnd,tcprtt,tcprttvar",
         RowKind2::TcpRecv(_) => "time,srcaddress,srcport,dstaddr,dstport,transferid,istart,iend,bytes,speed,readcnt,bin0,bin1,bin2,bin3,bin4,bin5,bin6,bin7",
         RowKind2::UdpSend(_) => "time,srcaddress,srcport,dstaddr,dstport,transferid,istart,iend,bytes,speed,jitter,errors,datagrams,errpercent,outoforder,writecnt,writeerr,writetimeo,pps",
         RowKind2::UdpRecv(_) => "time,srcaddress,srcport,dstaddr,dstport,transferid,istart,iend,bytes,speed,jitter,errors,datagrams,errpercent,outoforder,readcnt,readtimeo,readerrlen,pps",
@@ -54,7 +54,10 @@ pub(crate) fn record(r: &Row2, layout: &Layout2, side: Side2, last: bool) -> Str
             r.bytes
         );
         return match &r.kind {
-            RowKind2::TcpSend(_) | RowKind2::TcpRecv(_) | RowKind2::Bounceback(_) => head,
+            RowKind2::TcpSend(_)
+            | RowKind2::TcpRecv(_)
+            | RowKind2::Bounceback(_)
+            | RowKind2::UdpDuplex(_) => head,
             // 2.2.1 divides 0 by 0 for the client's final jitter.
             RowKind2::UdpSend(_) if last => format!("{head},-nan,0,-1,-0.000,0"),
             RowKind2::UdpSend(u) => format!("{head},0.000,0,{},0.000,0", u.writes),
@@ -76,6 +79,8 @@ pub(crate) fn record(r: &Row2, layout: &Layout2, side: Side2, last: bool) -> Str
         r.bytes
     );
     match &r.kind {
+        // Both directions' bytes: the record has no column of its own for them.
+        RowKind2::UdpDuplex(_) => head,
         // Round trips in the writes column; the socket's figures when known.
         RowKind2::Bounceback(b) => {
             let t = b.tcp.unwrap_or_default();

@@ -194,6 +194,7 @@ fn kind_index(k: &model::RowKind2) -> u32 {
         model::RowKind2::UdpSend(_) => 2,
         model::RowKind2::UdpRecv(_) => 3,
         model::RowKind2::Bounceback(_) => 4,
+        model::RowKind2::UdpDuplex(_) => 5,
     }
 }
 

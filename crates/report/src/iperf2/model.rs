@@ -413,6 +413,18 @@ pub enum RowKind2 {
     UdpSend(UdpSend2),
     /// A UDP receiver.
     UdpRecv(UdpRecv2),
+    /// A UDP `--full-duplex` test's two directions together (`[FDn]`, `[SUM]`).
+    UdpDuplex(UdpDuplex2),
+}
+
+/// Both directions of a UDP `--full-duplex` flow: their bytes are the row's,
+/// their datagrams (sent one way, received the other) and rate are these.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct UdpDuplex2 {
+    /// Datagrams sent plus datagrams received.
+    pub datagrams: u64,
+    /// Those datagrams over the longer direction's time.
+    pub pps: f64,
 }
 
 /// One report row: an interval, a stream's total, or a sum.

@@ -45,6 +45,8 @@ pub(crate) enum Header {
     WriteIsoch,
     /// `-e` `--histograms` TCP sender: the `-e` columns and its write times.
     WriteTimes,
+    /// A UDP `--full-duplex` flow's two directions: datagrams and PPS.
+    UdpDuplex,
 }
 
 /// 2.2.1's `-e` layouts put eight spaces after `Interval`.
@@ -55,6 +57,9 @@ impl Header {
     pub(crate) fn text(self) -> String {
         match self {
             Self::Bw => "[ ID] Interval       Transfer     Bandwidth".into(),
+            Self::UdpDuplex => {
+                "[ ID] Interval       Transfer     Bandwidth    Datagrams   PPS".into()
+            }
             Self::SumCntBw => "[SUM-cnt] Interval       Transfer     Bandwidth".into(),
             Self::JitterLoss => {
                 "[ ID] Interval       Transfer     Bandwidth        Jitter   Lost/Total Datagrams"
@@ -173,6 +178,12 @@ pub(crate) fn row(r: &Row2, layout: &Layout2, side: Side2, used: RowUse) -> (Hea
         (RowKind2::Bounceback(b), _, _) => {
             lines.push(format!("{head}    {}", bb_columns(b)));
             Header::Bounceback
+        }
+        // 2.2.1 tags this sum `[SUM]` whatever its count and `-e`.
+        (RowKind2::UdpDuplex(d), _, _) => {
+            let head = format!("{}{iv} sec  {xfer}  {bw}/sec", tag(r.tag));
+            lines.push(format!("{head} {}{:8.0} pps", d.datagrams, d.pps));
+            Header::UdpDuplex
         }
         // A full-duplex pair: transfer and bandwidth only, under the plain title.
         _ if matches!(r.tag, Tag2::FullDuplex(_)) => {
@@ -553,6 +564,45 @@ mod tests {
         assert_eq!(tag(Tag2::ReverseId(12)), "[*12] ");
         assert_eq!(tag(Tag2::Sum(2)), "[SUM] ");
         assert_eq!(tag(Tag2::FullDuplex(1)), "[FD1] ");
+    }
+
+    /// 2.2.1's closing sum of a UDP full-duplex test (its own output, `-u -b
+    /// 10M -t 1 --full-duplex -e`): `[SUM]` even with `-e`, no `-cnt`.
+    #[test]
+    fn udp_duplex_rows_as_2_2_1_prints_them() {
+        let r = |t| Row2 {
+            tag: t,
+            addrs: None,
+            start: 0.0,
+            end: 1.0017,
+            bytes: 2_630_000,
+            kind: RowKind2::UdpDuplex(super::super::model::UdpDuplex2 {
+                datagrams: 1789,
+                pps: 1789.0 / 1.0017,
+            }),
+            at: std::time::SystemTime::UNIX_EPOCH,
+        };
+        let enh = Layout2 {
+            enhanced: true,
+            ..Layout2::default()
+        };
+        for (t, want) in [
+            (
+                Tag2::Sum(2),
+                "[SUM] 0.00-1.00 sec  2.51 MBytes  21.0 Mbits/sec 1789    1786 pps",
+            ),
+            (
+                Tag2::FullDuplex(1),
+                "[FD1] 0.00-1.00 sec  2.51 MBytes  21.0 Mbits/sec 1789    1786 pps",
+            ),
+        ] {
+            let (h, lines) = row(&r(t), &enh, Side2::Client, RowUse::Own);
+            assert_eq!(lines, [want]);
+            assert_eq!(
+                h.text(),
+                "[ ID] Interval       Transfer     Bandwidth    Datagrams   PPS"
+            );
+        }
         assert_eq!(sumcnt_tag(2), "[SUM-2] ");
     }
 }
