@@ -16,8 +16,7 @@ const HEADER: &str = "[ ID] Interval       Transfer     Bandwidth    Datagrams  
 fn duplex_row(text: &str, tag: &str) -> Option<(u64, f64, f64)> {
     let line = text
         .lines()
-        .filter(|l| l.starts_with(&format!("[{tag}] ")) && l.ends_with(" pps"))
-        .next_back()?;
+        .rfind(|l| l.starts_with(&format!("[{tag}] ")) && l.ends_with(" pps"))?;
     let row = parse_row(line)?;
     let mut w = line.rsplit(' ').skip(1).filter(|s| !s.is_empty());
     let pps = w.next()?.parse().ok()?;
