@@ -75,7 +75,8 @@ pub(crate) fn listener_block(sock: &UdpSocket, port: u16, len: u32) -> Event2 {
 
 /// The server's direction back: sends to `to` as the request asks, tagged
 /// `[ *id]`, then prints its totals and the report the client sends back.
-/// `cancel` (the flow's stop) ends it early.
+/// `cancel` (the flow's stop) ends it early. Returns its total row and the
+/// datagrams it sent.
 pub(crate) fn send_back(
     to: SocketAddr,
     id: u32,
@@ -84,7 +85,7 @@ pub(crate) fn send_back(
     interval: Option<Duration>,
     cancel: &RunControl,
     report: &dyn Report2,
-) {
+) -> Option<(Row2, u64)> {
     let warn = |e: io::Error| {
         report.event(Event2::Message(format!(
             "WARNING: send back to {} port {} failed: {e}",
@@ -97,7 +98,10 @@ pub(crate) fn send_back(
         Ok(s)
     }) {
         Ok(s) => Arc::new(s),
-        Err(e) => return warn(e),
+        Err(e) => {
+            warn(e);
+            return None;
+        }
     };
     if req.tos != 0 {
         let _ = rperf3_sys::sockopt::set_tos(&*sock, to.is_ipv6(), req.tos);
@@ -169,7 +173,10 @@ pub(crate) fn send_back(
     let start = Instant::now();
     let mut tx = match Tx::start(Tag2::ReverseId(id), sock, plan) {
         Ok(t) => t,
-        Err(e) => return warn(e),
+        Err(e) => {
+            warn(e);
+            return None;
+        }
     };
     let end = match req.end {
         TestEnd::Time(d) => Some(start + d),
@@ -199,14 +206,15 @@ pub(crate) fn send_back(
         std::thread::sleep(wake.saturating_duration_since(now));
     }
     let addrs = (local, to);
-    if let Some((row, sent)) = tx.total(len as u64) {
+    let total = tx.total(len as u64);
+    if let Some((row, sent)) = &total {
         report.event(Event2::Final(Row2 {
             addrs: Some(addrs),
-            ..row
+            ..row.clone()
         }));
         report.event(Event2::Sent {
             tag: Tag2::Id(id),
-            datagrams: sent,
+            datagrams: *sent,
         });
     }
     if let Some(e) = tx.end.as_ref() {
@@ -222,6 +230,7 @@ pub(crate) fn send_back(
             ))),
         }
     }
+    total
 }
 
 /// What a `-d`/`-r` client's receiving direction needs.
@@ -246,23 +255,23 @@ pub(crate) struct BackRecv {
 
 /// The client's direction back: waits until `due` for the server's first
 /// datagram, then receives (rows tagged `[  id]`) to the FIN and answers it
-/// with a server report. `cancel` ends it early. Returns whether the
-/// server's data came.
+/// with a server report. `cancel` ends it early. Returns the direction's
+/// total row, if the server's data came.
 pub(crate) fn receive_back(
     b: BackRecv,
     due: Instant,
     cancel: &RunControl,
     report: &dyn Report2,
-) -> bool {
+) -> Option<Row2> {
     let Some(peer) = first_from(&b.sock, b.server, due, cancel) else {
         if !cancel.stopped() {
             report.event(Event2::Message(NO_BACK.into()));
         }
-        return false;
+        return None;
     };
     if b.sock.connect(peer).is_err() {
         report.event(Event2::Message(NO_BACK.into()));
-        return false;
+        return None;
     }
     let local = SocketAddr::new(b.local.ip(), b.sock.local_addr().map_or(0, |a| a.port()));
     report.event(Event2::Connected(Connection2 {
@@ -283,7 +292,7 @@ pub(crate) fn receive_back(
         Ok(r) => r,
         Err(e) => {
             report.event(Event2::Message(format!("ERROR: thread: {e}")));
-            return false;
+            return None;
         }
     };
     let limit = b.time.map(|t| start + t + FIN_GRACE);
@@ -305,12 +314,12 @@ pub(crate) fn receive_back(
     }
     let mut row = rx.total();
     row.addrs = Some((local, unmap(peer)));
-    report.event(Event2::Final(row));
+    report.event(Event2::Final(row.clone()));
     let s = rx.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
     if s.fin {
         send_report(&sock, &s, s.span(), b.latency);
     }
-    true
+    Some(row)
 }
 
 /// Waits for the first datagram from `server` (left queued for the

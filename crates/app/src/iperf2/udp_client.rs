@@ -510,7 +510,7 @@ pub(crate) fn run(
     // intervals.
     let duplex_sum =
         (mode == Mode::FullDuplex && cfg.common.interval.is_none()).then_some(cfg.common.enhanced);
-    let out = finals(
+    let (out, forward) = finals(
         &flows,
         &*report,
         len as u64,
@@ -531,7 +531,26 @@ pub(crate) fn run(
             }
             let _ = rperf3_sys::poll::readable(&intr.fd(), Duration::from_millis(50));
         }
-        let _ = j.join();
+        let back = j.join().ok().flatten();
+        // -d: 2.2.1's client sums both directions (bytes, and datagrams sent
+        // plus received) once both have ended.
+        if let (Some(b), Some((bytes, writes, sent, end)), Mode::Dual { .. }) =
+            (back, forward, mode)
+        {
+            let got = match b.kind {
+                RowKind2::UdpRecv(u) => u.total,
+                _ => 0,
+            };
+            let mut row = send_row(Tag2::Sum(2), (0.0, end.max(b.end)), bytes + b.bytes, writes);
+            if let RowKind2::UdpSend(u) = &mut row.kind {
+                u.pps_datagrams = Some(sent + got);
+            }
+            report.event(Event2::Final(row));
+            report.event(Event2::Sent {
+                tag: Tag2::Sum(2),
+                datagrams: sent + got,
+            });
+        }
     }
     out
 }
@@ -542,7 +561,7 @@ fn spawn_back(
     b: BackRecv,
     ctl: &Arc<RunControl>,
     report: &Arc<dyn Report2>,
-) -> io::Result<std::thread::JoinHandle<bool>> {
+) -> io::Result<std::thread::JoinHandle<Option<Row2>>> {
     let (c, r) = (ctl.clone(), report.clone());
     let due = back_due(Instant::now());
     std::thread::Builder::new()
@@ -589,7 +608,7 @@ fn finals(
     len: u64,
     trip_times: bool,
     duplex_sum: Option<bool>,
-) -> Outcome2 {
+) -> (Outcome2, Option<(u64, u64, u64, f64)>) {
     let n = flows.len() as u32;
     let (mut sum_b, mut sum_w, mut sum_sent, mut longest) = (0, 0, 0, 0.0f64);
     let mut status = 0;
@@ -678,5 +697,10 @@ fn finals(
             None => {}
         }
     }
-    Outcome2 { status }
+    // What the sending directions moved (bytes, writes, datagrams, seconds).
+    let forward = flows
+        .iter()
+        .any(|f| f.tx.is_some())
+        .then_some((sum_b, sum_w, sum_sent, longest));
+    (Outcome2 { status }, forward)
 }

@@ -16,7 +16,7 @@ use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
 use rperf3_engine::udp2::{recv_loop2, Udp2Stats, RECV_POLL};
 use rperf3_proto2::{Mode, TestEnd, TestRequest};
-use rperf3_report::iperf2::model::{Connection2, Event2, Row2, Tag2};
+use rperf3_report::iperf2::model::{Connection2, Event2, Row2, RowKind2, Tag2, UdpRecv2};
 use rperf3_report::iperf2::{tos_note, Report2};
 
 use super::config::DEFAULT_UDP_RATE;
@@ -442,8 +442,22 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
             send_back(to, f.back_id, &f.req, len, f.interval, &h.ctl, &*report);
         }
     }
-    if let Some(j) = dual {
-        let _ = j.join();
+    let back = dual.and_then(|j| j.join().ok().flatten());
+    // -d: 2.2.1's server sums both directions once both have ended: bytes,
+    // and the datagrams it sent back among the total.
+    if let (Some((b, sent)), RowKind2::UdpRecv(u)) = (back, row.kind) {
+        report.event(Event2::Final(Row2 {
+            tag: Tag2::Sum(2),
+            addrs: None,
+            start: 0.0,
+            end: row.end.max(b.end),
+            bytes: row.bytes + b.bytes,
+            kind: RowKind2::UdpRecv(UdpRecv2 {
+                total: u.total + sent,
+                ..u
+            }),
+            at: SystemTime::now(),
+        }));
     }
 }
 

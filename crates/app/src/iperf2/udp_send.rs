@@ -237,6 +237,7 @@ pub(crate) fn send_row(tag: Tag2, span: (f64, f64), bytes: u64, writes: u64) -> 
             write_errors: 0,
             timeouts: 0,
             isoch: None,
+            pps_datagrams: None,
         }),
         at: SystemTime::now(),
     }

@@ -65,6 +65,7 @@ impl Replayer<'_> {
                     write_errors: x.get(6).map_or(0, |v| int(v)),
                     timeouts: x.get(7).map_or(0, |v| int(v)),
                     isoch: None,
+                    pps_datagrams: None,
                 }),
                 Kind::UdpRecv => RowKind2::UdpRecv(UdpRecv2 {
                     jitter: num(x[0]) * 1e-3,

@@ -337,6 +337,9 @@ pub struct UdpSend2 {
     /// `--isochronous`: the row's frames (2.2.1 then shows `Write/Err` and
     /// the `isoch:tx/miss/slip` column).
     pub isoch: Option<Isoch2>,
+    /// What the PPS column counts where that is not the writes: a `-d`
+    /// client's `[SUM]` rates both directions' datagrams.
+    pub pps_datagrams: Option<u64>,
 }
 
 /// One-way latency of a UDP receiver row (`-e` with trip-times or synced clocks).

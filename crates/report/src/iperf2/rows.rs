@@ -283,7 +283,7 @@ pub(crate) fn row(r: &Row2, layout: &Layout2, side: Side2, used: RowUse) -> (Hea
             }
         }
         (RowKind2::UdpSend(u), _, is_sum) if layout.enhanced => {
-            let p = pps(u.writes, dur);
+            let p = pps(u.pps_datagrams.unwrap_or(u.writes), dur);
             if is_sum {
                 lines.push(format!(
                     "{head}  {}/{} {p:8.0} pps",
