@@ -173,26 +173,41 @@ fn wall_ns() -> u64 {
 fn a_datagram_carries_the_time_it_arrived_not_the_time_it_was_read() {
     let (a, b) = pair();
     assert!(enable_rx_stamps(&b));
-    let before = wall_ns();
-    a.send(b"first").unwrap();
-    let sent = wall_ns();
-    // The datagram waits in the socket; the reader comes later.
-    std::thread::sleep(Duration::from_millis(30));
     let mut buf = vec![0u8; 4 * 128];
     let mut out = [Received::default(); MAX_MSGS];
     let meta = RecvMeta {
         gro: false,
         stamps: true,
     };
-    let n = recv(&b, &mut buf, 128, meta, &mut out).unwrap();
-    let read = wall_ns();
-    assert_eq!(n, 1);
-    assert_eq!(out[0].len, 5);
-    let at = out[0].at_ns;
-    assert!(
-        (before..=sent).contains(&at),
-        "stamp {at} outside the send call [{before}, {sent}] (read at {read})"
-    );
+    // The first socket to ask turns arrival stamping on for the whole host
+    // through deferred kernel work (net_enable_timestamp): a datagram that
+    // arrives before that work ran is stamped when it is read. Seen once on
+    // a busy host; a few tries let the work run.
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        let before = wall_ns();
+        a.send(b"first").unwrap();
+        let sent = wall_ns();
+        // The datagram waits in the socket; the reader comes later.
+        std::thread::sleep(Duration::from_millis(30));
+        let n = recv(&b, &mut buf, 128, meta, &mut out).unwrap();
+        let read = wall_ns();
+        assert_eq!(n, 1);
+        assert_eq!(out[0].len, 5);
+        let at = out[0].at_ns;
+        if (before..=sent).contains(&at) {
+            break;
+        }
+        // Never a time the datagram had not been sent by.
+        assert!(
+            (before..=read).contains(&at),
+            "stamp {at} outside [{before}, {read}]"
+        );
+        seen.push(format!(
+            "stamp {at} outside the send call [{before}, {sent}] (read at {read})"
+        ));
+    }
+    assert!(seen.len() < 5, "{seen:#?}");
     // Without the option nothing is read as a time.
     let (c, d) = pair();
     c.send(b"x").unwrap();
