@@ -252,6 +252,10 @@ fn issue_8_skew_refusal_is_logged_with_the_offset() {
         Some("+60s"),
     );
     assert_eq!(out.code(), Some(1), "{out}");
+    // The log line can follow the refusal the client read: wait for it (a
+    // busy host's server was killed before writing it).
+    srv.proc()
+        .wait_stderr_until(Duration::from_secs(5), |e| e.contains(" s off"));
     let log = srv.stop();
     // 60 s, give or take the second boundaries of the two clocks.
     assert!(

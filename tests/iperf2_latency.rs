@@ -58,9 +58,12 @@ fn trip_times(peer: &Path, p: Pairing2) {
         "sent {} bytes, bursts {cnt:?}\n{ctx}",
         sent.bytes
     );
+    // Loopback trips of a few hundred microseconds; a busy host (4 tests at
+    // once, the hypervisor taking up to a fifth of the CPU) read 1.02 ms. A
+    // wrong clock (seconds, or the epoch) is far outside 20 ms.
     let (avg, min, max) = (lat[0], lat[1], lat[2]);
     assert!(
-        min > 0.0 && min <= avg && avg <= max && avg < 1.0,
+        min > 0.0 && min <= avg && avg <= max && avg < 20.0,
         "latency {lat:?}\n{ctx}"
     );
 }
