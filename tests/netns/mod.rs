@@ -361,13 +361,13 @@ fn steal_share(span: Duration) -> Option<f64> {
     (t1 > t0).then(|| (s1 - s0) as f64 / (t1 - t0) as f64)
 }
 
-/// After a disturbed attempt: waits (20 s at most) for a second in which the
+/// After a disturbed attempt: waits (10 s at most) for a second in which the
 /// hypervisor took under 2% of the CPU from this machine, so the next attempt
 /// does not start in the same busy stretch (a CI run saw 7-21% steal while
 /// three rate tests failed all their attempts). What it saw, if it waited.
 fn wait_for_a_quiet_host() -> Option<String> {
     const QUIET: f64 = 0.02;
-    const LONGEST: Duration = Duration::from_secs(20);
+    const LONGEST: Duration = Duration::from_secs(10);
     let start = Instant::now();
     let mut worst = 0.0f64;
     while start.elapsed() < LONGEST {
