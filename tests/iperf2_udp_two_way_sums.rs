@@ -12,6 +12,13 @@ use std::path::Path;
 use crate::common::free_port;
 use crate::common::iperf2::{iperf2_221, parse_row, rows, run_pair, sent_datagrams, Pairing2};
 
+/// Runs `check` against 2.2.1 in `pairing`, plain and with `-e`.
+fn with_and_without_e(check: fn(&Path, Pairing2, bool), pairing: Pairing2) {
+    let Some(p) = iperf2_221() else { return };
+    check(&p, pairing, false);
+    check(&p, pairing, true);
+}
+
 const HEADER: &str = "[ ID] Interval       Transfer     Bandwidth    Datagrams   PPS";
 
 /// (datagrams, pps) of the last row tagged `tag` in the duplex layout
@@ -83,16 +90,12 @@ fn fd_sum(peer: &Path, p: Pairing2, enhanced: bool) {
 
 #[test]
 fn iperf2_udp_full_duplex_sums_both_directions_with_a_stock_client() {
-    let Some(p) = iperf2_221() else { return };
-    fd_sum(&p, Pairing2::PeerToOurs, false);
-    fd_sum(&p, Pairing2::PeerToOurs, true);
+    with_and_without_e(fd_sum, Pairing2::PeerToOurs);
 }
 
 #[test]
 fn iperf2_udp_full_duplex_sums_both_directions_with_a_stock_server() {
-    let Some(p) = iperf2_221() else { return };
-    fd_sum(&p, Pairing2::OursToPeer, false);
-    fd_sum(&p, Pairing2::OursToPeer, true);
+    with_and_without_e(fd_sum, Pairing2::OursToPeer);
 }
 
 /// The total of the last row tagged `tag` from 0 with a Lost/Total column.
@@ -165,14 +168,10 @@ fn dual_sum(peer: &Path, p: Pairing2, enhanced: bool) {
 
 #[test]
 fn iperf2_udp_dual_sums_both_directions_with_a_stock_client() {
-    let Some(p) = iperf2_221() else { return };
-    dual_sum(&p, Pairing2::PeerToOurs, false);
-    dual_sum(&p, Pairing2::PeerToOurs, true);
+    with_and_without_e(dual_sum, Pairing2::PeerToOurs);
 }
 
 #[test]
 fn iperf2_udp_dual_sums_both_directions_with_a_stock_server() {
-    let Some(p) = iperf2_221() else { return };
-    dual_sum(&p, Pairing2::OursToPeer, false);
-    dual_sum(&p, Pairing2::OursToPeer, true);
+    with_and_without_e(dual_sum, Pairing2::OursToPeer);
 }
