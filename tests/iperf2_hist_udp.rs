@@ -84,6 +84,91 @@ fn udp_hist_counts(peer: &Path) {
     assert_eq!((t8, j8), (got - 1, got - 2), "total of {got}\n{ctx}");
 }
 
+/// A `-R --histograms --trip-times` client's lines: the settings say so, and
+/// every row of the direction it receives (`[ *1]`) is followed by its
+/// delays' line, tagged `[  1]`, whose bins add up to its count, a count
+/// within one datagram of what the row received (2.2.1 counts the lag
+/// and a lost first datagram each its own way). `client` runs against a
+/// stock 2.2.1 server; 2.2.1's own client passes the same checks.
+fn reverse_client_hists(client: &Path, server: &Path) {
+    let srv = crate::common::iperf2::Server2::start(server, &["-u", "-e"]);
+    let out = srv.client(
+        client,
+        &[
+            "-u",
+            "-e",
+            "-R",
+            "--histograms",
+            "--trip-times",
+            "-t",
+            "1.5",
+            "-i",
+            "0.5",
+            "-b",
+            "10M",
+        ],
+    );
+    let served = srv.stop();
+    let c = out.stdout.clone();
+    let ctx = format!(
+        "--- client:\n{c}\n{}\n--- server:\n{}",
+        out.stderr, served.stdout
+    );
+    assert_eq!(out.status.code(), Some(0), "{ctx}");
+    assert!(
+        c.lines()
+            .any(|l| l == "Enabled write histograms bin-width=0.100 ms, bins=100000"),
+        "settings line\n{ctx}"
+    );
+    let lines: Vec<&str> = c.lines().collect();
+    let mut rows = 0;
+    for (i, l) in lines.iter().enumerate() {
+        let Some(r) = parse_row(l).filter(|r| r.tag == "*1") else {
+            continue;
+        };
+        let (Some(tot), Some(lost)) = (r.total, r.lost) else {
+            continue;
+        };
+        let h = lines.get(i + 1).copied().unwrap_or_default();
+        let name = if r.start == 0.0 && r.end > 1.0 {
+            "T8(f)"
+        } else {
+            "T8"
+        };
+        let want = format!(
+            "[  1] {:.2}-{:.2} sec {name}-PDF: bin(w=100us):cnt(",
+            r.start, r.end
+        );
+        assert!(h.starts_with(&want), "{l}\n{h}\n{ctx}");
+        let n = cnt(h);
+        let got = tot - lost;
+        assert!(
+            n > 0 && n.abs_diff(got) <= 1,
+            "{n} delays for {got} received\n{l}\n{h}\n{ctx}"
+        );
+        let bins: u64 = h
+            .split_once(")=")
+            .and_then(|x| x.1.split_whitespace().next())
+            .map(|b| {
+                b.split(',')
+                    .filter_map(|kv| kv.split_once(':')?.1.parse::<u64>().ok())
+                    .sum()
+            })
+            .unwrap_or(0);
+        assert_eq!(bins, n, "bins of {h}\n{ctx}");
+        rows += 1;
+    }
+    // Three half-second intervals and the total.
+    assert_eq!(rows, 4, "rows with delay lines\n{ctx}");
+}
+
+#[test]
+fn iperf2_udp_reverse_client_histograms_ours_and_221_against_221() {
+    let Some(peer) = iperf2_221() else { return };
+    reverse_client_hists(&crate::common::iperf2::ours(), &peer);
+    reverse_client_hists(&peer, &peer);
+}
+
 #[test]
 fn iperf2_udp_histogram_counts_221_to_ours() {
     if let Some(peer) = iperf2_221() {

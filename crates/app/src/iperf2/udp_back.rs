@@ -288,7 +288,7 @@ pub(crate) fn receive_back(
     }));
     let sock = Arc::new(b.sock);
     let start = Instant::now();
-    let mut rx = match Rx::start(Tag2::Id(b.id), sock.clone(), b.len, None, b.latency) {
+    let mut rx = match Rx::start(Tag2::Id(b.id), sock.clone(), b.len, None, b.latency, None) {
         Ok(r) => r,
         Err(e) => {
             report.event(Event2::Message(format!("ERROR: thread: {e}")));
@@ -304,7 +304,7 @@ pub(crate) fn receive_back(
         }
         if ticks.next().is_some_and(|t| now >= t) {
             let span = ticks.take();
-            report.event(Event2::Interval(rx.interval(span)));
+            report.event(Event2::Interval(rx.interval(span).0));
             continue;
         }
         let wake = ticks.next().map_or(now + Duration::from_millis(20), |t| {

@@ -306,8 +306,8 @@ pub(crate) fn run(
         ttl: multicast.then_some(cfg.common.ttl),
         mode_note: note.map(str::to_string),
         bounceback: None,
-        histograms: false,
-        hist_bins: Default::default(),
+        histograms: cfg.common.histograms,
+        hist_bins: cfg.common.hist_bins,
         jitter_bin_us: None,
         isoch: c.isoch.map(|i| IsochSettings2 {
             fps: i.fps,
@@ -397,12 +397,16 @@ pub(crate) fn run(
             None
         } else {
             let hello = (mode == Mode::Reverse).then(|| body[..len as usize].to_vec());
+            // --histograms: the delays need the sender's stamps (trip times).
+            let hist = (cfg.common.histograms && cfg.common.trip_times)
+                .then_some(cfg.common.hist_bins.bin_ns);
             match Rx::start(
                 Tag2::ReverseId(id),
                 s,
                 len as usize,
                 hello,
                 cfg.common.trip_times,
+                hist,
             ) {
                 Ok(r) => Some(r),
                 Err(e) => return fail(format!("ERROR: thread: {e}")),
@@ -511,7 +515,7 @@ pub(crate) fn run(
     let duplex_sum =
         (mode == Mode::FullDuplex && cfg.common.interval.is_none()).then_some(cfg.common.enhanced);
     let (out, forward) = finals(
-        &flows,
+        &mut flows,
         &*report,
         len as u64,
         cfg.common.trip_times,
@@ -585,7 +589,11 @@ fn interval_rows(flows: &mut [Flow], span: (f64, f64), report: &dyn Report2) {
             report.event(Event2::Interval(row));
         }
         if let Some(r) = &mut f.rx {
-            report.event(Event2::Interval(r.interval(span)));
+            let (row, lines) = r.interval(span);
+            report.event(Event2::Interval(row));
+            for l in lines {
+                report.event(Event2::Histogram(l));
+            }
         }
     }
     if n > 1 && flows.iter().any(|f| f.tx.is_some()) {
@@ -603,7 +611,7 @@ fn interval_rows(flows: &mut [Flow], span: (f64, f64), report: &dyn Report2) {
 /// The client's closing rows; with `duplex_sum` (`Some(-e)`), the sum of a
 /// full-duplex test's directions.
 fn finals(
-    flows: &[Flow],
+    flows: &mut [Flow],
     report: &dyn Report2,
     len: u64,
     trip_times: bool,
@@ -613,11 +621,14 @@ fn finals(
     let (mut sum_b, mut sum_w, mut sum_sent, mut longest) = (0, 0, 0, 0.0f64);
     let mut status = 0;
     let mut duplex = Vec::new();
-    for f in flows {
-        let received = f.rx.as_ref().map(|r| {
+    for f in flows.iter_mut() {
+        let received = f.rx.as_mut().map(|r| {
             let mut row = r.total();
             row.addrs = Some(f.addrs);
             report.event(Event2::Final(row.clone()));
+            for l in r.total_lines(&row) {
+                report.event(Event2::Histogram(l));
+            }
             row
         });
         let Some(t) = &f.tx else { continue };
@@ -681,7 +692,7 @@ fn finals(
             datagrams: sum_sent,
         });
     }
-    for f in flows {
+    for f in flows.iter() {
         let Some(e) = f.tx.as_ref().and_then(|t| t.end.as_ref()) else {
             continue;
         };

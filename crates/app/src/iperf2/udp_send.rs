@@ -19,10 +19,11 @@ use rperf3_proto2::{
     fin_seq, next_fin_seq, DatagramHeader, ServerReport, FIN_MAX_SENDS, FIN_RETRY_WAIT,
 };
 use rperf3_proto2::{IsochSpec, UdpTestHeader};
-use rperf3_report::iperf2::model::{Isoch2, Row2, RowKind2, Tag2, UdpSend2};
+use rperf3_report::iperf2::model::{Hist2, Isoch2, Row2, RowKind2, Tag2, UdpSend2};
 
 use super::udp_common::{latency, parse_report, recv_row, trip, RecvMark};
 use super::udp_isoch::{send_frames, since, IsochStats};
+use super::udp_jitter::RowHists;
 
 /// What a sender's thread hands back.
 #[derive(Debug)]
@@ -253,6 +254,9 @@ pub(crate) struct Rx {
     pub(crate) latency: bool,
     /// Datagrams at the last look, and when that count last changed.
     seen: (u64, Instant),
+    /// `--histograms` with trip times: the delay histograms and the tag
+    /// their lines carry (2.2.1 tags a `[ *1]` row's lines `[  1]`).
+    hists: Option<(RowHists, Tag2)>,
 }
 
 impl Rx {
@@ -265,8 +269,11 @@ impl Rx {
         len: usize,
         hello: Option<Vec<u8>>,
         latency: bool,
+        hist_bin_ns: Option<u64>,
     ) -> io::Result<Self> {
-        let stats = Arc::new(Mutex::new(Udp2Stats::new(true)));
+        let mut st = Udp2Stats::new(true);
+        st.keep_samples = hist_bin_ns.is_some();
+        let stats = Arc::new(Mutex::new(st));
         let counters = Arc::new(StreamCounters::default());
         let ctl = Arc::new(RunControl::new(None));
         let (s2, k2, c2) = (stats.clone(), counters.clone(), ctl.clone());
@@ -296,6 +303,13 @@ impl Rx {
             mark: RecvMark::default(),
             latency,
             seen: (0, Instant::now()),
+            hists: hist_bin_ns.map(|b| {
+                let id = match tag {
+                    Tag2::Id(n) | Tag2::ReverseId(n) => n,
+                    _ => 1,
+                };
+                (RowHists::new(Some(b), None), Tag2::Id(id))
+            }),
         })
     }
 
@@ -322,10 +336,14 @@ impl Rx {
         now.duration_since(self.seen.1)
     }
 
-    /// The row of the span since the last interval row.
-    pub(crate) fn interval(&mut self, span: (f64, f64)) -> Row2 {
+    /// The row of the span since the last interval row, and its histogram
+    /// lines.
+    pub(crate) fn interval(&mut self, span: (f64, f64)) -> (Row2, Vec<Hist2>) {
         let (m, jitter, lat) = {
             let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((h, _)) = &mut self.hists {
+                h.take(&mut s);
+            }
             let lat = s.take_interval();
             (RecvMark::of(&s), s.jitter, lat)
         };
@@ -338,7 +356,23 @@ impl Rx {
             self.latency.then(|| latency(&lat)),
         );
         self.mark = m;
-        trip(row, self.latency)
+        let row = trip(row, self.latency);
+        let lines = match &mut self.hists {
+            Some((h, tag)) => h.interval_lines(*tag, &row),
+            None => Vec::new(),
+        };
+        (row, lines)
+    }
+
+    /// The histogram lines after the whole test's row.
+    pub(crate) fn total_lines(&mut self, row: &Row2) -> Vec<Hist2> {
+        match &mut self.hists {
+            Some((h, tag)) => {
+                h.drain(&self.stats);
+                h.total_lines(*tag, row)
+            }
+            None => Vec::new(),
+        }
     }
 
     /// The whole test's row, from the first datagram to the last.

@@ -17,7 +17,8 @@ fn histograms_line(b: HistBins2) -> String {
 
 /// Whether a block is a TCP client's that times its writes (`--histograms`).
 fn write_timer(s: &Settings2) -> bool {
-    s.side == Side2::Client && s.proto == Proto2::Tcp && s.histograms && s.bounceback.is_none()
+    // 2.2.1 says so for a UDP client too (its -R direction's T8 lines).
+    s.side == Side2::Client && s.histograms && s.bounceback.is_none()
 }
 
 /// The dashes above and below a block.
