@@ -49,9 +49,10 @@ fn check_side(text: &str, client: bool, enhanced: bool, ctx: &str) {
     let (n, pps, secs) = duplex_row(text, "SUM").unwrap_or_else(|| panic!("no [SUM]\n{ctx}"));
     assert_eq!(n, sent + received, "[SUM] datagrams\n{ctx}");
     // The rate is the datagrams over the longer direction, a little over
-    // the printed (rounded) interval.
+    // the printed (rounded) interval; a late last datagram on a busy host
+    // (4 tests at once) stretches that direction by a few percent.
     assert!(
-        pps <= n as f64 / secs * 1.001 && pps >= n as f64 / secs * 0.98,
+        pps <= n as f64 / secs * 1.001 && pps >= n as f64 / secs * 0.95,
         "[SUM] {pps} pps for {n} in {secs} s\n{ctx}"
     );
     if enhanced {

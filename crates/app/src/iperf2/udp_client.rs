@@ -28,7 +28,9 @@ use rperf3_sys::net::{resolve, udp_bind};
 use super::config::{Client2, Config2, End2, Mode2, Rate2, DEFAULT_UDP_RATE};
 use super::tcp_setup::device_of;
 use super::udp_back::{any_of, back_due, listener_block, receive_back, BackRecv};
-use super::udp_common::{duplex_rows, pattern, payload, report_row, trip, Duplex, Ticks};
+use super::udp_common::{
+    datagrams_of, duplex_rows, pattern, payload, report_row, trip, Duplex, Ticks,
+};
 use super::udp_flow::IDLE_END;
 use super::udp_send::{send_row, Rx, Tx, TxPlan};
 use super::Outcome2;
@@ -541,10 +543,7 @@ pub(crate) fn run(
         if let (Some(b), Some((bytes, writes, sent, end)), Mode::Dual { .. }) =
             (back, forward, mode)
         {
-            let got = match b.kind {
-                RowKind2::UdpRecv(u) => u.total,
-                _ => 0,
-            };
+            let got = datagrams_of(&b);
             let mut row = send_row(Tag2::Sum(2), (0.0, end.max(b.end)), bytes + b.bytes, writes);
             if let RowKind2::UdpSend(u) = &mut row.kind {
                 u.pps_datagrams = Some(sent + got);

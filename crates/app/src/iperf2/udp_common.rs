@@ -219,6 +219,14 @@ impl Ticks {
     }
 }
 
+/// The datagrams a receiver's row counts (its Total); 0 for any other row.
+pub(crate) fn datagrams_of(row: &Row2) -> u64 {
+    match row.kind {
+        RowKind2::UdpRecv(u) => u.total,
+        _ => 0,
+    }
+}
+
 /// One `--full-duplex` flow's two directions at their end: what it sent (the
 /// total row and datagram count) and what it received (the total row).
 pub(crate) struct Duplex<'a> {
@@ -235,10 +243,7 @@ pub(crate) fn duplex_rows(flows: &[Duplex], enhanced: bool) -> (Vec<Row2>, u64) 
     let row = |tag, parts: &[&Duplex]| {
         let (mut bytes, mut datagrams, mut end) = (0, 0, 0.0f64);
         for d in parts {
-            let got = match d.received.kind {
-                RowKind2::UdpRecv(u) => u.total,
-                _ => 0,
-            };
+            let got = datagrams_of(d.received);
             bytes += d.sent.0.bytes + d.received.bytes;
             datagrams += d.sent.1 + got;
             end = end.max(d.sent.0.end).max(d.received.end);
