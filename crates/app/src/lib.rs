@@ -15,18 +15,18 @@ mod exclusive;
 mod interrupt;
 pub mod iperf2;
 mod latency;
+mod measurement;
 pub mod rpm;
 mod server;
-mod test;
 
 pub use auth::{ClientAuth, ServerAuth};
 pub use client::run as run_client;
 pub use exclusive::{Exclusive, Held};
 pub use interrupt::Interrupt;
+pub use measurement::setup::{client_params, version_string};
 /// The trait an embedder's metrics implement ([`ServeHooks::extra_metrics`]).
 pub use prometheus_client::collector::Collector;
 pub use server::{serve, serve_with, ServeHooks};
-pub use test::setup::{client_params, version_string};
 
 use rperf3_proto::IperfError;
 use rperf3_report::Reporter;

@@ -12,7 +12,7 @@ use rperf3_proto::{
 };
 use rperf3_sys::net::{connect_tcp_prepared, Family, Prepared, Transport};
 
-use crate::test::sockopts::{apply_flowlabel, apply_tcp};
+use crate::measurement::sockopts::{apply_flowlabel, apply_tcp};
 
 /// Opens one client TCP data stream: the test's socket options, connect, then
 /// the 37-byte cookie.

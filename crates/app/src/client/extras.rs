@@ -10,7 +10,7 @@ use rperf3_proto::{IperfError, IE_INIT_TEST, IE_MESSAGE, IE_STREAM_CONNECT};
 
 use super::{Client, Stop, NOT_RPERF3_BOUNCEBACK};
 use crate::latency::prober::{ProbeSetup, Prober, IDLE_BUDGET};
-use crate::test::driver::Test;
+use crate::measurement::driver::Test;
 
 impl Client<'_> {
     /// `--latency`: starts the prober; `with_server` once the server said it
@@ -81,7 +81,7 @@ impl Client<'_> {
         let Some(load) = self.cc.bounceback.and_then(|b| b.load) else {
             return Ok(());
         };
-        let set = crate::test::bounceback::open_load(self.server, self.cookie, load)
+        let set = crate::measurement::bounceback::open_load(self.server, self.cookie, load)
             .map_err(|e| IperfError::from_io(IE_STREAM_CONNECT, &e))?;
         if let Test::Running(run) = &mut self.d.test {
             run.attach_bounceback_load(set);

@@ -21,13 +21,13 @@ use rperf3_report::{Reporter, ServerOutput};
 use crate::auth::{ClientAuth, Padding};
 use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition};
 use crate::interrupt::Interrupt;
+use crate::measurement::ctrl::{Ctrl, Read0};
+use crate::measurement::diskfile::DiskFile;
+use crate::measurement::driver::{Driver, Test, Wake};
+use crate::measurement::plan::{Peer, TestPlan};
+use crate::measurement::setup::client_params;
+use crate::measurement::streams::LiveStream;
 use crate::rpm::stage::StageCtx;
-use crate::test::ctrl::{Ctrl, Read0};
-use crate::test::diskfile::DiskFile;
-use crate::test::driver::{Driver, Test, Wake};
-use crate::test::plan::{Peer, TestPlan};
-use crate::test::setup::client_params;
-use crate::test::streams::LiveStream;
 use crate::Outcome;
 use connect::{connect_sctp_stream, connect_tcp_stream, SctpOptions, StreamEnds};
 
@@ -173,7 +173,7 @@ fn connect(
     )
     .map_err(|e| IperfError::from_io(IE_CONNECT, &e))?;
     let handshake = t.elapsed();
-    crate::test::sockopts::apply_keepalive(&sock, common.cntl_ka);
+    crate::measurement::sockopts::apply_keepalive(&sock, common.cntl_ka);
     let server = sock
         .peer_addr()
         .map_err(|e| IperfError::from_io(IE_CONNECT, &e))?;
@@ -194,7 +194,7 @@ fn connect(
     let ctrl_mss = rperf3_sys::net::tcp_mss_settled(ctrl.sock(), MSS_SETTLE);
     if params.len == 0 {
         // UDP without -l: the control connection's MSS, as iperf3.
-        params.len = crate::test::setup::default_udp_len(ctrl_mss) as i32;
+        params.len = crate::measurement::setup::default_udp_len(ctrl_mss) as i32;
     }
     log::debug!(
         "control connection to {server}, cookie {}, MSS {ctrl_mss}",
@@ -437,7 +437,7 @@ impl Client<'_> {
                     };
                     IperfError::from_io(code, &e)
                 };
-                let s = crate::test::udp_setup::open_stream(
+                let s = crate::measurement::udp_setup::open_stream(
                     self.server,
                     self.common.bind.as_deref(),
                     local_port,
@@ -447,13 +447,18 @@ impl Client<'_> {
                 )
                 .map_err(io_err)?;
                 // Before the hello: it carries the TOS byte as every datagram does.
-                crate::test::sockopts::apply_tos(&s, self.server.is_ipv6(), &params)?;
-                crate::test::sockopts::apply_pacing(&s, &params);
+                crate::measurement::sockopts::apply_tos(&s, self.server.is_ipv6(), &params)?;
+                crate::measurement::sockopts::apply_pacing(&s, &params);
                 if self.cc.dont_fragment && self.server.is_ipv4() {
                     rperf3_sys::sockopt::set_dont_fragment(&s)
                         .map_err(|e| IperfError::from_io(IE_SET_DONT_FRAGMENT, &e))?;
                 }
-                match crate::test::udp_setup::hello(&s, len, left.min(UDP_CONNECT_TIMEOUT), intr) {
+                match crate::measurement::udp_setup::hello(
+                    &s,
+                    len,
+                    left.min(UDP_CONNECT_TIMEOUT),
+                    intr,
+                ) {
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
                         return Err(self.interrupted())
                     }
@@ -474,7 +479,7 @@ impl Client<'_> {
                 let t = Instant::now();
                 let s = connect_tcp_stream(ends, &params, &self.cookie)?;
                 self.alone_idle(t.elapsed());
-                crate::test::sockopts::apply_snd_timeout(&s, self.common.snd_timeout_ms);
+                crate::measurement::sockopts::apply_snd_timeout(&s, self.common.snd_timeout_ms);
                 if let Some(w) = self.cc.window {
                     rperf3_sys::net::set_buffer_sizes(&s, w as usize)
                         .map_err(|e| IperfError::from_io(IE_SET_BUF, &e))?;

@@ -25,7 +25,7 @@ use rperf3_sys::tcp_info::tcp_info;
 use super::tcp_io::{FlowSample, FlowStats};
 use super::tcp_trip::{hist, Delays};
 use super::tcp_wtimer;
-use crate::test::ticker::{Due, Ticker};
+use crate::measurement::ticker::{Due, Ticker};
 
 /// Which way a flow's bytes go, seen from this side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

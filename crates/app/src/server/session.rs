@@ -19,14 +19,14 @@ use rperf3_report::Reporter;
 use crate::auth::ServerAuth;
 use crate::config::{CommonConfig, RateLimit};
 use crate::latency::responder::ProbeHost;
+use crate::measurement::ctrl::Ctrl;
+use crate::measurement::driver::{Driver, Wake};
+use crate::measurement::plan::{Peer, TestPlan};
+use crate::measurement::run::TestRun;
 use crate::rpm::link::LoadHost;
 use crate::server::budget::{StreamBudget, StreamPermit};
 use crate::server::mail::{Inbox, Mailbox, ToHost, ToSession};
 use crate::server::metrics::{Metrics, TestOutcome};
-use crate::test::ctrl::Ctrl;
-use crate::test::driver::{Driver, Wake};
-use crate::test::plan::{Peer, TestPlan};
-use crate::test::run::TestRun;
 
 /// Longest the server waits for the client to close after SERVER_TERMINATE or
 /// at the end.
@@ -113,7 +113,7 @@ impl Session {
         let now = Instant::now();
         let peer = rperf3_sys::net::unmap(s.peer);
         log::debug!("test {}: control connection from {peer}", s.id);
-        crate::test::sockopts::apply_keepalive(&s.conn, common.cntl_ka);
+        crate::measurement::sockopts::apply_keepalive(&s.conn, common.cntl_ka);
         let ctrl = Ctrl::new(s.conn)?;
         let machine = ServerMachine::new(limits.clone(), PhaseLimits::default(), now);
         Ok(Self {
@@ -476,7 +476,7 @@ impl Session {
     fn record_bounceback(&self, peer: &TestResults) {
         let bounceback = self.d.plan().is_some_and(|p| p.params.bounceback.is_some());
         let sent = peer.rperf3_bounceback.as_deref().filter(|_| bounceback);
-        match sent.map(crate::test::bounceback::from_wire) {
+        match sent.map(crate::measurement::bounceback::from_wire) {
             Some(Some(h)) => self.metrics.record_bounceback(&h),
             Some(None) => log::info!("test {}: the client's round trips are unreadable", self.id),
             None => {}

@@ -9,9 +9,9 @@ use std::time::Instant;
 use rperf3_proto::*;
 
 use super::Session;
+use crate::measurement::driver::Test;
+use crate::measurement::streams::LiveStream;
 use crate::server::refuse::access_denied;
-use crate::test::driver::Test;
-use crate::test::streams::LiveStream;
 
 impl Session {
     /// A TCP connection (or SCTP association, `sctp`) with this test's cookie:
@@ -36,8 +36,8 @@ impl Session {
             LiveStream::sctp(conn, i, sender)
         } else {
             let v6 = conn.local_addr().is_ok_and(|l| l.is_ipv6());
-            let applied = crate::test::sockopts::apply_tcp(conn.as_fd(), v6, params, true)?;
-            crate::test::sockopts::apply_snd_timeout(&conn, self.common.snd_timeout_ms);
+            let applied = crate::measurement::sockopts::apply_tcp(conn.as_fd(), v6, params, true)?;
+            crate::measurement::sockopts::apply_snd_timeout(&conn, self.common.snd_timeout_ms);
             if applied.congestion_missing {
                 self.d
                     .rep
@@ -63,11 +63,11 @@ impl Session {
         };
         let p = &plan.params;
         let window = (p.window > 0).then_some(p.window as u32);
-        crate::test::udp_setup::size_buffers(&sock, p.len.max(1) as usize, window)
+        crate::measurement::udp_setup::size_buffers(&sock, p.len.max(1) as usize, window)
             .map_err(|e| IperfError::from_io(IE_STREAM_ACCEPT, &e))?;
         let v6 = sock.local_addr().is_ok_and(|l| l.is_ipv6());
-        crate::test::sockopts::apply_tos(&sock, v6, p)?;
-        crate::test::sockopts::apply_pacing(&sock, p);
+        crate::measurement::sockopts::apply_tos(&sock, v6, p)?;
+        crate::measurement::sockopts::apply_pacing(&sock, p);
         if p.dont_fragment && self.peer.is_ipv4() {
             let _ = rperf3_sys::sockopt::set_dont_fragment(&sock);
         }
@@ -93,7 +93,7 @@ impl Session {
         self.release_udp();
         // `-F`: the server sends the file in reverse tests, else stores what arrives.
         if let (Some(f), Some(plan)) = (self.common.file.as_deref(), self.d.plan_mut()) {
-            plan.send.file = Some(crate::test::diskfile::DiskFile::open(
+            plan.send.file = Some(crate::measurement::diskfile::DiskFile::open(
                 f,
                 plan.params.reverse,
             )?);

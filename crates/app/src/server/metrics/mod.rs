@@ -26,7 +26,7 @@ use prometheus_client::registry::Registry;
 use rperf3_engine::counters::StreamCounters;
 use rperf3_proto::UdpRecvStats;
 
-use crate::test::streams::{DataSock, LiveStream};
+use crate::measurement::streams::{DataSock, LiveStream};
 
 /// How a test ended, as the `outcome` label says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

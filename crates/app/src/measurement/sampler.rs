@@ -13,7 +13,7 @@ use rperf3_report::input::{
 };
 use rperf3_sys::tcp_info::TcpInfo;
 
-use crate::test::streams::LiveStream;
+use crate::measurement::streams::LiveStream;
 
 #[derive(Debug, Default, Clone)]
 struct Track {

@@ -8,7 +8,7 @@ use rperf3_proto::{
 use rperf3_report::input::{Side, TestInfo};
 use std::time::Duration;
 
-use crate::test::run::IdleLimits;
+use crate::measurement::run::IdleLimits;
 
 use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition, Protocol};
 
@@ -93,8 +93,8 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
 }
 
 /// What sending workers need, from the parameters in effect.
-pub(crate) fn send_spec(p: &TestParams) -> crate::test::workers::SendSpec {
-    crate::test::workers::SendSpec {
+pub(crate) fn send_spec(p: &TestParams) -> crate::measurement::workers::SendSpec {
+    crate::measurement::workers::SendSpec {
         blksize: p.len.max(1) as usize,
         pacer: (p.bandwidth > 0).then(|| rperf3_engine::pacing::Pacer::new(p.bandwidth)),
         repeating: p.repeating_payload,
@@ -107,7 +107,7 @@ pub(crate) fn send_spec(p: &TestParams) -> crate::test::workers::SendSpec {
             .bounceback
             .as_ref()
             .filter(|b| b.version == rperf3_proto::bounceback::BOUNCEBACK_VERSION)
-            .map(crate::test::bounceback::BbSpec::of),
+            .map(crate::measurement::bounceback::BbSpec::of),
     }
 }
 

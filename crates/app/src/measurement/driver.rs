@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use rperf3_proto::*;
 use rperf3_report::Reporter;
 
-use crate::test::ctrl::{Ctrl, Read0};
-use crate::test::plan::TestPlan;
-use crate::test::run::TestRun;
-use crate::test::streams::LiveStream;
+use crate::measurement::ctrl::{Ctrl, Read0};
+use crate::measurement::plan::TestPlan;
+use crate::measurement::run::TestRun;
+use crate::measurement::streams::LiveStream;
 
 /// Longest single sleep: a wait with no deadline at all still wakes now and then.
 const MAX_SLEEP: Duration = Duration::from_secs(3600);

@@ -21,16 +21,16 @@ use rperf3_report::input::{
 
 use crate::config::RateLimit;
 use crate::latency::prober::Prober;
+use crate::measurement::bounceback::BbTally;
+use crate::measurement::cpu::CpuMeter;
+use crate::measurement::diskfile::DiskFile;
+use crate::measurement::ratelimit::RateGuard;
+use crate::measurement::sampler::Sampler;
+use crate::measurement::streams::LiveStream;
+use crate::measurement::ticker::{Due, Ticker};
+use crate::measurement::workers;
+use crate::measurement::workers::{SendSpec, SharedPayload, TcpCrowd};
 use crate::rpm::load::LoadSet;
-use crate::test::bounceback::BbTally;
-use crate::test::cpu::CpuMeter;
-use crate::test::diskfile::DiskFile;
-use crate::test::ratelimit::RateGuard;
-use crate::test::sampler::Sampler;
-use crate::test::streams::LiveStream;
-use crate::test::ticker::{Due, Ticker};
-use crate::test::workers;
-use crate::test::workers::{SendSpec, SharedPayload, TcpCrowd};
 
 /// Longest wait for senders to finish their current block at the end. A block
 /// that takes longer (a slow path, or a peer that stopped reading) is left out,
@@ -419,7 +419,7 @@ impl TestRun {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
-        crate::test::streams::stop_all(&self.streams, std::mem::take(&mut self.workers));
+        crate::measurement::streams::stop_all(&self.streams, std::mem::take(&mut self.workers));
     }
 
     fn cpu(&self) -> Cpu {
@@ -440,7 +440,7 @@ impl TestRun {
             .iter()
             .filter(|s| s.info.sender)
             .filter_map(|s| match &s.sock {
-                crate::test::streams::DataSock::Tcp(t) => Some(t.clone()),
+                crate::measurement::streams::DataSock::Tcp(t) => Some(t.clone()),
                 _ => None,
             })
             .collect()

@@ -12,9 +12,9 @@ use rperf3_engine::udp::UdpSendSpec;
 use rperf3_engine::worker::Worker;
 use rperf3_sys::zerocopy::PayloadFile;
 
-use crate::test::bounceback::{self, BbSpec};
-use crate::test::diskfile::DiskFile;
-use crate::test::streams::{DataSock, LiveStream};
+use crate::measurement::bounceback::{self, BbSpec};
+use crate::measurement::diskfile::DiskFile;
+use crate::measurement::streams::{DataSock, LiveStream};
 
 /// The smallest TCP block sent with sendfile.
 const MIN_ZEROCOPY_BLOCK: usize = 16 * 1024;
