@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use rperf3_latency::Kind;
 use rperf3_proto::{IperfError, IE_INIT_TEST, IE_MESSAGE, IE_STREAM_CONNECT};
 
-use super::{Client, Stop, NOT_RPERF3_BOUNCEBACK};
+use super::{Client, Stop, NOT_RPERF3_BOUNCEBACK, NOT_RPERF3_RPM};
 use crate::latency::prober::{ProbeSetup, Prober, IDLE_BUDGET};
 use crate::measurement::driver::Test;
 
@@ -31,7 +31,7 @@ impl Client<'_> {
             // The stage's loop takes the round trips, not the test's intervals.
             (Ok(p), _) if rpm => {
                 if let Some(r) = self.rpm.as_deref_mut() {
-                    r.prober = Some(p);
+                    r.take_prober(p);
                 }
             }
             (Ok(p), Some(plan)) => plan.latency = Some(p),
@@ -47,8 +47,8 @@ impl Client<'_> {
     pub(super) fn before_streams(&mut self) -> Result<(), Stop> {
         if let Some(r) = self.rpm.as_deref_mut() {
             // No LATENCY_READY before CREATE_STREAMS: a stock server.
-            let Some(p) = r.prober.as_mut() else {
-                r.error = Some(crate::rpm::stage::NOT_RPERF3.to_string());
+            let Some(p) = r.prober() else {
+                r.fail(NOT_RPERF3_RPM.to_string());
                 return Err(Stop::Error(IperfError::new(IE_MESSAGE)));
             };
             p.wait_idle(Instant::now() + IDLE_BUDGET + Duration::from_millis(500));

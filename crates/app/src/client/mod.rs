@@ -8,6 +8,7 @@
 
 mod connect;
 mod extras;
+mod rider;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -27,10 +28,13 @@ use crate::measurement::driver::{Driver, Test, Wake};
 use crate::measurement::plan::{Peer, TestPlan};
 use crate::measurement::setup::client_params;
 use crate::measurement::streams::LiveStream;
-use crate::rpm::stage::StageCtx;
 use crate::Outcome;
+pub(crate) use rider::Rider;
 use connect::{connect_sctp_stream, connect_tcp_stream, SctpOptions, StreamEnds};
 
+/// What a client sees when the server does not answer the `--rpm` offer.
+pub(crate) const NOT_RPERF3_RPM: &str =
+    "the server does not run the responsiveness test (it is not rperf3)";
 /// Why `--bounceback` stops against a server that did not say it is rperf3.
 pub(crate) const NOT_RPERF3_BOUNCEBACK: &str =
     "the server is not rperf3 (--bounceback needs an rperf3 server)";
@@ -57,14 +61,14 @@ pub fn run(
     run_with(cc, common, rep, intr, auth, None)
 }
 
-/// Runs the iperf3 test that carries one `--rpm` stage (see [`crate::rpm::stage`]).
+/// Runs the iperf3 test that carries a rider (one `--rpm` stage).
 pub(crate) fn run_stage(
     cc: &ClientConfig,
     common: &CommonConfig,
     rep: Reporter,
     intr: &mut Interrupt,
     auth: Option<&ClientAuth>,
-    stage: &mut StageCtx,
+    stage: &mut (dyn Rider + 'static),
 ) -> Outcome {
     run_with(cc, common, rep, intr, auth, Some(stage))
 }
@@ -75,7 +79,7 @@ fn run_with(
     mut rep: Reporter,
     intr: &mut Interrupt,
     auth: Option<&ClientAuth>,
-    mut rpm: Option<&mut StageCtx>,
+    mut rpm: Option<&mut (dyn Rider + 'static)>,
 ) -> Outcome {
     let mut params = client_params(cc);
     match connect(cc, common, &mut params) {
@@ -146,9 +150,9 @@ fn run_with(
 }
 
 /// A test that failed before it began; an `--rpm` stage keeps the reason.
-fn failed(rep: &mut Reporter, e: IperfError, rpm: Option<&mut StageCtx>) -> Outcome {
+fn failed(rep: &mut Reporter, e: IperfError, rpm: Option<&mut (dyn Rider + 'static)>) -> Outcome {
     if let Some(r) = rpm {
-        r.error = Some(e.text());
+        r.fail(e.text());
     }
     Outcome::finish(rep, Some(e))
 }
@@ -240,7 +244,7 @@ struct Client<'a> {
     /// counts it as an idle round trip).
     ctrl_connect: Duration,
     /// `--rpm`: the stage this test carries.
-    rpm: Option<&'a mut StageCtx>,
+    rpm: Option<&'a mut (dyn Rider + 'static)>,
     /// The server sent LATENCY_READY: it is rperf3 (`--bounceback` needs one).
     rperf3_server: bool,
 }
@@ -362,9 +366,9 @@ impl Client<'_> {
         if !matches!(self.d.test, Test::Running(_)) {
             return None;
         }
-        if self.rpm.is_some() {
-            // The stage's loop may end the test at any time.
-            return Some(Instant::now() + crate::rpm::link::STEP);
+        if let Some(r) = self.rpm.as_deref() {
+            // The rider may end the test at any time.
+            return Some(Instant::now() + r.check_every());
         }
         match self.cc.end {
             EndCondition::Time(_) => self.test_end,
@@ -540,8 +544,8 @@ impl Client<'_> {
     fn conclude(mut self, res: Result<(), Stop>) -> Outcome {
         if let Some(r) = self.rpm.as_deref_mut() {
             r.stop();
-            if let (Err(Stop::Error(e)), None) = (&res, &r.error) {
-                r.error = Some(e.text());
+            if let Err(Stop::Error(e)) = &res {
+                r.fail(e.text());
             }
         }
         self.d.stop_test();

@@ -4,6 +4,7 @@
 //! differ only in who connects the streams and who decides the end.
 
 pub(crate) mod bounceback;
+pub(crate) mod choice;
 pub(crate) mod cpu;
 pub(crate) mod ctrl;
 pub(crate) mod diskfile;

@@ -1,7 +1,7 @@
 //! What one side's test is, decided once from the parameters in effect.
 //!
 //! The client builds its plan from the parameters it sends, the server from the
-//! ones it accepted; both then hand it to the [`crate::measurement::driver::Driver`], which
+//! ones it accepted; both then hand it to the driver (`driver.rs`), which
 //! takes the test through setup, TEST_START, TEST_RUNNING and the end the same
 //! way on both sides. What differs (who connects, who decides the end) stays
 //! with the client and the session.
@@ -16,7 +16,7 @@ use crate::config::{CommonConfig, RateLimit};
 use crate::latency::prober::Prober;
 use crate::measurement::run::IdleLimits;
 use crate::measurement::setup::{idle_limits, send_spec, stream_roles, test_info, version_string};
-use crate::measurement::workers::SendSpec;
+use crate::measurement::choice::SendSpec;
 
 /// One side's test.
 #[derive(Debug)]

@@ -29,7 +29,8 @@ use crate::measurement::sampler::Sampler;
 use crate::measurement::streams::LiveStream;
 use crate::measurement::ticker::{Due, Ticker};
 use crate::measurement::workers;
-use crate::measurement::workers::{SendSpec, SharedPayload, TcpCrowd};
+use crate::measurement::choice::{SendSpec, TcpCrowd};
+use crate::measurement::workers::SharedPayload;
 use crate::rpm::load::LoadSet;
 
 /// Longest wait for senders to finish their current block at the end. A block

@@ -93,8 +93,8 @@ pub fn client_params(cc: &ClientConfig) -> TestParams {
 }
 
 /// What sending workers need, from the parameters in effect.
-pub(crate) fn send_spec(p: &TestParams) -> crate::measurement::workers::SendSpec {
-    crate::measurement::workers::SendSpec {
+pub(crate) fn send_spec(p: &TestParams) -> crate::measurement::choice::SendSpec {
+    crate::measurement::choice::SendSpec {
         blksize: p.len.max(1) as usize,
         pacer: (p.bandwidth > 0).then(|| rperf3_engine::pacing::Pacer::new(p.bandwidth)),
         repeating: p.repeating_payload,

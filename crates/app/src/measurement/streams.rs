@@ -1,5 +1,5 @@
 //! Data streams of a test: their sockets, counters and receiver statistics.
-//! How each one's worker moves bytes is decided in [`crate::measurement::workers`].
+//! How each one's worker moves bytes is decided in [`crate::measurement::choice`].
 
 use std::io;
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
@@ -16,7 +16,7 @@ use rperf3_report::input::StreamInfo;
 use rperf3_sys::net::unmap;
 use rperf3_sys::tcp_info::{tcp_info, TcpInfo};
 
-use crate::measurement::workers::{paces_itself, Choice, Kind, SendSpec, TcpCrowd, WorkerPlan};
+use crate::measurement::choice::{paces_itself, Choice, Kind, SendSpec, TcpCrowd, WorkerPlan};
 
 /// The protocol stream id of the `index`-th stream (0-based): 1, 3, 4, 5, ...
 /// iperf3 skips 2; both sides must number alike to match results.
@@ -239,6 +239,22 @@ pub(crate) fn stop_all(streams: &[LiveStream], workers: Vec<Worker>) {
     }
     for w in workers {
         w.join();
+    }
+}
+
+impl TcpCrowd {
+    /// The TCP streams among `streams` (SCTP streams are not TCP here).
+    pub(crate) fn of(streams: &[LiveStream]) -> Self {
+        let tcp = |sender: bool| {
+            streams
+                .iter()
+                .filter(|s| s.info.sender == sender && matches!(s.sock, DataSock::Tcp(_)))
+                .count()
+        };
+        Self {
+            senders: tcp(true),
+            receivers: tcp(false),
+        }
     }
 }
 

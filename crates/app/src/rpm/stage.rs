@@ -21,12 +21,10 @@ use rperf3_report::{ReportOptions, Reporter};
 
 use super::link::{Probes, SleepTicks, SocketLink};
 use crate::auth::ClientAuth;
+use crate::client::Rider;
 use crate::config::{ClientConfig, CommonConfig, Direction, EndCondition};
 use crate::interrupt::Interrupt;
 use crate::latency::prober::Prober;
-
-/// What a client sees when the server does not answer the `--rpm` offer.
-pub const NOT_RPERF3: &str = "the server does not run the responsiveness test (it is not rperf3)";
 
 /// Probe pairs per second before any goodput is known (the planner's first rate).
 const FIRST_RATE: u32 = 10;
@@ -68,9 +66,9 @@ pub(crate) struct StageCtx {
     done: Arc<AtomicBool>,
     thread: Option<JoinHandle<(StageResult, std::io::Result<bool>)>>,
     /// The prober, from LATENCY_READY until the load starts.
-    pub(crate) prober: Option<Prober>,
+    prober: Option<Prober>,
     /// Why the stage's test failed, when it did.
-    pub(crate) error: Option<String>,
+    error: Option<String>,
 }
 
 impl StageCtx {
@@ -87,8 +85,24 @@ impl StageCtx {
         }
     }
 
+    /// Waits for the loop: its result, if it ran.
+    fn join(&mut self) -> Option<(StageResult, std::io::Result<bool>)> {
+        self.stop();
+        self.thread.take().and_then(|t| t.join().ok())
+    }
+}
+
+impl Rider for StageCtx {
+    fn take_prober(&mut self, prober: Prober) {
+        self.prober = Some(prober);
+    }
+
+    fn prober(&mut self) -> Option<&mut Prober> {
+        self.prober.as_mut()
+    }
+
     /// The stream runs: the stage's loop starts on its own thread.
-    pub(crate) fn launch(&mut self, server: SocketAddr, cookie: [u8; COOKIE_LEN]) {
+    fn launch(&mut self, server: SocketAddr, cookie: [u8; COOKIE_LEN]) {
         let Some(prober) = self.prober.take() else {
             return;
         };
@@ -110,19 +124,21 @@ impl StageCtx {
     }
 
     /// Whether the loop has ended the stage.
-    pub(crate) fn is_done(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.done.load(Ordering::SeqCst)
     }
 
     /// The driver's test is over.
-    pub(crate) fn stop(&self) {
+    fn stop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
     }
 
-    /// Waits for the loop: its result, if it ran.
-    fn join(&mut self) -> Option<(StageResult, std::io::Result<bool>)> {
-        self.stop();
-        self.thread.take().and_then(|t| t.join().ok())
+    fn check_every(&self) -> Duration {
+        super::link::STEP
+    }
+
+    fn fail(&mut self, why: String) {
+        self.error.get_or_insert(why);
     }
 }
 

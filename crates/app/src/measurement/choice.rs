@@ -1,0 +1,328 @@
+//! Which loop each stream's worker runs, decided once per stream when the test
+//! starts from its socket, role, the test's options and its neighbours: TCP,
+//! SCTP, UDP, the `-F` file or bounceback, and for TCP whether a sender uses
+//! sendfile and how a receiver reads.
+
+use rperf3_engine::pacing::Pacer;
+use rperf3_engine::tcp::RecvMode;
+
+use crate::measurement::bounceback::BbSpec;
+use crate::measurement::diskfile::DiskFile;
+
+/// The smallest TCP block sent with sendfile.
+const MIN_ZEROCOPY_BLOCK: usize = 16 * 1024;
+
+/// What the workers of one test need.
+#[derive(Debug, Clone)]
+pub(crate) struct SendSpec {
+    /// Block size (`-l`): what a sender writes and a receiver reads at once.
+    pub(crate) blksize: usize,
+    /// `-b` pacing.
+    pub(crate) pacer: Option<Pacer>,
+    /// `--repeating-payload`.
+    pub(crate) repeating: bool,
+    /// Blocks (TCP) or datagrams (UDP) per burst (`-b rate/N`).
+    pub(crate) burst: u32,
+    /// UDP: 64-bit sequence numbers.
+    pub(crate) counters_64bit: bool,
+    /// TCP receivers: discard data in the kernel (MSG_TRUNC), no copy.
+    pub(crate) skip_rx_copy: bool,
+    /// `-F`: senders send this file, receivers store what arrives in it.
+    pub(crate) file: Option<DiskFile>,
+    /// `-Z`: TCP senders always send with sendfile, as asked.
+    pub(crate) zerocopy: bool,
+    /// `--bounceback`: TCP streams carry transactions instead of bulk data.
+    pub(crate) bounceback: Option<BbSpec>,
+}
+
+/// How many TCP streams one side of a test sends and receives on: how a
+/// stream's worker sends or reads depends on its neighbours.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TcpCrowd {
+    /// Sending TCP streams.
+    pub(crate) senders: usize,
+    /// Receiving TCP streams.
+    pub(crate) receivers: usize,
+}
+
+/// One stream's worker, as decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WorkerPlan {
+    /// `-F` on a sending TCP or SCTP stream: the file's blocks.
+    FileSend,
+    /// `-F` on a receiving TCP or SCTP stream: store what arrives.
+    FileRecv,
+    /// Blocks of the shared payload, with sendfile (page references) or writes.
+    TcpSend {
+        /// sendfile rather than writes.
+        sendfile: bool,
+    },
+    /// TCP reads (SCTP: plain copies).
+    Recv(RecvMode),
+    /// Writes of the shared payload on an SCTP stream (no sendfile).
+    SctpSend,
+    /// Paced UDP datagrams.
+    UdpSend,
+    /// UDP datagrams with loss and jitter statistics.
+    UdpRecv,
+    /// `--bounceback`, client: requests out, replies timed.
+    BouncebackClient,
+    /// `--bounceback`, server: requests answered.
+    BouncebackServer,
+}
+
+/// What decides a stream's worker: its socket and role, the test's options
+/// and its neighbours. `kernel_paces` says whether the socket's congestion
+/// control paces in the kernel (BBR); it is asked only when that matters.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Choice<'a> {
+    /// The socket's kind.
+    pub(crate) kind: Kind,
+    /// The stream sends.
+    pub(crate) sender: bool,
+    /// The test's options.
+    pub(crate) send: &'a SendSpec,
+    /// Its TCP neighbours on this side.
+    pub(crate) crowd: TcpCrowd,
+}
+
+/// A data socket's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// TCP.
+    Tcp,
+    /// An SCTP association.
+    Sctp,
+    /// Connected UDP.
+    Udp,
+}
+
+impl Choice<'_> {
+    /// The worker for this stream.
+    ///
+    /// - `-F` applies to the streams that carry the file's direction.
+    /// - A TCP sender uses sendfile for blocks of at least
+    ///   [`MIN_ZEROCOPY_BLOCK`] (small sendfile calls leave as small
+    ///   segments, where small writes coalesce as iperf3's do, `-l 100 -b
+    ///   R/N`), always with `-Z`, and otherwise not when the congestion control
+    ///   paces in the kernel and this side sends on several streams: the copy
+    ///   sendfile saves is then not what limits, its senders fill their queues
+    ///   at once and sleep, and the data goes out from ACK processing and
+    ///   pacing timers instead, which costs more (`-P 2` 0.66x iperf3 3.21's
+    ///   rate with sendfile, 1.22x with writes; one stream 1.25x with
+    ///   sendfile, 1.0x with writes; see the design notes).
+    /// - A TCP receiver discards with `--skip-rx-copy`; alone on its side it
+    ///   reads on a mark of one block (the sending core, which on loopback
+    ///   also runs the receive path, then wakes it once a block instead of once
+    ///   a segment: one stream 1.64x, `-R` 1.58x the rate of plain reads); with
+    ///   several receivers the mark cost 15% at `-P 2`, so they copy.
+    /// - `--bounceback` turns every TCP stream into a transaction loop (the
+    ///   client's streams are its senders), whatever else is set.
+    pub(crate) fn decide(&self, kernel_paces: impl FnOnce() -> bool) -> WorkerPlan {
+        if self.kind == Kind::Tcp && self.send.bounceback.is_some() {
+            return if self.sender {
+                WorkerPlan::BouncebackClient
+            } else {
+                WorkerPlan::BouncebackServer
+            };
+        }
+        let file = self.send.file.as_ref();
+        if self.kind != Kind::Udp && file.is_some_and(|f| f.sending == self.sender) {
+            return if self.sender {
+                WorkerPlan::FileSend
+            } else {
+                WorkerPlan::FileRecv
+            };
+        }
+        match (self.kind, self.sender) {
+            (Kind::Udp, true) => WorkerPlan::UdpSend,
+            (Kind::Udp, false) => WorkerPlan::UdpRecv,
+            (Kind::Sctp, true) => WorkerPlan::SctpSend,
+            (Kind::Sctp, false) => WorkerPlan::Recv(RecvMode::Copy),
+            (Kind::Tcp, true) => WorkerPlan::TcpSend {
+                sendfile: self.send.blksize >= MIN_ZEROCOPY_BLOCK
+                    && (self.send.zerocopy || self.crowd.senders <= 1 || !kernel_paces()),
+            },
+            (Kind::Tcp, false) if self.send.skip_rx_copy => WorkerPlan::Recv(RecvMode::Discard),
+            (Kind::Tcp, false) if self.crowd.receivers == 1 => WorkerPlan::Recv(RecvMode::OnMark),
+            (Kind::Tcp, false) => WorkerPlan::Recv(RecvMode::Copy),
+        }
+    }
+}
+
+/// Congestion controls that pace their own sending (BBR and its versions).
+pub(crate) fn paces_itself(congestion: &str) -> bool {
+    congestion.starts_with("bbr")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(blksize: usize) -> SendSpec {
+        SendSpec {
+            blksize,
+            pacer: None,
+            repeating: true,
+            burst: 1,
+            counters_64bit: false,
+            skip_rx_copy: false,
+            file: None,
+            zerocopy: false,
+            bounceback: None,
+        }
+    }
+
+    fn crowd(senders: usize, receivers: usize) -> TcpCrowd {
+        TcpCrowd { senders, receivers }
+    }
+
+    fn plan(kind: Kind, sender: bool, send: &SendSpec, c: TcpCrowd, paces: bool) -> WorkerPlan {
+        let choice = Choice {
+            kind,
+            sender,
+            send,
+            crowd: c,
+        };
+        choice.decide(|| paces)
+    }
+
+    #[test]
+    fn tcp_senders_choose_sendfile_by_block_neighbours_and_pacing() {
+        let big = spec(128 * 1024);
+        let sendfile = WorkerPlan::TcpSend { sendfile: true };
+        let writes = WorkerPlan::TcpSend { sendfile: false };
+        // One sender: sendfile, whatever the congestion control.
+        assert_eq!(plan(Kind::Tcp, true, &big, crowd(1, 0), true), sendfile);
+        // Several under a pacing congestion control: writes; under cubic: sendfile.
+        assert_eq!(plan(Kind::Tcp, true, &big, crowd(2, 0), true), writes);
+        assert_eq!(plan(Kind::Tcp, true, &big, crowd(8, 0), false), sendfile);
+        // -Z always sends with sendfile.
+        let z = SendSpec {
+            zerocopy: true,
+            ..spec(128 * 1024)
+        };
+        assert_eq!(plan(Kind::Tcp, true, &z, crowd(2, 0), true), sendfile);
+        // Small blocks are written, so they coalesce.
+        let small = spec(MIN_ZEROCOPY_BLOCK - 1);
+        assert_eq!(plan(Kind::Tcp, true, &small, crowd(1, 0), false), writes);
+        // SCTP never uses sendfile.
+        assert_eq!(
+            plan(Kind::Sctp, true, &big, crowd(0, 0), false),
+            WorkerPlan::SctpSend
+        );
+    }
+
+    #[test]
+    fn the_congestion_control_is_asked_only_when_it_decides() {
+        let big = spec(128 * 1024);
+        let choice = Choice {
+            kind: Kind::Tcp,
+            sender: true,
+            send: &big,
+            crowd: crowd(1, 0),
+        };
+        choice.decide(|| panic!("one sender does not depend on pacing"));
+    }
+
+    #[test]
+    fn tcp_receivers_read_on_a_mark_only_alone() {
+        let s = spec(128 * 1024);
+        let recv = |c| plan(Kind::Tcp, false, &s, c, false);
+        assert_eq!(recv(crowd(0, 1)), WorkerPlan::Recv(RecvMode::OnMark));
+        assert_eq!(recv(crowd(0, 2)), WorkerPlan::Recv(RecvMode::Copy));
+        let skip = SendSpec {
+            skip_rx_copy: true,
+            ..spec(128 * 1024)
+        };
+        assert_eq!(
+            plan(Kind::Tcp, false, &skip, crowd(0, 1), false),
+            WorkerPlan::Recv(RecvMode::Discard)
+        );
+        // SCTP reads plainly: no mark, no MSG_TRUNC.
+        assert_eq!(
+            plan(Kind::Sctp, false, &skip, crowd(0, 0), false),
+            WorkerPlan::Recv(RecvMode::Copy)
+        );
+    }
+
+    #[test]
+    fn udp_streams_and_the_file_direction() {
+        let s = spec(1448);
+        assert_eq!(
+            plan(Kind::Udp, true, &s, crowd(0, 0), false),
+            WorkerPlan::UdpSend
+        );
+        assert_eq!(
+            plan(Kind::Udp, false, &s, crowd(0, 0), false),
+            WorkerPlan::UdpRecv
+        );
+        let dir = std::env::temp_dir().join(format!("rperf3-workers-{}", std::process::id()));
+        let path = dir.to_string_lossy().into_owned();
+        let sending = DiskFile::open(&path, false).unwrap();
+        let with_file = SendSpec {
+            file: Some(DiskFile {
+                sending: true,
+                ..sending
+            }),
+            ..spec(1448)
+        };
+        // -F sends on the sending streams; with --bidir the others stay TCP.
+        assert_eq!(
+            plan(Kind::Tcp, true, &with_file, crowd(1, 1), false),
+            WorkerPlan::FileSend
+        );
+        assert_eq!(
+            plan(Kind::Tcp, false, &with_file, crowd(1, 1), false),
+            WorkerPlan::Recv(RecvMode::OnMark)
+        );
+        let storing = SendSpec {
+            file: Some(DiskFile::open(&path, false).unwrap()),
+            ..spec(1448)
+        };
+        assert_eq!(
+            plan(Kind::Sctp, false, &storing, crowd(0, 0), false),
+            WorkerPlan::FileRecv
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn bounceback_turns_tcp_streams_into_transaction_loops() {
+        let offer = rperf3_proto::bounceback::BouncebackOffer {
+            version: 1,
+            request: 100,
+            reply: 100,
+            hold_us: 0,
+            period_us: 0,
+            load: None,
+        };
+        let bb = SendSpec {
+            bounceback: Some(BbSpec::of(&offer)),
+            // Options of bulk transfer do not change it.
+            skip_rx_copy: true,
+            zerocopy: true,
+            ..spec(128 * 1024)
+        };
+        assert_eq!(
+            plan(Kind::Tcp, true, &bb, crowd(4, 0), true),
+            WorkerPlan::BouncebackClient
+        );
+        assert_eq!(
+            plan(Kind::Tcp, false, &bb, crowd(0, 1), false),
+            WorkerPlan::BouncebackServer
+        );
+        // Not TCP: the usual worker (the command line refuses -u with it).
+        assert_eq!(
+            plan(Kind::Udp, true, &bb, crowd(0, 0), false),
+            WorkerPlan::UdpSend
+        );
+        let choice = Choice {
+            kind: Kind::Tcp,
+            sender: true,
+            send: &bb,
+            crowd: crowd(2, 0),
+        };
+        choice.decide(|| panic!("a transaction loop does not depend on pacing"));
+    }
+}
