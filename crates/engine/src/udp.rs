@@ -8,7 +8,7 @@
 use std::io;
 use std::net::UdpSocket;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rperf3_proto::{UdpHeader, UdpRecvStats};
 use rperf3_sys::udp_io::{self, Failure};
@@ -326,7 +326,7 @@ pub fn recv_batches(
         if ctl.stopped() {
             return Ok(());
         }
-        let read_at = crate::udp_owd::wall_since_epoch();
+        let read_at = wall_since_epoch();
         let mut views = [Message::default(); udp_io::MAX_MSGS];
         for ((v, slot), m) in views
             .iter_mut()
@@ -350,6 +350,13 @@ pub fn recv_batches(
         }
     }
     Ok(())
+}
+
+/// The wall clock as a time since the Unix epoch (zero before it).
+pub fn wall_since_epoch() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

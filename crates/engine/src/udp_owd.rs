@@ -10,21 +10,14 @@
 use std::io;
 use std::net::UdpSocket;
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rperf3_latency::OneWay;
 use rperf3_proto::{UdpHeader, UdpRecvStats};
 
 use crate::control::RunControl;
 use crate::counters::StreamCounters;
-use crate::udp::{recv_batches, send_stamped, Batch, Stamp, UdpSendSpec};
-
-/// The wall clock as a time since the Unix epoch (zero before it).
-pub fn wall_since_epoch() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-}
+use crate::udp::{recv_batches, send_stamped, wall_since_epoch, Batch, Stamp, UdpSendSpec};
 
 /// A header's send time in nanoseconds since the epoch (microsecond steps).
 pub fn sent_ns(h: &UdpHeader) -> i64 {

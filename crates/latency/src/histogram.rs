@@ -6,8 +6,6 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram as Hdr;
 
-use crate::summary::Summary;
-
 /// Significant decimal digits the buckets keep.
 const SIGFIG: u8 = 3;
 
@@ -175,11 +173,6 @@ impl Histogram {
             }
         }
         Some(sum / kept as f64 / 1e6)
-    }
-
-    /// The figures every output prints.
-    pub fn summary(&self) -> Summary {
-        Summary::of(self)
     }
 
     /// Each recorded bucket as (value in ns, count), smallest first: for layouts that

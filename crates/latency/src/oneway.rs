@@ -47,7 +47,7 @@ impl OneWay {
         *self = Self::default();
     }
 
-    /// Delays rebuilt from their parts (see [`crate::oneway_wire`]).
+    /// Delays rebuilt from their parts (see `oneway_wire.rs`).
     pub fn from_raw(hist: Histogram, negative: u64, most_negative_ns: i64) -> Self {
         Self {
             hist,

@@ -25,6 +25,13 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
+impl Histogram {
+    /// The figures every output prints.
+    pub fn summary(&self) -> Summary {
+        Summary::of(self)
+    }
+}
+
 impl Summary {
     /// The summary of `h`.
     pub fn of(h: &Histogram) -> Self {

@@ -23,6 +23,7 @@ pub mod mesh_model;
 mod mesh_render;
 mod mesh_scale;
 pub mod model;
+mod panel;
 mod panels;
 mod panels_delays;
 mod render;

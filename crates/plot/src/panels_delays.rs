@@ -9,7 +9,7 @@
 //! delays down are dashed (as the receiving direction elsewhere).
 
 use crate::model::{Percentiles, Run};
-use crate::panels::{Line, Panel, PALETTE};
+use crate::panel::{Line, Panel, PALETTE};
 
 const DATA_NOTE: &str =
     "no data one-way delays here: run the client with --latency against an rperf3 server";

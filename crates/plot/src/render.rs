@@ -10,7 +10,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor;
 
 use crate::model::Run;
-use crate::panels::{legend, panels, Line, Panel};
+use crate::panel::{Line, Panel};
+use crate::panels::{legend, panels};
 use crate::PlotError;
 
 const WIDTH: u32 = 1200;

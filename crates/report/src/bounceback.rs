@@ -14,9 +14,9 @@
 use rperf3_latency::Summary;
 use serde_json::{json, Map, Value};
 
+use crate::cjson::num;
 use crate::input::BouncebackFigures;
-use crate::interval::num;
-use crate::latency::ms;
+use crate::units::ms;
 
 fn rtt_text(s: &Summary) -> String {
     if s.count == 0 {

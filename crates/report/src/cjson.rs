@@ -125,6 +125,11 @@ fn write_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// A JSON number; NaN and infinities become `null` as in cJSON.
+pub(crate) fn num(x: f64) -> Value {
+    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,8 +6,8 @@
 //! builds its summary before the results exchange, so everything the peer would
 //! have told it is zero and the peer's times fall back to its own.
 
+use crate::cjson::num;
 use crate::input::{FinalInput, PeerStream, Protocol, StreamFinal, StreamInfo};
-use crate::interval::num;
 use crate::model::{
     usec, DiskFileEnd, EndGroup, EndReport, EndStream, Flow, Layout, RetransEnd, UdpEnd, UdpSums,
 };

@@ -5,6 +5,7 @@
 //! from the first stream of the whole test; TCP retransmits are shown only for
 //! local senders with tcp_info; UDP receiving totals average the jitter over `-P`.
 
+use crate::cjson::num;
 use crate::input::{IntervalInput, Protocol, SampleExtra, StreamInfo, StreamSample, UdpRecvSample};
 use crate::model::{
     usec, IntervalExtra, IntervalGroup, IntervalReport, IntervalStream, IntervalSum, Layout,
@@ -154,11 +155,6 @@ pub fn build(layout: &Layout, streams: &[StreamInfo], iv: &IntervalInput) -> Int
         latency: iv.latency.clone(),
         bounceback: iv.bounceback.clone(),
     }
-}
-
-/// A JSON number; NaN and infinities become `null` as in cJSON.
-pub(crate) fn num(x: f64) -> Value {
-    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
 }
 
 fn loss_json(m: &mut Map<String, Value>, l: &UdpLoss) {

@@ -21,14 +21,9 @@
 use rperf3_latency::{Figures, Summary};
 use serde_json::{json, Map, Value};
 
+use crate::cjson::num;
 use crate::input::LatencyFinal;
-use crate::interval::num;
-
-/// Milliseconds as the text prints them: three decimals (microseconds), which reads
-/// a loopback round trip (0.031) and a bloated queue (151.234) alike.
-pub(crate) fn ms(x: f64) -> String {
-    format!("{x:.3}")
-}
+use crate::units::ms;
 
 /// The text lines of one interval, after its stream and `[SUM]` rows. `lead` is the
 /// `[LAT]` tag and the interval's times, already laid out as the rows above it;

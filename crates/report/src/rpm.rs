@@ -15,9 +15,10 @@
 //! units and with the round-trip fields of `--latency`'s output.
 
 use crate::cjson;
-use crate::latency::{ms, round_trips};
+use crate::latency::round_trips;
 use crate::start::rfc1123;
 use crate::units;
+use crate::units::ms;
 use rperf3_latency::rpm::KEEP;
 use rperf3_latency::{Band, Params, RpmRun, StageResult, Summary};
 use serde_json::{json, Map, Value};

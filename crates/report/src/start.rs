@@ -68,7 +68,7 @@ pub fn test_start_json(t: &TestInfo) -> Value {
         "target_bitrate": t.target_bitrate,
         "bidir": u8::from(t.bidir),
         "fqrate": t.fq_rate,
-        "interval": crate::interval::num(t.interval),
+        "interval": crate::cjson::num(t.interval),
         "gso": u8::from(t.gso),
         "gro": u8::from(t.gro),
     })

@@ -89,6 +89,12 @@ pub fn rate(bytes_per_sec: f64, format: char) -> String {
     format!("{}s/sec", format_units(bytes_per_sec, format))
 }
 
+/// Milliseconds as the text prints them: three decimals (microseconds), which reads
+/// a loopback round trip (0.031) and a bloated queue (151.234) alike.
+pub(crate) fn ms(x: f64) -> String {
+    format!("{x:.3}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,8 +29,8 @@ use crate::measurement::plan::{Peer, TestPlan};
 use crate::measurement::setup::client_params;
 use crate::measurement::streams::LiveStream;
 use crate::Outcome;
-pub(crate) use rider::Rider;
 use connect::{connect_sctp_stream, connect_tcp_stream, SctpOptions, StreamEnds};
+pub(crate) use rider::Rider;
 
 /// What a client sees when the server does not answer the `--rpm` offer.
 pub(crate) const NOT_RPERF3_RPM: &str =

@@ -14,9 +14,9 @@ use rperf3_report::input::{MssInfo, Side, StartInfo, TestInfo};
 
 use crate::config::{CommonConfig, RateLimit};
 use crate::latency::prober::Prober;
+use crate::measurement::choice::SendSpec;
 use crate::measurement::run::IdleLimits;
 use crate::measurement::setup::{idle_limits, send_spec, stream_roles, test_info, version_string};
-use crate::measurement::choice::SendSpec;
 
 /// One side's test.
 #[derive(Debug)]

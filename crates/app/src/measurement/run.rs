@@ -22,6 +22,7 @@ use rperf3_report::input::{
 use crate::config::RateLimit;
 use crate::latency::prober::Prober;
 use crate::measurement::bounceback::BbTally;
+use crate::measurement::choice::{SendSpec, TcpCrowd};
 use crate::measurement::cpu::CpuMeter;
 use crate::measurement::diskfile::DiskFile;
 use crate::measurement::ratelimit::RateGuard;
@@ -29,7 +30,6 @@ use crate::measurement::sampler::Sampler;
 use crate::measurement::streams::LiveStream;
 use crate::measurement::ticker::{Due, Ticker};
 use crate::measurement::workers;
-use crate::measurement::choice::{SendSpec, TcpCrowd};
 use crate::measurement::workers::SharedPayload;
 use crate::rpm::load::LoadSet;
 
