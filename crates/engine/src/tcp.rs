@@ -23,72 +23,204 @@ pub fn send_loop(
     ctl: &RunControl,
     counters: &StreamCounters,
 ) -> io::Result<()> {
-    send_blocks(sock, &mut buf, file, pacer, burst, ctl, counters)
+    let pacing = pacer.map(|p| Pacing::before_each(p, Instant::now(), burst));
+    send_blocks(sock, &mut buf, file, pacing, ctl, counters)
 }
 
-/// Where each block a sender writes comes from.
-pub(crate) trait Blocks {
-    /// The next block (called once per block, before it is written).
-    fn next_block(&mut self) -> &[u8];
+/// Where each block a sender writes comes from: what a block carries is the
+/// personality's (iperf3's payload, a stamped block, iperf 2's pattern, a
+/// file or stdin).
+pub trait Blocks {
+    /// The length of a whole block (`-l`).
+    fn block_len(&self) -> usize;
+    /// The next block, at most `want` bytes (called once per block, before it
+    /// is written); empty when the source has ended.
+    fn next_block(&mut self, want: usize) -> io::Result<&[u8]>;
 }
 
 impl Blocks for &[u8] {
-    fn next_block(&mut self) -> &[u8] {
+    fn block_len(&self) -> usize {
+        self.len()
+    }
+    fn next_block(&mut self, want: usize) -> io::Result<&[u8]> {
+        Ok(&self[..want.min(self.len())])
+    }
+}
+
+/// Blocks read from a source that may end: a file or stdin (iperf 2's `-F`
+/// and `-I`), or any reader.
+pub struct ReadBlocks<'a> {
+    src: &'a mut dyn Read,
+    buf: Vec<u8>,
+}
+
+impl<'a> ReadBlocks<'a> {
+    /// Blocks of `len` bytes from `src`.
+    pub fn new(src: &'a mut dyn Read, len: usize) -> Self {
+        Self {
+            src,
+            buf: vec![0u8; len.max(1)],
+        }
+    }
+}
+
+impl Blocks for ReadBlocks<'_> {
+    fn block_len(&self) -> usize {
+        self.buf.len()
+    }
+    fn next_block(&mut self, want: usize) -> io::Result<&[u8]> {
+        let want = want.min(self.buf.len());
+        loop {
+            match self.src.read(&mut self.buf[..want]) {
+                Ok(n) => return Ok(&self.buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// What a sender counts of its writes: bytes and writes always; iperf 2's
+/// `--histograms` also times each write.
+pub trait SendTally {
+    /// Bytes and writes.
+    fn counters(&self) -> &StreamCounters;
+    /// Whether each write is timed ([`SendTally::wrote`] then gets its start).
+    fn times_writes(&self) -> bool {
+        false
+    }
+    /// A whole block was written; `began` when writes are timed.
+    fn wrote(&self, _began: Instant) {}
+}
+
+impl SendTally for StreamCounters {
+    fn counters(&self) -> &StreamCounters {
         self
     }
 }
 
-/// [`send_loop`] with the blocks from `blocks` (with `file`, the file's bytes
-/// go out instead).
-pub(crate) fn send_blocks(
-    mut sock: &TcpStream,
+/// How a paced sender (`-b`) keeps time, where the personalities differ.
+#[derive(Debug, Clone, Copy)]
+pub struct Pacing {
+    /// The rate.
+    pub pacer: Pacer,
+    /// Where the rate counts from.
+    pub origin: Instant,
+    /// Blocks written back to back between checks (iperf3's `-b rate/N`).
+    pub burst: u32,
+    /// iperf 2: a block leaves once the rate allows all of it; iperf3: once
+    /// the rate allows what went before it.
+    pub whole_block: bool,
+    /// iperf 2's `-t`: a block due after this is not sent; the sender waits
+    /// for it and ends.
+    pub end: Option<Instant>,
+}
+
+impl Pacing {
+    /// iperf3's pacing: checked before each `burst` blocks, on what was sent.
+    pub fn before_each(pacer: Pacer, origin: Instant, burst: u32) -> Self {
+        Self {
+            pacer,
+            origin,
+            burst,
+            whole_block: false,
+            end: None,
+        }
+    }
+
+    /// iperf 2's pacing: each block waits until the rate allows all of it, so
+    /// the peer measures the rate rather than the rate plus the first block
+    /// (1% at 50 Mbit/s over 2 s with 128 KiB writes); from the test's start,
+    /// so the last block due at the end of `-t` still goes.
+    pub fn whole_blocks(pacer: Pacer, origin: Instant, end: Option<Instant>) -> Self {
+        Self {
+            pacer,
+            origin,
+            burst: 1,
+            whole_block: true,
+            end,
+        }
+    }
+}
+
+/// Sends the blocks of `blocks` (with `file`, the file's bytes go out instead,
+/// with sendfile) until stopped, the budget is used up, the source ends or a
+/// paced end passes.
+pub fn send_blocks(
+    sock: &TcpStream,
     blocks: &mut impl Blocks,
     file: Option<&PayloadFile>,
-    pacer: Option<Pacer>,
-    burst: u32,
+    pacing: Option<Pacing>,
     ctl: &RunControl,
-    counters: &StreamCounters,
+    tally: &impl SendTally,
 ) -> io::Result<()> {
-    let start = Instant::now();
     let mut sent: u64 = 0;
     let mut burst_left = 0u32;
     while !ctl.stopped() {
-        if let (Some(p), 0) = (pacer, burst_left) {
-            if let Some(w) = p.wait(sent, start.elapsed()) {
+        if let (Some(p), 0) = (pacing, burst_left) {
+            let due = sent
+                + if p.whole_block {
+                    blocks.block_len() as u64
+                } else {
+                    0
+                };
+            if let Some(end) = p.end.filter(|&e| p.origin + p.pacer.due(due) > e) {
+                ctl.nap(end.saturating_duration_since(Instant::now()));
+                return Ok(());
+            }
+            if let Some(w) = p.pacer.wait(due, p.origin.elapsed()) {
                 ctl.nap(w);
                 continue;
             }
-            burst_left = burst.max(1);
+            burst_left = p.burst.max(1);
         }
         burst_left = burst_left.saturating_sub(1);
-        let buf = blocks.next_block();
-        let n = match ctl.budget() {
-            Some(b) => b.claim(buf.len()),
-            None => buf.len(),
-        };
-        if n == 0 {
+        let want = blocks.block_len();
+        let want = ctl.budget().map_or(want, |b| b.claim(want));
+        if want == 0 {
             return Ok(());
         }
-        let mut off = 0;
-        while off < n {
-            let r = match file {
-                Some(f) => f.send(sock, off, n),
-                None => sock.write(&buf[off..n]),
-            };
-            match r {
-                Ok(k) if k > 0 => off += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                end => {
-                    // What the kernel took of a block cut short still left:
-                    // the peer counts it.
-                    counters.add_many(0, off as u64);
-                    return Err(end.err().unwrap_or_else(|| io::ErrorKind::WriteZero.into()));
-                }
+        let buf = blocks.next_block(want)?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        write_block(sock, buf, file, tally)?;
+        sent += buf.len() as u64;
+    }
+    Ok(())
+}
+
+/// Writes all of `buf` (or, with `file`, as many of the file's bytes) as one
+/// counted block.
+pub fn write_block(
+    mut sock: &TcpStream,
+    buf: &[u8],
+    file: Option<&PayloadFile>,
+    tally: &impl SendTally,
+) -> io::Result<()> {
+    let began = tally.times_writes().then(Instant::now);
+    let n = buf.len();
+    let mut off = 0;
+    while off < n {
+        let r = match file {
+            Some(f) => f.send(sock, off, n),
+            None => sock.write(&buf[off..n]),
+        };
+        match r {
+            Ok(k) if k > 0 => off += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            end => {
+                // What the kernel took of a block cut short still left:
+                // the peer counts it.
+                tally.counters().add_many(0, off as u64);
+                return Err(end.err().unwrap_or_else(|| io::ErrorKind::WriteZero.into()));
             }
         }
-        sent += n as u64;
-        counters.add(n as u64);
     }
+    if let Some(b) = began {
+        tally.wrote(b);
+    }
+    tally.counters().add(n as u64);
     Ok(())
 }
 
@@ -112,16 +244,33 @@ pub enum RecvMode {
 /// The longest an `OnMark` receiver leaves arrived bytes unread.
 pub const MARK_WAIT: Duration = Duration::from_millis(10);
 
+/// What a receiver does around its reads, where the personalities differ:
+/// iperf3 counts bytes; iperf 2 also files each read's length (`-e`'s
+/// "Reads=Dist") and, with `--tcp-quickack`, re-arms TCP_QUICKACK before each.
+pub trait RecvTally {
+    /// Before each read.
+    fn before_read(&self, _sock: &TcpStream) {}
+    /// A read of `n` (> 0) bytes.
+    fn read(&self, n: usize);
+}
+
+impl RecvTally for StreamCounters {
+    fn read(&self, n: usize) {
+        self.add(n as u64);
+    }
+}
+
 /// Reads and counts until the peer closes, the socket is shut down, or stopped.
 pub fn recv_loop(
     mut sock: &TcpStream,
     blksize: usize,
     mode: RecvMode,
     ctl: &RunControl,
-    counters: &StreamCounters,
+    tally: &impl RecvTally,
 ) -> io::Result<()> {
     let mut buf = vec![0u8; blksize.max(1)];
     while !ctl.stopped() {
+        tally.before_read(sock);
         let r = match mode {
             RecvMode::Copy => sock.read(&mut buf),
             RecvMode::Discard => rperf3_sys::net::recv_discard(sock, &mut buf),
@@ -130,16 +279,22 @@ pub fn recv_loop(
         };
         match r {
             Ok(0) => return Ok(()),
-            Ok(n) => counters.add(n as u64),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
-                ) => {}
+            Ok(n) => tally.read(n),
+            Err(e) if read_again(&e) => {}
             Err(e) => return Err(e),
         }
     }
     Ok(())
+}
+
+/// A read that ended without data or an error worth reporting: a signal, or
+/// the socket's timeout (set so a reader sees the run's stop in time). Read
+/// again.
+pub fn read_again(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 /// Reads and counts what `sock` holds now, below its mark too: the final
@@ -178,7 +333,7 @@ mod tests {
         let ctl_rx = Arc::new(RunControl::new(None));
         let rc = Arc::new(StreamCounters::default());
         let (c2, r2) = (ctl_rx.clone(), rc.clone());
-        let h = std::thread::spawn(move || recv_loop(&rx, 1000, RecvMode::Copy, &c2, &r2));
+        let h = std::thread::spawn(move || recv_loop(&rx, 1000, RecvMode::Copy, &c2, &*r2));
         let ctl = RunControl::new(Some(Budget::new(BudgetUnit::Bytes, 123_456)));
         let sc = StreamCounters::default();
         send_loop(&tx, &[7u8; 10_000], None, None, 1, &ctl, &sc).unwrap();
@@ -296,7 +451,7 @@ mod tests {
         let ctl = Arc::new(RunControl::new(None));
         let rc = Arc::new(StreamCounters::default());
         let (c2, r2) = (ctl.clone(), rc.clone());
-        let h = std::thread::spawn(move || recv_loop(&rx, 131_072, RecvMode::OnMark, &c2, &r2));
+        let h = std::thread::spawn(move || recv_loop(&rx, 131_072, RecvMode::OnMark, &c2, &*r2));
         // Above the mark, then a tail below it: both are counted, the tail
         // after at most MARK_WAIT (not held until more data comes).
         tx.write_all(&[1u8; 150_000]).unwrap();

@@ -9,6 +9,7 @@
 use std::io::{self, Read};
 use std::net::TcpStream;
 use std::sync::Mutex;
+use std::time::Instant;
 
 use rperf3_latency::{wall_ns, OneWay};
 use rperf3_proto::tcp_stamp::{write_stamp, BlockStamps};
@@ -16,15 +17,18 @@ use rperf3_proto::tcp_stamp::{write_stamp, BlockStamps};
 use crate::control::RunControl;
 use crate::counters::StreamCounters;
 use crate::pacing::Pacer;
-use crate::tcp::{send_blocks, Blocks};
+use crate::tcp::{send_blocks, Blocks, Pacing};
 
 /// A block stamped with the wall clock just before each write.
 struct Stamped(Vec<u8>);
 
 impl Blocks for Stamped {
-    fn next_block(&mut self) -> &[u8] {
+    fn block_len(&self) -> usize {
+        self.0.len()
+    }
+    fn next_block(&mut self, want: usize) -> io::Result<&[u8]> {
         write_stamp(&mut self.0, wall_ns());
-        &self.0
+        Ok(&self.0[..want.min(self.0.len())])
     }
 }
 
@@ -38,7 +42,8 @@ pub fn send_loop_stamped(
     counters: &StreamCounters,
 ) -> io::Result<()> {
     let mut blocks = Stamped(buf.to_vec());
-    send_blocks(sock, &mut blocks, None, pacer, burst, ctl, counters)
+    let pacing = pacer.map(|p| Pacing::before_each(p, Instant::now(), burst));
+    send_blocks(sock, &mut blocks, None, pacing, ctl, counters)
 }
 
 /// Reads and counts, as [`crate::tcp::recv_loop`] in its copying mode, and puts

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod bins;
 pub mod clock;
 pub mod figures;
 pub mod histogram;
@@ -17,6 +18,7 @@ pub mod rpm_plan;
 pub mod stability;
 pub mod summary;
 
+pub use bins::Binned;
 pub use clock::{wall_ns, Clock};
 pub use figures::{Collector, Figures, Kind, Samples, Way};
 pub use histogram::{Histogram, Parts};

@@ -22,7 +22,7 @@ use rperf3_report::iperf2::model::{
 use rperf3_report::iperf2::Report2;
 use rperf3_sys::tcp_info::tcp_info;
 
-use super::tcp_io::{FlowSample, FlowStats};
+use super::flow_stats::{FlowSample, FlowStats};
 use super::tcp_trip::{hist, Delays};
 use super::tcp_wtimer;
 use crate::measurement::ticker::{Due, Ticker};
@@ -376,10 +376,16 @@ impl Set {
         let delays = f.spec.stats.trip.as_ref().map(|t| t.total());
         let lat = delays.as_ref().map(Delays::figures);
         let writes = f.spec.stats.wtimer.as_ref().map(|w| (w.total(), w.bins));
-        tcp.send.write_times = writes.as_ref().map(|w| tcp_wtimer::figures(&w.0));
+        tcp.send.write_times = writes.as_ref().map(|w| TcpLatency2::of(&w.0));
         let r = row(&f.spec, 0.0, end, (&total, lat), retries, tcp.send);
-        let h = hist(&f.spec.stats, f.spec.tag, &r, delays.as_ref(), "F8(f)")
-            .or_else(|| writes.map(|(w, b)| tcp_wtimer::hist(&w, b, f.spec.tag, &r, "W8(f)")));
+        let h = hist(
+            f.spec.stats.trip.as_ref(),
+            f.spec.tag,
+            &r,
+            delays.as_ref(),
+            "F8(f)",
+        )
+        .or_else(|| writes.map(|(w, b)| tcp_wtimer::hist(&w, b, f.spec.tag, &r, "W8(f)")));
         // The socket is closed by its worker once nothing else holds it.
         f.spec.sock = None;
         self.report.event(Event2::Final(r));
@@ -444,10 +450,16 @@ fn interval_row(f: &mut Flow, begin: f64, end: f64) -> (Row2, Vec<Hist2>) {
     let delays = f.spec.stats.trip.as_ref().map(|t| t.take_interval());
     let lat = delays.as_ref().map(Delays::figures);
     let writes = f.spec.stats.wtimer.as_ref().map(|w| w.take_interval());
-    tcp.send.write_times = writes.as_ref().map(tcp_wtimer::figures);
+    tcp.send.write_times = writes.as_ref().map(TcpLatency2::of);
     let row = row(&f.spec, begin, end, (&d, lat), retries, tcp.send);
     let mut hists = Vec::new();
-    if let Some(h) = hist(&f.spec.stats, f.spec.tag, &row, delays.as_ref(), "F8") {
+    if let Some(h) = hist(
+        f.spec.stats.trip.as_ref(),
+        f.spec.tag,
+        &row,
+        delays.as_ref(),
+        "F8",
+    ) {
         hists.push(h);
     }
     if let (Some(w), Some(t)) = (&writes, &f.spec.stats.wtimer) {

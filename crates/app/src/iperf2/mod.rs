@@ -5,8 +5,10 @@
 mod client_header;
 pub mod config;
 mod connect_back;
+mod flow_stats;
 mod interval;
 mod tcp_bounceback;
+mod tcp_bursts;
 mod tcp_client;
 mod tcp_connect_only;
 mod tcp_io;

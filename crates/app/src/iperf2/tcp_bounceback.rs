@@ -13,13 +13,14 @@ use std::time::{Duration, Instant};
 
 use rperf3_latency::Histogram;
 use rperf3_proto2::{stamp_reply, BbFlags, BouncebackHeader, Decoded, Layout, Timeval};
-use rperf3_report::iperf2::model::{Bb2, Event2, Hist2, Row2, RowKind2, Tag2, TcpSend2};
+use rperf3_report::iperf2::model::{Bb2, Event2, Hist2, HistBins2, Row2, RowKind2, Tag2, TcpSend2};
 use rperf3_report::iperf2::Report2;
 use rperf3_sys::tcp_info::tcp_info;
 
 use super::config::Bounceback2;
+use super::flow_stats::FlowStats;
 use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals};
-use super::tcp_io::{drain_until_eof, FlowStats};
+use super::tcp_io::drain_until_eof;
 use super::tcp_server::Shared;
 use super::tcp_setup;
 use crate::Interrupt;
@@ -224,22 +225,10 @@ pub(crate) fn client(
         start: 0.0,
         end: span.1.as_secs_f64(),
         name: "BB8(f)".into(),
-        bin_ns: BIN_NS,
-        buckets: total.rtt.buckets(),
-        outliers: outliers(&total.rtt),
+        bins: total.rtt.binned(BIN_NS, HistBins2::default().bins),
         max_at: None,
     }));
     result
-}
-
-/// Round trips more than three standard deviations above the mean.
-fn outliers(h: &Histogram) -> u64 {
-    let limit = h.mean_ns() + 3.0 * h.stdev_ns();
-    h.buckets()
-        .iter()
-        .filter(|(v, _)| *v as f64 > limit)
-        .map(|(_, n)| n)
-        .sum()
 }
 
 fn failure(e: &io::Error) -> String {

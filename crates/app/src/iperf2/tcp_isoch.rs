@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use rperf3_engine::control::RunControl;
 use rperf3_proto2::{BurstHeader, FrameClock, FrameSizes, IsochSpec, Timeval, BURST_HEADER_LEN};
 
-use super::tcp_io::{pattern, timed_write, FlowStats};
+use super::flow_stats::FlowStats;
+use super::tcp_io::pattern;
 
 /// What a frame sender needs besides its socket and counters.
 #[derive(Debug, Clone, Copy)]
@@ -92,7 +93,7 @@ pub(crate) fn send_frames(
             }
             // Later writes of the frame carry the header's bytes again as
             // payload: a receiver reads a burst by its size.
-            timed_write(sock, &buf[..n], stats)?;
+            rperf3_engine::tcp::write_block(sock, &buf[..n], None, stats)?;
             left -= n;
             sent += n as u64;
         }

@@ -19,11 +19,12 @@ use rperf3_report::iperf2::tos_note;
 use rperf3_sys::net;
 
 use super::connect_back::connect_back;
+use super::flow_stats::FlowStats;
 use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
-use super::tcp_io::{pacer_for, pattern, FlowStats};
+use super::tcp_bursts::Bursts;
+use super::tcp_io::{pacer_for, pattern};
 use super::tcp_server::{Group, Shared};
 use super::tcp_setup::{self, Wake};
-use super::tcp_trip::Bursts;
 use super::workers::{SendPlan, Source, Workers};
 
 /// How long a client has to send its whole test header (iperf 2.1.8's limit).
@@ -120,7 +121,7 @@ pub(crate) fn read_start(
             Ok(n) => buf.truncate(have + n),
             Err(e) => {
                 buf.truncate(have);
-                if !super::tcp_io::read_again(&e) {
+                if !rperf3_engine::tcp::read_again(&e) {
                     return Err(Refused::Io(e.to_string()));
                 }
             }

@@ -7,9 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rperf3_latency::Histogram;
-use rperf3_report::iperf2::model::{Hist2, HistBins2, Row2, Tag2, TcpLatency2};
-
-use super::tcp_trip::fence_outliers;
+use rperf3_report::iperf2::model::{Hist2, HistBins2, Row2, Tag2};
 
 /// The write times of one sender: this interval's and the whole test's.
 #[derive(Debug)]
@@ -51,28 +49,14 @@ impl WriteTimer {
     }
 }
 
-/// A row's `write-times` figures.
-pub(crate) fn figures(h: &Histogram) -> TcpLatency2 {
-    TcpLatency2 {
-        count: h.count(),
-        mean_ns: h.mean_ns().round() as u64,
-        min_ns: h.min_ns(),
-        max_ns: h.max_ns(),
-        stdev_ns: h.stdev_ns().round() as u64,
-    }
-}
-
 /// The `W8-PDF` line (`W8(f)-PDF` for a final row) that follows row `r`.
 pub(crate) fn hist(h: &Histogram, bins: HistBins2, tag: Tag2, r: &Row2, name: &str) -> Hist2 {
-    let buckets = h.buckets();
     Hist2 {
         tag,
         start: r.start,
         end: r.end,
         name: name.into(),
-        bin_ns: bins.bin_ns,
-        outliers: fence_outliers(&buckets, bins.bin_ns),
-        buckets,
+        bins: h.binned(bins.bin_ns, bins.bins),
         max_at: None,
     }
 }
@@ -80,7 +64,7 @@ pub(crate) fn hist(h: &Histogram, bins: HistBins2, tag: Tag2, r: &Row2, name: &s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rperf3_report::iperf2::model::{RowKind2, TcpSend2};
+    use rperf3_report::iperf2::model::{RowKind2, TcpLatency2, TcpSend2};
 
     /// Three writes of 40, 120 and 2,850 µs: the interval holds them until
     /// taken, the total keeps them; figures and bins are the core's.
@@ -92,11 +76,11 @@ mod tests {
         }
         let i = t.take_interval();
         assert_eq!(t.take_interval().count(), 0);
-        let f = figures(&i);
+        let f = TcpLatency2::of(&i);
         assert_eq!(f.count, 3);
         assert!((f.min_ns as f64 / 40_000.0 - 1.0).abs() < 0.01, "{f:?}");
         assert!((f.max_ns as f64 / 2_850_000.0 - 1.0).abs() < 0.01, "{f:?}");
-        assert_eq!(figures(&t.total()).count, 3);
+        assert_eq!(TcpLatency2::of(&t.total()).count, 3);
         let r = Row2 {
             tag: Tag2::Id(1),
             addrs: None,
@@ -107,7 +91,9 @@ mod tests {
             at: std::time::SystemTime::now(),
         };
         let h = hist(&i, HistBins2::default(), Tag2::Id(1), &r, "W8");
-        let total: u64 = h.buckets.iter().map(|b| b.1).sum();
-        assert_eq!((total, h.bin_ns, h.max_at), (3, 100_000, None));
+        assert_eq!(
+            (h.bins.count, h.bins.width_ns, h.max_at),
+            (3, 100_000, None)
+        );
     }
 }

@@ -400,8 +400,8 @@ pub(crate) fn run(
         } else {
             let hello = (mode == Mode::Reverse).then(|| body[..len as usize].to_vec());
             // --histograms: the delays need the sender's stamps (trip times).
-            let hist = (cfg.common.histograms && cfg.common.trip_times)
-                .then_some(cfg.common.hist_bins.bin_ns);
+            let hist =
+                (cfg.common.histograms && cfg.common.trip_times).then_some(cfg.common.hist_bins);
             match Rx::start(
                 Tag2::ReverseId(id),
                 s,

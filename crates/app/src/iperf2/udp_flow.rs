@@ -16,7 +16,9 @@ use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
 use rperf3_engine::udp2::{recv_loop2, Udp2Stats, RECV_POLL};
 use rperf3_proto2::{Mode, TestEnd, TestRequest};
-use rperf3_report::iperf2::model::{Connection2, Event2, Row2, RowKind2, Tag2, UdpRecv2};
+use rperf3_report::iperf2::model::{
+    Connection2, Event2, HistBins2, Row2, RowKind2, Tag2, UdpRecv2,
+};
 use rperf3_report::iperf2::{tos_note, Report2};
 
 use super::config::DEFAULT_UDP_RATE;
@@ -76,10 +78,10 @@ pub(crate) struct FlowStart {
     /// The transfer id of a `-d`/`-r` direction back.
     pub(crate) back_id: u32,
     /// `--histograms`: with trip-times, each row is followed by its
-    /// datagrams' one-way delays in bins of this width (ns).
+    /// datagrams' one-way delays in bins.
     pub(crate) histograms: bool,
-    /// `--histograms=width,...`: the bins' width, ns.
-    pub(crate) hist_bin_ns: u64,
+    /// `--histograms=width,bins`: the delay histograms' bins.
+    pub(crate) hist_bins: HistBins2,
     /// `--jitter-histograms`: each row is followed by its datagrams' transit
     /// differences in bins this many µs wide.
     pub(crate) jitter_bin_us: Option<u32>,
@@ -156,7 +158,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     let receives = f.req.mode != Mode::Reverse;
     // --histograms: (this interval's, the whole flow's) delays.
     let mut hists = RowHists::new(
-        hist_wanted(&f).then_some(f.hist_bin_ns),
+        hist_wanted(&f).then_some(f.hist_bins),
         f.jitter_bin_us.filter(|_| jitter_wanted(&f)),
     );
     let sends = matches!(f.req.mode, Mode::Reverse | Mode::FullDuplex);

@@ -9,9 +9,12 @@ use std::sync::Mutex;
 
 use rperf3_engine::udp2::Udp2Stats;
 use rperf3_latency::Histogram;
-use rperf3_report::iperf2::model::{Hist2, Row2, Tag2};
+use rperf3_report::iperf2::model::{Hist2, HistBins2, Row2, Tag2};
 
-use super::tcp_trip::{fence_outliers, hist_of, Delays};
+use super::tcp_trip::{hist_of, Delays};
+
+/// The bins of a jitter histogram (2.2.1's `JITTER_BINCNT`).
+const JITTER_BINS: u32 = 1_000_000;
 
 /// The transit differences of a flow: this interval's and the whole flow's.
 #[derive(Debug)]
@@ -64,15 +67,12 @@ impl JitterHists {
     }
 
     fn line(&self, h: &Histogram, tag: Tag2, r: &Row2, name: &str) -> Hist2 {
-        let buckets = h.buckets();
         Hist2 {
             tag,
             start: r.start,
             end: r.end,
             name: name.into(),
-            bin_ns: self.bin_ns,
-            outliers: fence_outliers(&buckets, self.bin_ns),
-            buckets,
+            bins: h.binned(self.bin_ns, JITTER_BINS),
             // 2.2.1 names no largest value on these lines.
             max_at: None,
         }
@@ -88,8 +88,8 @@ impl JitterHists {
 pub(crate) struct RowHists {
     /// (this interval's, the whole flow's) one-way delays.
     delays: Option<[Delays; 2]>,
-    /// The delay histograms' bin width, ns.
-    delay_bin_ns: u64,
+    /// The delay histograms' bins.
+    delay_bins: HistBins2,
     jitter: Option<JitterHists>,
     /// The latest datagram, not yet in the interval's histograms: its
     /// stamps and its transit difference.
@@ -97,12 +97,12 @@ pub(crate) struct RowHists {
 }
 
 impl RowHists {
-    /// Delay histograms in bins `delay_bin_ns` wide when asked, jitter ones
-    /// with `jitter_bin_us`.
-    pub(crate) fn new(delay_bin_ns: Option<u64>, jitter_bin_us: Option<u32>) -> Self {
+    /// Delay histograms in `delay_bins` when asked, jitter ones in bins
+    /// `jitter_bin_us` wide.
+    pub(crate) fn new(delay_bins: Option<HistBins2>, jitter_bin_us: Option<u32>) -> Self {
         Self {
-            delays: delay_bin_ns.map(|_| <[Delays; 2]>::default()),
-            delay_bin_ns: delay_bin_ns.unwrap_or_default(),
+            delays: delay_bins.map(|_| <[Delays; 2]>::default()),
+            delay_bins: delay_bins.unwrap_or_default(),
             jitter: jitter_bin_us.map(JitterHists::new),
             held: None,
         }
@@ -152,7 +152,7 @@ impl RowHists {
         let mut v = Vec::new();
         if let Some(d) = &mut self.delays {
             let iv = std::mem::take(&mut d[0]);
-            v.push(hist_of(&iv, tag, r, ("T8", self.delay_bin_ns)));
+            v.push(hist_of(&iv, tag, r, ("T8", self.delay_bins)));
         }
         if let Some(j) = &mut self.jitter {
             v.push(j.interval_line(tag, r));
@@ -164,7 +164,7 @@ impl RowHists {
     pub(crate) fn total_lines(&self, tag: Tag2, r: &Row2) -> Vec<Hist2> {
         let mut v = Vec::new();
         if let Some(d) = &self.delays {
-            v.push(hist_of(&d[1], tag, r, ("T8(f)", self.delay_bin_ns)));
+            v.push(hist_of(&d[1], tag, r, ("T8(f)", self.delay_bins)));
         }
         if let Some(j) = &self.jitter {
             v.push(j.total_line(tag, r));
@@ -198,32 +198,27 @@ mod tests {
     #[test]
     fn differences_of_consecutive_transits_in_bins() {
         let stats = Mutex::new(Udp2Stats::default());
-        let mut hs = RowHists::new(Some(100_000), Some(100));
+        let mut hs = RowHists::new(Some(HistBins2::default()), Some(100));
         let off = 7_000_000;
         for (i, t) in [50, 50, 1000, 60, 60].into_iter().enumerate() {
             let sent = i as i64 * 1000;
             stats.lock().unwrap().samples.push((sent, sent + t + off));
         }
         hs.drain(&stats);
-        let bins = |h: &Hist2| -> Vec<(u64, u64)> {
-            h.buckets
-                .iter()
-                .map(|&(v, n)| (v / h.bin_ns + 1, n))
-                .collect()
-        };
+        let bins = |h: &Hist2| h.bins.bins.clone();
         let iv = hs.interval_lines(Tag2::Id(1), &row());
         let (t8, j8) = (&iv[0], &iv[1]);
         assert_eq!((t8.name.as_str(), j8.name.as_str()), ("T8", "J8"));
         // Four of five delays, three of four differences: the last waits.
-        assert_eq!(t8.buckets.iter().map(|b| b.1).sum::<u64>(), 4);
-        assert_eq!(bins(j8), [(1, 1), (10, 1), (10, 1)], "{j8:?}");
-        assert_eq!((j8.max_at, j8.outliers), (None, 0));
+        assert_eq!(t8.bins.count, 4);
+        assert_eq!(bins(j8), [(1, 1), (10, 2)], "{j8:?}");
+        assert_eq!((j8.max_at, j8.bins.outliers), (None, 0));
         hs.release();
         let end = hs.interval_lines(Tag2::Id(1), &row());
         assert_eq!(bins(&end[1]), [(1, 1)]);
         let tot = hs.total_lines(Tag2::Id(1), &row());
-        assert_eq!(tot[0].buckets.iter().map(|b| b.1).sum::<u64>(), 5);
-        assert_eq!(bins(&tot[1]), [(1, 2), (10, 1), (10, 1)]);
+        assert_eq!(tot[0].bins.count, 5);
+        assert_eq!(bins(&tot[1]), [(1, 2), (10, 2)]);
         assert_eq!(tot[1].name, "J8(f)");
     }
 }

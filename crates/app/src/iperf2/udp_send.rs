@@ -19,7 +19,7 @@ use rperf3_proto2::{
     fin_seq, next_fin_seq, DatagramHeader, ServerReport, FIN_MAX_SENDS, FIN_RETRY_WAIT,
 };
 use rperf3_proto2::{IsochSpec, UdpTestHeader};
-use rperf3_report::iperf2::model::{Hist2, Isoch2, Row2, RowKind2, Tag2, UdpSend2};
+use rperf3_report::iperf2::model::{Hist2, HistBins2, Isoch2, Row2, RowKind2, Tag2, UdpSend2};
 
 use super::udp_common::{latency, parse_report, recv_row, trip, RecvMark};
 use super::udp_isoch::{send_frames, since, IsochStats};
@@ -269,10 +269,10 @@ impl Rx {
         len: usize,
         hello: Option<Vec<u8>>,
         latency: bool,
-        hist_bin_ns: Option<u64>,
+        hist_bins: Option<HistBins2>,
     ) -> io::Result<Self> {
         let mut st = Udp2Stats::new(true);
-        st.keep_samples = hist_bin_ns.is_some();
+        st.keep_samples = hist_bins.is_some();
         let stats = Arc::new(Mutex::new(st));
         let counters = Arc::new(StreamCounters::default());
         let ctl = Arc::new(RunControl::new(None));
@@ -303,7 +303,7 @@ impl Rx {
             mark: RecvMark::default(),
             latency,
             seen: (0, Instant::now()),
-            hists: hist_bin_ns.map(|b| {
+            hists: hist_bins.map(|b| {
                 let id = match tag {
                     Tag2::Id(n) | Tag2::ReverseId(n) => n,
                     _ => 1,

@@ -319,7 +319,7 @@ pub(crate) fn run(
             group: group.clone(),
             back_id,
             histograms: cfg.common.histograms,
-            hist_bin_ns: cfg.common.hist_bins.bin_ns,
+            hist_bins: cfg.common.hist_bins,
             jitter_bin_us: cfg.common.jitter_histograms,
         };
         if inline {

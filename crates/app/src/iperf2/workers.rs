@@ -16,10 +16,12 @@ use std::time::Duration;
 use rperf3_engine::budget::{Budget, BudgetUnit};
 use rperf3_engine::control::RunControl;
 
+use super::flow_stats::FlowStats;
 use super::interval::Ender;
-use super::tcp_io::{self, FlowStats, Pace};
+use super::tcp_io;
 use super::tcp_isoch::{send_frames, FramePlan};
 use super::tcp_setup::wake;
+use rperf3_engine::tcp::Pacing;
 
 /// What a sender sends.
 pub(crate) enum Source {
@@ -36,7 +38,7 @@ pub(crate) struct SendPlan {
     /// What to send.
     pub(crate) source: Source,
     /// `-b`, and when a paced sender stops (`-t`).
-    pub(crate) pacer: Option<Pace>,
+    pub(crate) pacer: Option<Pacing>,
     /// `-n` bytes (per stream, as iperf 2).
     pub(crate) bytes: Option<u64>,
     /// Read and discard after the FIN until the peer's (nothing else reads

@@ -88,7 +88,7 @@ pub(crate) fn spawn(
             let owd = s.owd.clone().filter(|_| mode == RecvMode::Copy);
             Worker::spawn(name, ctl, false, move |c| match &owd {
                 Some(o) => rperf3_engine::tcp_owd::recv_loop_stamped(&t, blksize, c, &counters, o),
-                None => rperf3_engine::tcp::recv_loop(&t, blksize, mode, c, &counters),
+                None => rperf3_engine::tcp::recv_loop(&t, blksize, mode, c, &*counters),
             })
         }
         (DataSock::Udp(u), WorkerPlan::UdpSend) => {

@@ -77,7 +77,7 @@ impl LoadSet {
         let counters = self.received.clone();
         let name = format!("rpm-recv-{}", self.socks.len());
         let w = Worker::spawn(name, self.ctl.clone(), false, move |ctl| {
-            recv_loop(&mine, BLOCK, RecvMode::Copy, ctl, &counters)
+            recv_loop(&mine, BLOCK, RecvMode::Copy, ctl, &*counters)
         })?;
         self.socks.push((sock, false));
         self.workers.push(w);

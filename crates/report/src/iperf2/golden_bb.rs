@@ -134,7 +134,7 @@ fn bb_row(l: &str, s: &Settings2) -> Row2 {
 }
 
 /// The histogram line, its bins turned back into the core's buckets (one
-/// value in the middle of each bin).
+/// value in the middle of each bin) and binned again by the core.
 fn hist(l: &str) -> Hist2 {
     let (head, rest) = l.split_once(" sec  BB8(f)-PDF: ").unwrap();
     let (a, b) = head[5..].trim().split_once('-').unwrap();
@@ -145,22 +145,13 @@ fn hist(l: &str) -> Hist2 {
             let (k, c) = kc.split_once(':').unwrap();
             ((int(k) - 1) * 100_000 + 50_000, int(c))
         })
-        .collect();
-    let outliers = int(rest
-        .split("Outliers=")
-        .nth(1)
-        .unwrap()
-        .split(',')
-        .next()
-        .unwrap());
+        .collect::<Vec<_>>();
     Hist2 {
         tag: Tag2::Id(1),
         start: num(a),
         end: num(b),
         name: "BB8(f)".into(),
-        bin_ns: 100_000,
-        buckets,
-        outliers,
+        bins: rperf3_latency::Binned::of(&buckets, 0, 100_000, 100_000),
         max_at: None,
     }
 }

@@ -72,6 +72,8 @@ impl Replayer<'_> {
         let mut i = 0;
         let mut server_report = false;
         let mut addrs: Vec<(u32, (SocketAddr, SocketAddr))> = Vec::new();
+        // The bins of the last settings block's histograms.
+        let mut max_bins = super::model::HistBins2::default().bins;
         while i < lines.len() {
             let l = &lines[i];
             if l.starts_with("----") {
@@ -81,8 +83,9 @@ impl Replayer<'_> {
                         .iter()
                         .position(|x| x.starts_with("----"))
                         .unwrap_or(0);
-                rp.events
-                    .push(Event2::Settings(self.settings(&lines[i + 1..end])));
+                let s = self.settings(&lines[i + 1..end]);
+                max_bins = s.hist_bins.bins;
+                rp.events.push(Event2::Settings(s));
                 // The IPG line differs on purpose: 2.2.1 prints 0.00 us.
                 rp.cmp.extend(lines[i..=end].iter().map(|x| {
                     if x.starts_with("Sending ") {
@@ -117,8 +120,9 @@ impl Replayer<'_> {
                 rp.cmp.push(Cmp::Exact);
             } else if l.contains("-PDF: ") {
                 let tag = tag_of(&l[..=l.find(']').unwrap_or(0)]);
-                rp.events
-                    .push(Event2::Histogram(super::golden_write::pdf(l, tag)));
+                rp.events.push(Event2::Histogram(super::golden_write::pdf(
+                    l, tag, max_bins,
+                )));
                 rp.cmp.push(Cmp::Exact);
             } else if l.ends_with("Server Report:") {
                 server_report = true;
@@ -224,6 +228,10 @@ impl Replayer<'_> {
                 s.len = size_bytes(timer.unwrap_or(rest)) as u32;
             } else if let Some(rest) = l.strip_prefix("Enabled write histograms bin-width=") {
                 s.hist_bins = super::golden_write::write_bins(rest);
+            } else if let Some(rest) = l.strip_prefix("Enabled receive histograms bin-width=") {
+                s.histograms = true;
+                s.hist_bins =
+                    super::golden_write::write_bins(rest.split(" (").next().unwrap_or(rest));
             } else if l.starts_with("TCP congestion control ") {
                 s.congestion = w.last().map(|x| x.to_string());
                 if l.contains(" set to ") {

@@ -71,9 +71,11 @@ pub(super) fn write_bins(rest: &str) -> HistBins2 {
 }
 
 /// A `-PDF:` line's histogram: its bins turned back into the core's
-/// buckets (one value in the middle of each bin). A receiver's largest
-/// delay is left out: the caller fills it when the line has one.
-pub(super) fn pdf(l: &str, tag: Tag2) -> Hist2 {
+/// buckets (one value in the middle of each bin) and binned again by the
+/// core, in `max_bins` bins, so that its shares and outliers are the core's.
+/// A receiver's largest delay is left out: the caller fills it when the line
+/// has one.
+pub(super) fn pdf(l: &str, tag: Tag2, max_bins: u32) -> Hist2 {
     let (head, rest) = l.split_once(" sec ").unwrap();
     let (a, b) = head[5..].trim().split_once('-').unwrap();
     let (name, rest) = rest.trim_start().split_once("-PDF: bin(w=").unwrap();
@@ -94,21 +96,22 @@ pub(super) fn pdf(l: &str, tag: Tag2) -> Hist2 {
             ((int(k) - 1) * bin_ns + bin_ns / 2, int(c))
         })
         .collect();
-    let outliers = int(rest
-        .split("Outliers=")
+    let (obl, obu) = rest
+        .split("obl/obu=")
         .nth(1)
-        .unwrap()
-        .split(',')
-        .next()
-        .unwrap());
+        .and_then(|x| x.split(')').next()?.split_once('/'))
+        .unwrap();
+    let below = int(obl);
+    let mut buckets: Vec<(u64, u64)> = buckets;
+    // Samples past the last bin, for the core to count as such.
+    buckets.push((u64::from(max_bins) * bin_ns + bin_ns / 2, int(obu)));
+    buckets.retain(|b| b.1 > 0);
     Hist2 {
         tag,
         start: num(a),
         end: num(b),
         name: name.into(),
-        bin_ns,
-        buckets,
-        outliers,
+        bins: rperf3_latency::Binned::of(&buckets, below, bin_ns, max_bins),
         max_at: None,
     }
 }

@@ -1,7 +1,6 @@
 //! iperf 2's latency histogram line (`BB8(f)-PDF: bin(w=100us):cnt(20)=1:19,3:1
 //! (5.00/95.00/99.7%=1/3/3,Outliers=0,obl/obu=0/0)`): the latency core's
-//! samples counted into fixed-width bins. Binning is layout; the samples and
-//! the outlier count come from the core.
+//! bins, shares, outliers and overflow counts, laid out.
 
 use super::model::Hist2;
 use super::rows::tag;
@@ -9,54 +8,39 @@ use std::time::UNIX_EPOCH;
 
 use super::units::interval;
 
-/// The bin (1-based) a value of `ns` falls in.
-fn bin(ns: u64, width: u64) -> u64 {
-    ns / width.max(1) + 1
-}
-
 /// The line for `h`.
 pub(crate) fn line(h: &Hist2) -> String {
-    let mut bins: Vec<(u64, u64)> = Vec::new();
-    for &(v, n) in &h.buckets {
-        let b = bin(v, h.bin_ns);
-        match bins.last_mut() {
-            Some((last, c)) if *last == b => *c += n,
-            _ => bins.push((b, n)),
-        }
-    }
-    let total: u64 = bins.iter().map(|b| b.1).sum();
-    // The first bin whose running count passes the share, as 2.2.1 prints.
-    let at = |q: f64| {
-        let want = total as f64 * q;
-        let mut run = 0;
-        bins.iter()
-            .find(|(_, c)| {
-                run += c;
-                run as f64 > want
-            })
-            .or(bins.last())
-            .map_or(0, |b| b.0)
-    };
-    let list: Vec<String> = bins.iter().map(|(b, c)| format!("{b}:{c}")).collect();
-    // Whole milliseconds show as such (`w=1ms`), anything else in µs.
-    let width = if h.bin_ns >= 1_000_000 && h.bin_ns.is_multiple_of(1_000_000) {
-        format!("{}ms", h.bin_ns / 1_000_000)
+    let b = &h.bins;
+    let list: Vec<String> = b.bins.iter().map(|(b, c)| format!("{b}:{c}")).collect();
+    // 2.2.1 drops the last character of its list: a comma, or with no samples
+    // in any bin, the `=` before it.
+    let list = if list.is_empty() {
+        String::new()
     } else {
-        format!("{}us", h.bin_ns / 1000)
+        format!("={}", list.join(","))
+    };
+    // Whole milliseconds show as such (`w=1ms`), anything else in µs.
+    let width = if b.width_ns >= 1_000_000 && b.width_ns.is_multiple_of(1_000_000) {
+        format!("{}ms", b.width_ns / 1_000_000)
+    } else {
+        format!("{}us", b.width_ns / 1000)
     };
     let mut s = format!(
-        "{}{} sec{}{}-PDF: bin(w={width}):cnt({total})={} (5.00/95.00/99.7%={}/{}/{},Outliers={},obl/obu=0/0)",
+        "{}{} sec{}{}-PDF: bin(w={width}):cnt({}){} (5.00/95.00/99.7%={}/{}/{},Outliers={},obl/obu={}/{})",
         tag(h.tag),
         interval(h.start, h.end),
         // A bounceback client's line has two spaces; receivers' and
         // writers' lines (with or without their largest value) one.
         if h.max_at.is_none() && h.name.starts_with("BB") { "  " } else { " " },
         h.name,
-        list.join(","),
-        at(0.05),
-        at(0.95),
-        at(0.997),
-        h.outliers
+        b.count,
+        list,
+        b.shares[0],
+        b.shares[1],
+        b.shares[2],
+        b.outliers,
+        b.below,
+        b.above,
     );
     if let Some((max, t)) = h.max_at {
         let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -79,16 +63,13 @@ mod tests {
     /// between 200 and 300 µs.
     #[test]
     fn bins_and_shares_as_2_2_1() {
-        let mut buckets = vec![(17_000, 5), (40_000, 14)];
-        buckets.push((218_000, 1));
+        let buckets = [(17_000, 5), (40_000, 14), (218_000, 1)];
         let h = Hist2 {
             tag: Tag2::Id(1),
             start: 0.0,
             end: 2.0,
             name: "BB8(f)".into(),
-            bin_ns: 100_000,
-            buckets,
-            outliers: 0,
+            bins: rperf3_latency::Binned::of(&buckets, 0, 100_000, 100_000),
             max_at: None,
         };
         assert_eq!(

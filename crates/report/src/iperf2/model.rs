@@ -325,6 +325,19 @@ pub struct TcpLatency2 {
     pub stdev_ns: u64,
 }
 
+impl TcpLatency2 {
+    /// The latency core's figures of `h`.
+    pub fn of(h: &rperf3_latency::Histogram) -> Self {
+        Self {
+            count: h.count(),
+            mean_ns: h.mean_ns().round() as u64,
+            min_ns: h.min_ns(),
+            max_ns: h.max_ns(),
+            stdev_ns: h.stdev_ns().round() as u64,
+        }
+    }
+}
+
 /// Extra figures of a UDP sender row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct UdpSend2 {
@@ -501,12 +514,8 @@ pub struct Hist2 {
     pub end: f64,
     /// The histogram's name (`BB8(f)`, `T8(f)`).
     pub name: String,
-    /// Bin width, nanoseconds.
-    pub bin_ns: u64,
-    /// (value in ns, samples) from the latency core, smallest first.
-    pub buckets: Vec<(u64, u64)>,
-    /// Samples more than three standard deviations above the mean.
-    pub outliers: u64,
+    /// The samples in bins, as the latency core counted them.
+    pub bins: rperf3_latency::Binned,
     /// A receiver's histogram (`--histograms`): one space after `sec`, and
     /// the largest sample (ns) with the wall-clock time it arrived.
     pub max_at: Option<(u64, SystemTime)>,
