@@ -9,11 +9,13 @@
 
 mod cli;
 mod cli2;
+mod cnum;
 mod iperf2;
 mod logger;
 mod mesh;
 mod output;
 mod plot;
+mod qos;
 mod rpm;
 
 use std::ffi::OsString;

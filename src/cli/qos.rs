@@ -1,8 +1,10 @@
-//! `-S` and `--dscp` values: C's `strtol(…, 0)` numbers and iperf3's DSCP names.
+//! `-S` and `--dscp` values: C's `strtol(…, 0)` numbers and iperf3's DSCP
+//! names (the shared table and `va`).
 
 use rperf3_proto::MAX_FLOWLABEL;
 
-use super::units::strtol0;
+use crate::cnum::strtol0;
+use crate::qos::{CODEPOINTS, TOS_NAMES};
 
 /// `-S N`: a TOS byte; like iperf3, trailing text after the number is ignored.
 pub(crate) fn tos(s: &str) -> Option<u8> {
@@ -16,41 +18,16 @@ pub(crate) fn flowlabel(s: &str) -> Option<u32> {
         .filter(|v| (1..=MAX_FLOWLABEL).contains(v))
 }
 
-/// iperf3's DSCP names and their codepoints.
-const CODEPOINTS: [(&str, u8); 22] = [
-    ("af11", 10),
-    ("af12", 12),
-    ("af13", 14),
-    ("af21", 18),
-    ("af22", 20),
-    ("af23", 22),
-    ("af31", 26),
-    ("af32", 28),
-    ("af33", 30),
-    ("af41", 34),
-    ("af42", 36),
-    ("af43", 38),
-    ("cs0", 0),
-    ("cs1", 8),
-    ("cs2", 16),
-    ("cs3", 24),
-    ("cs4", 32),
-    ("cs5", 40),
-    ("cs6", 48),
-    ("cs7", 56),
-    ("ef", 46),
-    ("va", 44),
-];
-/// The old RFC 1349 names are TOS bytes already.
-const TOS_NAMES: [(&str, u8); 3] = [
-    ("lowdelay", 0x10),
-    ("throughput", 0x08),
-    ("reliability", 0x04),
-];
+/// The one name iperf3 adds to the shared table: VOICE-ADMIT (RFC 5865).
+const VOICE_ADMIT: (&str, u8) = ("va", 44);
 
 /// Every name `--dscp` accepts (for shell completion).
 pub(crate) fn dscp_names() -> impl Iterator<Item = &'static str> {
-    CODEPOINTS.iter().chain(&TOS_NAMES).map(|(n, _)| *n)
+    CODEPOINTS
+        .iter()
+        .chain([&VOICE_ADMIT])
+        .chain(&TOS_NAMES)
+        .map(|(n, _)| *n)
 }
 
 /// `--dscp N|name`: the TOS byte (a DSCP number shifted into place, or a name's
@@ -59,12 +36,10 @@ pub(crate) fn dscp(s: &str) -> Option<u8> {
     if let Some((v, true)) = strtol0(s) {
         return u8::try_from(v).ok().filter(|v| *v <= 63).map(|v| v << 2);
     }
-    let name = |(n, _): &&(&str, u8)| n.eq_ignore_ascii_case(s);
-    CODEPOINTS
-        .iter()
-        .find(name)
-        .map(|(_, v)| v << 2)
-        .or_else(|| TOS_NAMES.iter().find(name).map(|(_, v)| *v))
+    crate::qos::codepoint(s)
+        .or_else(|| crate::qos::find(&[VOICE_ADMIT], s))
+        .map(|v| v << 2)
+        .or_else(|| crate::qos::tos_name(s))
 }
 
 #[cfg(test)]

@@ -19,50 +19,10 @@ impl std::fmt::Display for UnitError {
     }
 }
 
-/// Splits a leading decimal floating-point number (as C's `strtod` reads it, without
-/// hex, infinities and NaN) from the rest. `None` when there is no number.
+/// Splits a leading decimal number (as C's `strtod` reads it, without hex,
+/// infinities and NaN) from the rest. `None` when there is no number.
 fn leading_float(s: &str) -> Option<(f64, &str)> {
-    let t = s.trim_start();
-    let b = t.as_bytes();
-    let mut i = 0;
-    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-        i += 1;
-    }
-    let int_start = i;
-    while i < b.len() && b[i].is_ascii_digit() {
-        i += 1;
-    }
-    let mut digits = i - int_start;
-    if i < b.len() && b[i] == b'.' {
-        let frac_start = i + 1;
-        let mut j = frac_start;
-        while j < b.len() && b[j].is_ascii_digit() {
-            j += 1;
-        }
-        digits += j - frac_start;
-        if digits > 0 {
-            i = j;
-        }
-    }
-    if digits == 0 {
-        return None;
-    }
-    // An exponent counts only when digits follow it.
-    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-        let mut j = i + 1;
-        if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
-            j += 1;
-        }
-        let exp_start = j;
-        while j < b.len() && b[j].is_ascii_digit() {
-            j += 1;
-        }
-        if j > exp_start {
-            i = j;
-        }
-    }
-    let n: f64 = t[..i].parse().ok()?;
-    Some((n, &t[i..]))
+    crate::cnum::decimal_prefix(s).map(|(v, end)| (v, &s[end..]))
 }
 
 fn with_suffix(s: &str, base: f64) -> Result<f64, UnitError> {
@@ -104,55 +64,16 @@ pub(crate) fn to_count(v: f64, typed: &str) -> Result<u64, UnitError> {
     }
 }
 
-/// C's `atoi` as glibc implements it: skip blanks, optional sign, digits; 0 when
-/// there are none; the value saturates as `strtol` does and is then cut to `int`.
+/// C's `atoi` as glibc implements it: `strtol`'s value cut to `int`.
 pub(crate) fn atoi(s: &str) -> i32 {
-    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let mut v: i64 = 0;
-    for d in digits.bytes().take_while(u8::is_ascii_digit) {
-        v = v.saturating_mul(10).saturating_add(i64::from(d - b'0'));
-    }
-    let v = if neg { v.saturating_neg() } else { v };
     // Truncation to the low 32 bits is what the C cast does.
-    v as i32
+    crate::cnum::atol(s) as i32
 }
 
 /// C's `atof`: the leading number, 0 when there is none. NaN and infinities are
 /// not read (they would only make a nonsense interval).
 pub(crate) fn atof(s: &str) -> f64 {
     leading_float(s).map_or(0.0, |(n, _)| n)
-}
-
-/// C's `strtol` with base 0 (`0x` hex, leading `0` octal, else decimal): the value
-/// and whether the whole text was used; `None` when no digit was read.
-pub(crate) fn strtol0(s: &str) -> Option<(i64, bool)> {
-    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    let (neg, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let hex = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X"));
-    let (radix, digits) = match hex {
-        Some(h) if h.starts_with(|c: char| c.is_ascii_hexdigit()) => (16, h),
-        _ if t.starts_with('0') => (8, t),
-        _ => (10, t),
-    };
-    let n = digits.chars().take_while(|c| c.is_digit(radix)).count();
-    if n == 0 {
-        return None;
-    }
-    let mut v: i64 = 0;
-    for c in digits[..n].chars() {
-        let d = i64::from(c.to_digit(radix).unwrap_or(0));
-        v = v.saturating_mul(i64::from(radix)).saturating_add(d);
-    }
-    Some((if neg { -v } else { v }, n == digits.len()))
 }
 
 #[cfg(test)]

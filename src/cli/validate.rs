@@ -26,7 +26,8 @@ use super::getopt::Occurrence;
 use super::qos;
 use super::raw::RawArgs;
 use super::table::{Opt, Side};
-use super::units::{atof, atoi, parse_rate, parse_size, strtol0, to_count, UnitError};
+use super::units::{atof, atoi, parse_rate, parse_size, to_count, UnitError};
+use crate::cnum::strtol0;
 
 /// iperf3's `--time-skew-threshold` default, seconds.
 pub(super) const DEFAULT_SKEW_THRESHOLD: u32 = 10;

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::table::{HelpRow, Section, Spec, OPTIONS};
-use super::units::TOS_NAMES;
+use super::units::tos_names;
 
 /// Where descriptions start.
 const COLUMN: usize = 27;
@@ -125,8 +125,9 @@ pub(crate) fn help_text() -> String {
          K, M, G by 1024, 2^20, 2^30 (so 1k = 1000 and 1K = 1024)\n\n",
     );
     let mut line = String::from("-S takes a number or one of:");
-    for (i, (name, _)) in TOS_NAMES.iter().enumerate() {
-        let sep = if i + 1 == TOS_NAMES.len() { "." } else { "," };
+    let count = tos_names().count();
+    for (i, (name, _)) in tos_names().enumerate() {
+        let sep = if i + 1 == count { "." } else { "," };
         if line.len() + name.len() + 2 > 78 {
             let _ = writeln!(out, "{line}");
             line.clear();

@@ -3,78 +3,7 @@
 //! one suffix letter (`k m g` powers of 1000, `K M G` powers of 1024) and
 //! anything after it ignored, so `-l 12abc` is 12 and `-b abc` is 0.
 
-/// The longest C-`strtod` number at the start of `s` (after white space):
-/// its value and the byte offset where it ends; `None` if there is none.
-pub(crate) fn strtod_prefix(s: &str) -> Option<(f64, usize)> {
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() && b[i].is_ascii_whitespace() {
-        i += 1;
-    }
-    let start = i;
-    let neg = match b.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let sign = if neg { -1.0 } else { 1.0 };
-    let rest = &s[i..];
-    let lower = rest.to_ascii_lowercase();
-    if lower.starts_with("0x") && rest[2..].starts_with(|c: char| c.is_ascii_hexdigit()) {
-        let digits: String = rest[2..]
-            .chars()
-            .take_while(|c| c.is_ascii_hexdigit())
-            .collect();
-        let v = u128::from_str_radix(&digits, 16).map_or(f64::INFINITY, |v| v as f64);
-        return Some((sign * v, i + 2 + digits.len()));
-    }
-    for (word, v) in [
-        ("infinity", f64::INFINITY),
-        ("inf", f64::INFINITY),
-        ("nan", f64::NAN),
-    ] {
-        if lower.starts_with(word) {
-            return Some((sign * v, i + word.len()));
-        }
-    }
-    let mut j = i;
-    let mut digits = 0;
-    while j < b.len() && b[j].is_ascii_digit() {
-        j += 1;
-        digits += 1;
-    }
-    if j < b.len() && b[j] == b'.' {
-        j += 1;
-        while j < b.len() && b[j].is_ascii_digit() {
-            j += 1;
-            digits += 1;
-        }
-    }
-    if digits == 0 {
-        return None;
-    }
-    // An exponent counts only with at least one digit.
-    if j < b.len() && (b[j] == b'e' || b[j] == b'E') {
-        let mut k = j + 1;
-        if k < b.len() && (b[k] == b'+' || b[k] == b'-') {
-            k += 1;
-        }
-        if k < b.len() && b[k].is_ascii_digit() {
-            while k < b.len() && b[k].is_ascii_digit() {
-                k += 1;
-            }
-            j = k;
-        }
-    }
-    let v: f64 = s[start..j].trim_start_matches('+').parse().ok()?;
-    Some((v, j))
-}
+pub(crate) use crate::cnum::strtod_prefix;
 
 /// iperf 2's `byte_atoi`/`byte_atof`: a number and an optional suffix letter;
 /// no number reads as 0.
@@ -179,23 +108,9 @@ pub(crate) fn histograms(s: &str) -> rperf3_app::iperf2::config::HistBins2 {
     b
 }
 
-/// C's `atoi`: leading white space, a sign, digits; anything else ends it.
+/// C's `atoi`, as wide as iperf 2's callers need (they clamp it).
 pub(crate) fn atoi(s: &str) -> i64 {
-    let t = s.trim_start();
-    let (neg, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
-    let v = digits
-        .parse::<i64>()
-        .unwrap_or(if digits.is_empty() { 0 } else { i64::MAX });
-    if neg {
-        -v
-    } else {
-        v
-    }
+    crate::cnum::atol(s)
 }
 
 /// A whole-string C `strtod` (for `-t` and `-i`): `None` when anything but
@@ -210,29 +125,8 @@ pub(crate) fn strtod_whole(s: &str) -> Option<f64> {
     }
 }
 
-/// The TOS names iperf 2 accepts for `-S`, and their byte values.
-pub(crate) static TOS_NAMES: &[(&str, u8)] = &[
-    ("af11", 0x28),
-    ("af12", 0x30),
-    ("af13", 0x38),
-    ("af21", 0x48),
-    ("af22", 0x50),
-    ("af23", 0x58),
-    ("af31", 0x68),
-    ("af32", 0x70),
-    ("af33", 0x78),
-    ("af41", 0x88),
-    ("af42", 0x90),
-    ("af43", 0x98),
-    ("cs0", 0x00),
-    ("cs1", 0x20),
-    ("cs2", 0x40),
-    ("cs3", 0x60),
-    ("cs4", 0x80),
-    ("cs5", 0xa0),
-    ("cs6", 0xc0),
-    ("cs7", 0xe0),
-    ("ef", 0xb8),
+/// The names iperf 2 adds to the shared DSCP table for `-S`, as TOS bytes.
+const TOS_EXTRA: [(&str, u8); 7] = [
     // These three are what iperf 2.2.1 asks the kernel for, measured.
     ("le", 0x01),
     ("nqb", 0x05),
@@ -241,33 +135,24 @@ pub(crate) static TOS_NAMES: &[(&str, u8)] = &[
     ("ac_bk", 0x20),
     ("ac_vi", 0xa0),
     ("ac_vo", 0xc0),
-    ("lowdelay", 0x10),
-    ("throughput", 0x08),
-    ("reliability", 0x04),
 ];
+
+/// Every name `-S` accepts, in iperf 2.2.1's order, with its TOS byte.
+pub(crate) fn tos_names() -> impl Iterator<Item = (&'static str, u8)> {
+    let dscp = crate::qos::CODEPOINTS.iter().map(|&(n, v)| (n, v << 2));
+    dscp.chain(TOS_EXTRA).chain(crate::qos::TOS_NAMES)
+}
 
 /// `-S`: a name (any case) or a C `strtol` base-0 number (`0x` hex, `0`
 /// octal) from 0 to 255, the whole string; `None` if it is neither.
 pub(crate) fn tos(s: &str) -> Option<u8> {
-    if let Some((_, v)) = TOS_NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(s)) {
-        return Some(*v);
+    if let Some((_, v)) = tos_names().find(|(n, _)| n.eq_ignore_ascii_case(s)) {
+        return Some(v);
     }
-    let t = s.trim_start();
-    let (neg, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        (16, h)
-    } else if t.len() > 1 && t.starts_with('0') {
-        (8, &t[1..])
-    } else {
-        (10, t)
-    };
-    let v = i64::from_str_radix(digits, radix).ok()?;
-    let v = if neg { -v } else { v };
-    u8::try_from(v).ok()
+    match crate::cnum::strtol0(s)? {
+        (v, true) => u8::try_from(v).ok(),
+        _ => None,
+    }
 }
 
 /// `-B host[:port][%dev]`, as iperf 2 splits it: the device after `%`; with

@@ -18,6 +18,7 @@ mod tcp_server;
 mod tcp_server_tests;
 mod tcp_session;
 mod tcp_setup;
+mod tcp_shared;
 #[cfg(test)]
 mod tcp_tests;
 mod tcp_trip;

@@ -21,8 +21,8 @@ use super::config::Bounceback2;
 use super::flow_stats::FlowStats;
 use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals};
 use super::tcp_io::drain_until_eof;
-use super::tcp_server::Shared;
 use super::tcp_setup;
+use super::tcp_shared::Shared;
 use crate::Interrupt;
 
 /// The largest request or reply a server answers.
@@ -372,7 +372,7 @@ pub(crate) fn serve(s: TcpStream, first: Vec<u8>, accepted: Instant, sh: &Arc<Sh
     }
     iv.ender().done(k);
     iv.finish();
-    sh.untrack(track);
+    drop(track);
 }
 
 /// Reads until `buf` holds `need` bytes.

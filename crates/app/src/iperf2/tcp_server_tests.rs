@@ -345,7 +345,7 @@ fn file_input_sends_the_whole_file() {
 fn a_flood_of_silent_connections_does_not_keep_a_client_out() {
     let port = free_port();
     let srv = Ours::start(server(port));
-    let n = super::tcp_server::MAX_PENDING as usize + 6;
+    let n = super::tcp_shared::MAX_PENDING as usize + 6;
     let flood: Vec<std::net::TcpStream> = (0..n)
         .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
         .collect();

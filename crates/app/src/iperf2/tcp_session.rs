@@ -23,8 +23,8 @@ use super::flow_stats::FlowStats;
 use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
 use super::tcp_bursts::Bursts;
 use super::tcp_io::{pacer_for, pattern};
-use super::tcp_server::{Group, Shared};
 use super::tcp_setup::{self, Wake};
+use super::tcp_shared::{Group, Member, Pending, Shared, Tracked};
 use super::workers::{SendPlan, Source, Workers};
 
 /// How long a client has to send its whole test header (iperf 2.1.8's limit).
@@ -153,26 +153,14 @@ fn send_ack(mut s: &TcpStream, ack: &HeaderAck, nodelay: bool) -> io::Result<()>
     r
 }
 
-/// Serves one connection to its end; `k` is its place among the connections
-/// still sending their header.
-/// How long a `-P` set whose streams have all ended waits for the ones that
-/// have not connected yet.
-const JOIN_GRACE: Duration = Duration::from_secs(1);
-
-/// Ends a `-P` set: no stream joins it any more (a later one starts its own).
-fn close_group(sh: &Shared, gr: &Arc<Group>) {
-    let mut g = sh.groups.lock().unwrap_or_else(|p| p.into_inner());
-    g.retain(|(_, x)| !Arc::ptr_eq(x, gr));
-    drop(g);
-    gr.iv.close();
-}
-
-pub(crate) fn serve(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>, k: Option<u64>) {
+/// Serves one connection to its end; `pending` is its place among the
+/// connections still sending their header.
+pub(crate) fn serve(s: TcpStream, peer: SocketAddr, sh: &Arc<Shared>, pending: Pending) {
     let c = &sh.cfg.common;
     let accepted = now_tv();
     let accepted_at = Instant::now();
     let start = read_start(&s, Instant::now() + HEADER_LIMIT, &RequestLimits::default());
-    sh.header_done(k);
+    pending.done();
     let start = match start {
         Ok(x) => x,
         // A --connect-only client: a handshake, then its close.
@@ -254,7 +242,7 @@ impl<'a> Test<'a> {
     }
 
     /// The interval set this stream reports in: its client's `-P` group, or its own.
-    fn join_group(&self, start: Instant) -> Arc<Group> {
+    fn join_group(&self, start: Instant) -> Member {
         let streams = self.req.as_ref().map_or(1, |r| r.streams);
         let sum = if streams > 1 || matches!(self.mode(), Mode::Dual { .. }) {
             Some(SumKind::Sum)
@@ -263,69 +251,17 @@ impl<'a> Test<'a> {
         } else {
             None
         };
-        let interval = self.sh.cfg.common.interval;
-        let fresh = |n| {
-            let iv = Intervals::start(self.sh.report.clone(), start, interval, sum);
+        let fresh = || {
+            let iv = Intervals::start(
+                self.sh.report.clone(),
+                start,
+                self.sh.cfg.common.interval,
+                sum,
+            );
             self.sh.watch(&iv.open_flows());
-            Arc::new(Group {
-                iv,
-                expected: n,
-                joined: 1.into(),
-                live: 1.into(),
-            })
+            iv
         };
-        if streams <= 1 {
-            return fresh(1);
-        }
-        let ip = net::unmap(self.peer).ip();
-        let mut g = self.sh.groups.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = g
-            .iter()
-            .position(|(a, gr)| *a == ip && gr.expected == streams)
-        {
-            let gr = g[i].1.clone();
-            gr.live.fetch_add(1, Ordering::AcqRel);
-            if gr.joined.fetch_add(1, Ordering::AcqRel) + 1 >= gr.expected {
-                g.remove(i);
-            }
-            return gr;
-        }
-        let gr = fresh(streams);
-        g.push((ip, gr.clone()));
-        gr
-    }
-
-    fn leave_group(&self, gr: Arc<Group>) {
-        if gr.live.fetch_sub(1, Ordering::AcqRel) != 1 {
-            // The last holder's drop waits for the set's final rows.
-            return;
-        }
-        if gr.joined.load(Ordering::Acquire) >= gr.expected {
-            close_group(self.sh, &gr);
-            return;
-        }
-        // Streams of a short test can all end before the client's last one
-        // connects (a stalled client thread): the set waits for the rest a
-        // while, so they still share one [SUM].
-        let sh = self.sh.clone();
-        let waiter = std::thread::Builder::new()
-            .name("iperf2-group".into())
-            .spawn(move || {
-                std::thread::sleep(JOIN_GRACE);
-                // Checked under the lock a joining stream takes: a set that a
-                // late stream has since left (or filled up) is its to close.
-                let mut g = sh.groups.lock().unwrap_or_else(|p| p.into_inner());
-                let at = g.iter().position(|(_, x)| Arc::ptr_eq(x, &gr));
-                if let (Some(i), 0) = (at, gr.live.load(Ordering::Acquire)) {
-                    g.remove(i);
-                    drop(g);
-                    gr.iv.close();
-                }
-            });
-        if let Err(e) = waiter {
-            // No thread to wait with: the set ends now, as without the grace.
-            log::debug!("iperf 2 group: {e}");
-        }
+        self.sh.join(net::unmap(self.peer).ip(), streams, fresh)
     }
 
     /// With trip-times, what a `-R` or full-duplex sender writes before its
@@ -504,11 +440,11 @@ impl<'a> Test<'a> {
             }
         }
         if let Mode::Dual { port } = mode {
-            self.back(port, &gr, &wake, &mut w, track);
+            self.back(port, &gr, &wake, &mut w, &track);
         }
         let timed_send = send || matches!(mode, Mode::Dual { .. });
         self.wait(&mut w, &wake, start, timed_send);
-        self.leave_group(gr);
+        drop(gr);
         if let Mode::Tradeoff { port } = mode {
             if !sh.stopping.load(Ordering::Acquire) {
                 let set = Intervals::start(
@@ -518,18 +454,11 @@ impl<'a> Test<'a> {
                     None,
                 );
                 sh.watch(&set.open_flows());
-                let g = Arc::new(Group {
-                    iv: set,
-                    expected: 1,
-                    joined: 1.into(),
-                    live: 1.into(),
-                });
-                self.back(port, &g, &wake, &mut w, track);
+                let g = sh.join(net::unmap(self.peer).ip(), 1, || set);
+                self.back(port, &g, &wake, &mut w, &track);
                 self.wait(&mut w, &wake, Instant::now(), true);
-                g.iv.close();
             }
         }
-        sh.untrack(track);
     }
 
     /// Waits for the workers; the sender stops at the header's time, and the
@@ -538,7 +467,7 @@ impl<'a> Test<'a> {
         let server_end = self.sh.cfg.common.time.map(|t| start + t);
         // A paced sender ends itself at its time; the stop is its backstop.
         let grace = if self.req.as_ref().is_some_and(|r| r.rate > 0) {
-            super::tcp_client::PACED_GRACE
+            super::tcp_io::PACED_GRACE
         } else {
             Duration::ZERO
         };
@@ -569,7 +498,7 @@ impl<'a> Test<'a> {
     }
 
     /// `-d`/`-r`: connects back to the client's `-L` port and sends there.
-    fn back(&self, port: u16, gr: &Arc<Group>, wake: &Wake, w: &mut Workers, track: u64) {
+    fn back(&self, port: u16, gr: &Group, wake: &Wake, w: &mut Workers, track: &Tracked) {
         let sh = self.sh;
         let peer = self.peer;
         let local = self.s.local_addr().ok();
@@ -591,7 +520,7 @@ impl<'a> Test<'a> {
                 return;
             }
         };
-        sh.track_more(track, &b);
+        track.add(&b);
         let id = sh.next_id();
         let host = net::unmap(peer).ip().to_string();
         let block = tcp_setup::connector_settings(&b, &sh.cfg.common, &host, port, self.len, 1);

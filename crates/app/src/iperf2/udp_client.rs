@@ -28,10 +28,10 @@ use rperf3_sys::net::{resolve, udp_bind};
 use super::config::{Client2, Config2, End2, Mode2, Rate2, DEFAULT_UDP_RATE};
 use super::tcp_setup::device_of;
 use super::udp_back::{any_of, back_due, listener_block, receive_back, BackRecv};
+use super::udp_common::IDLE_END;
 use super::udp_common::{
     datagrams_of, duplex_rows, pattern, payload, report_row, trip, Duplex, Ticks,
 };
-use super::udp_flow::IDLE_END;
 use super::udp_send::{send_row, Rx, Tx, TxPlan};
 use super::Outcome2;
 use crate::Interrupt;

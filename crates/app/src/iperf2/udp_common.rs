@@ -3,7 +3,7 @@
 //! its statistics, the client turns it into a row), receiver rows, and the
 //! interval clock.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant, SystemTime};
 
 use rperf3_engine::udp2::{Transit, Udp2Stats};
@@ -277,6 +277,30 @@ pub(crate) fn duplex_rows(flows: &[Duplex], enhanced: bool) -> (Vec<Row2>, u64) 
     };
     rows.push(sum);
     (rows, datagrams)
+}
+
+/// A client silent this long has gone: its flow ends with what it has.
+pub(crate) const IDLE_END: Duration = Duration::from_secs(10);
+/// After sending the report, how long the server listens for late FINs
+/// (each answered with the report again), and how many reports at most.
+const REPORT_SILENCE: Duration = Duration::from_millis(250);
+const REPORT_SENDS: u32 = 9;
+
+/// Sends the report, and again for each late FIN that arrives within
+/// [`REPORT_SILENCE`], at most [`REPORT_SENDS`] times.
+pub(crate) fn send_report(sock: &UdpSocket, s: &Udp2Stats, dur: Duration, enhanced: bool) {
+    let wire = server_report(s, dur, enhanced).encode();
+    let _ = sock.set_read_timeout(Some(REPORT_SILENCE));
+    let mut buf = [0u8; 2048];
+    for _ in 0..REPORT_SENDS {
+        if sock.send(&wire).is_err() {
+            return;
+        }
+        // Silence (or a refused port: the client has its report and left).
+        if sock.recv(&mut buf).is_err() {
+            return;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -26,22 +26,17 @@ use super::connect_back::same_host;
 use super::tcp_setup::device_of;
 use super::udp_back::send_back;
 use super::udp_common::{
-    duplex_rows, latency, pattern, recv_row, server_report, trip, Duplex, RecvMark, Ticks,
+    duplex_rows, latency, pattern, recv_row, send_report, server_report, trip, Duplex, RecvMark,
+    Ticks, IDLE_END,
 };
 use super::udp_group::Group;
 use super::udp_jitter::RowHists;
 use super::udp_send::{Tx, TxPlan};
 
-/// A client silent this long has gone: its flow ends with what it has.
-pub(crate) const IDLE_END: Duration = Duration::from_secs(10);
 /// How long a `--no-udp-fin` flow may run past the time its header announced.
 const NO_FIN_GRACE: Duration = Duration::from_secs(2);
 /// How long a flow may run past its announced time waiting for its FIN.
 const LATE_FIN_GRACE: Duration = Duration::from_secs(5);
-/// After sending the report, how long the server listens for late FINs
-/// (each answered with the report again), and how many reports at most.
-const REPORT_SILENCE: Duration = Duration::from_millis(250);
-const REPORT_SENDS: u32 = 9;
 
 /// What the listener knows of a new flow.
 pub(crate) struct FlowStart {
@@ -492,21 +487,4 @@ fn back_to(f: &FlowStart, report: &dyn Report2) -> Option<(SocketAddr, bool)> {
         return None;
     }
     Some((SocketAddr::new(ip, port), now))
-}
-
-/// Sends the report, and again for each late FIN that arrives within
-/// [`REPORT_SILENCE`], at most [`REPORT_SENDS`] times.
-pub(crate) fn send_report(sock: &UdpSocket, s: &Udp2Stats, dur: Duration, enhanced: bool) {
-    let wire = server_report(s, dur, enhanced).encode();
-    let _ = sock.set_read_timeout(Some(REPORT_SILENCE));
-    let mut buf = [0u8; 2048];
-    for _ in 0..REPORT_SENDS {
-        if sock.send(&wire).is_err() {
-            return;
-        }
-        // Silence (or a refused port: the client has its report and left).
-        if sock.recv(&mut buf).is_err() {
-            return;
-        }
-    }
 }
