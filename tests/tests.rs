@@ -58,6 +58,7 @@ mod mesh;
 mod metrics;
 mod metrics_delays;
 mod metrics_outcomes;
+mod module_circles;
 mod mptcp;
 mod multi_test;
 mod multi_test_kill;
