@@ -17,6 +17,5 @@ pub mod payload;
 pub mod tcp;
 pub mod tcp_owd;
 pub mod udp;
-pub mod udp2;
 pub mod udp_owd;
 pub mod worker;

@@ -120,7 +120,7 @@ mod tests {
                     o.record(sent_ns(h), (sent + delay).as_nanos() as i64);
                 });
             }
-            (s.jitter, o)
+            (s.jitter.seconds, o)
         };
         let (mono, _) = run(Duration::from_secs(685));
         let (wall, o) = run(Duration::from_secs(1_795_000_000));

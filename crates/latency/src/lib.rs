@@ -17,6 +17,7 @@ pub mod rpm;
 pub mod rpm_plan;
 pub mod stability;
 pub mod summary;
+pub mod transit;
 
 pub use bins::Binned;
 pub use clock::{wall_ns, Clock};
@@ -27,3 +28,4 @@ pub use rpm::{rpm, trimmed_mean_ms, Band, Responsiveness};
 pub use rpm_plan::{Action, IntervalData, Load, Params, RpmRun, Stage, StagePlan, StageResult};
 pub use stability::{Confidence, Stability};
 pub use summary::Summary;
+pub use transit::{Jitter, Transit};

@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use rperf3_latency::Jitter;
+
 use crate::UdpHeader;
 
 /// Per-stream receiver counters. Feed every datagram counted while the test runs.
@@ -20,13 +22,11 @@ pub struct UdpRecvStats {
     pub lost: i64,
     /// Datagrams that arrived with a sequence number not above the highest seen.
     pub out_of_order: u64,
-    /// Smoothed jitter (RFC 1889), seconds.
-    pub jitter: f64,
-    /// Transit time of the previous datagram, microseconds. Whole: a transit
-    /// between two clocks (the kernel's wall clock at arrival, a sender's
-    /// monotonic stamp) is some 1.8e9 s, where an f64 of seconds keeps only
-    /// tenths of a microsecond, and jitter is a difference of two.
-    pub prev_transit_us: u64,
+    /// Smoothed jitter (RFC 1889) over transit times in whole microseconds:
+    /// a transit between two clocks (the kernel's wall clock at arrival, a
+    /// sender's monotonic stamp) is some 1.8e9 s, where an f64 of seconds
+    /// keeps only tenths of a microsecond, and jitter is a difference of two.
+    pub jitter: Jitter,
     /// `packets` at the end of the omit period.
     pub omitted_packets: u64,
     /// `lost` at the end of the omit period.
@@ -52,7 +52,11 @@ impl UdpRecvStats {
         now: Duration,
         size: usize,
     ) {
-        let first = self.bytes == 0;
+        if self.bytes == 0 {
+            // The first datagram (of the test, or after the omit period)
+            // starts the estimate.
+            self.jitter.restart();
+        }
         self.bytes = self.bytes.saturating_add(size as u64);
 
         if seq > self.packets {
@@ -74,13 +78,9 @@ impl UdpRecvStats {
         // once per datagram and a u128 to f64 conversion is a library call.
         let now_us = u64::try_from(now.as_micros()).unwrap_or(u64::MAX);
         let sent_us = u64::from(sent_sec) * 1_000_000 + u64::from(sent_usec);
+        // iperf3 takes the transit's absolute value.
         let transit = now_us.abs_diff(sent_us);
-        if first {
-            self.prev_transit_us = transit;
-        }
-        let d = transit.abs_diff(self.prev_transit_us) as f64 / 1e6;
-        self.prev_transit_us = transit;
-        self.jitter += (d - self.jitter) / 16.0;
+        self.jitter.add(i64::try_from(transit).unwrap_or(i64::MAX));
     }
 
     /// Accounts one received message: a single datagram (`seg` 0) or a UDP_GRO
@@ -133,7 +133,7 @@ impl UdpRecvStats {
         self.omitted_lost = self.lost;
         self.omitted_out_of_order = self.out_of_order;
         self.bytes = 0;
-        self.jitter = 0.0;
+        self.jitter.restart();
     }
 
     /// Loss percentage as iperf3 reports it: 100 × lost / packets (0 with no packets).

@@ -20,7 +20,7 @@ fn in_order_stream_has_no_loss() {
     let mut s = UdpRecvStats::new();
     feed(&mut s, &[1, 2, 3, 4]);
     assert_eq!((s.packets, s.lost, s.out_of_order, s.bytes), (4, 0, 0, 400));
-    assert_eq!(s.jitter, 0.0);
+    assert_eq!(s.jitter.seconds, 0.0);
 }
 
 #[test]
@@ -56,18 +56,23 @@ fn jitter_follows_rfc1889_on_absolute_transit() {
     // Transits: 1 ms, 3 ms, 2 ms, then the receiver clock is *behind* the sender
     // by 2 ms (absolute difference: 2 ms again).
     s.on_datagram(1, 100, 0, at(100_001_000), 50);
-    assert_eq!(s.jitter, 0.0);
+    assert_eq!(s.jitter.seconds, 0.0);
     s.on_datagram(2, 100, 0, at(100_003_000), 50);
     let j1 = 0.002 / 16.0;
-    assert!((s.jitter - j1).abs() < 1e-15);
+    assert!((s.jitter.seconds - j1).abs() < 1e-15);
     s.on_datagram(3, 100, 0, at(100_002_000), 50);
     let j2 = j1 + (0.001 - j1) / 16.0;
-    assert!((s.jitter - j2).abs() < 1e-15);
+    assert!((s.jitter.seconds - j2).abs() < 1e-15);
     s.on_datagram(4, 100, 2000, at(99_998_000), 50);
     // |99.998 - 100.002| = 0.004 s transit; d = |0.004 - 0.002| = 0.002.
     let j3 = j2 + (0.002 - j2) / 16.0;
-    assert!((s.jitter - j3).abs() < 1e-12, "{} vs {}", s.jitter, j3);
-    assert_eq!(s.prev_transit_us, 4000);
+    assert!(
+        (s.jitter.seconds - j3).abs() < 1e-12,
+        "{} vs {}",
+        s.jitter.seconds,
+        j3
+    );
+    assert_eq!(s.jitter.prev_us(), Some(4000));
 }
 
 #[test]
@@ -75,18 +80,18 @@ fn omit_reset_snapshots_and_restarts() {
     let mut s = UdpRecvStats::new();
     s.on_datagram(1, 0, 0, at(1000), 100);
     s.on_datagram(4, 0, 0, at(5000), 100);
-    assert!(s.jitter > 0.0);
+    assert!(s.jitter.seconds > 0.0);
     s.reset_at_omit_end();
     assert_eq!(
         (s.omitted_packets, s.omitted_lost, s.omitted_out_of_order),
         (4, 2, 0)
     );
-    assert_eq!((s.bytes, s.jitter), (0, 0.0));
+    assert_eq!((s.bytes, s.jitter.seconds), (0, 0.0));
     assert_eq!((s.packets, s.lost), (4, 2), "totals keep running");
     // The next datagram is "first" again: its transit seeds prev_transit_us.
     s.on_datagram(5, 0, 0, at(900_000), 100);
-    assert_eq!(s.jitter, 0.0);
-    assert_eq!(s.prev_transit_us, 900_000);
+    assert_eq!(s.jitter.seconds, 0.0);
+    assert_eq!(s.jitter.prev_us(), Some(900_000));
     assert_eq!(s.bytes, 100);
 }
 
@@ -154,7 +159,7 @@ proptest! {
         for (i, (q, sec, usec, now_us, size)) in input.into_iter().enumerate() {
             s.on_datagram(q, sec, usec, Duration::from_micros(now_us), size);
             prop_assert!(s.lost >= 0);
-            prop_assert!(s.jitter.is_finite() && s.jitter >= 0.0);
+            prop_assert!(s.jitter.seconds.is_finite() && s.jitter.seconds >= 0.0);
             if i == 50 { s.reset_at_omit_end(); }
         }
     }
@@ -191,7 +196,7 @@ proptest! {
             bytes = bytes.saturating_add(*size as u64);
             s.on_datagram(h.seq, h.sec, h.usec, Duration::new(*secs, *nanos), *size);
             prop_assert!(s.lost >= 0 && s.lost as u64 <= s.packets);
-            prop_assert!(s.jitter.is_finite() && s.jitter >= 0.0);
+            prop_assert!(s.jitter.seconds.is_finite() && s.jitter.seconds >= 0.0);
         }
         prop_assert_eq!(forward + s.out_of_order, counted);
         prop_assert_eq!(s.bytes, bytes);
@@ -231,7 +236,7 @@ fn trains_count_per_datagram_like_single_reads() {
         (115, 5, 2)
     );
     assert_eq!(whole.lost, 0);
-    assert!(whole.jitter > 0.0);
+    assert!(whole.jitter.seconds > 0.0);
 }
 
 #[test]
@@ -267,5 +272,9 @@ fn microsecond_jitter_survives_a_wall_clock_arrival_against_a_monotonic_stamp() 
         );
     }
     let want = 1e-6 * (1.0 - (15.0f64 / 16.0).powi(399));
-    assert!((s.jitter - want).abs() < 1e-15, "{} vs {want}", s.jitter);
+    assert!(
+        (s.jitter.seconds - want).abs() < 1e-15,
+        "{} vs {want}",
+        s.jitter.seconds
+    );
 }

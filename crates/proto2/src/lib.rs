@@ -27,6 +27,7 @@ mod server_report;
 mod tcp_header;
 mod udp_datagram;
 mod udp_header;
+mod udp_stats;
 
 #[cfg(test)]
 mod request_tests;
@@ -59,3 +60,4 @@ pub use udp_datagram::{
 pub use udp_header::{
     udp_layout_of_len, IsochFrame, SmallTripTimes, UdpTestHeader, SMALL_TT_MARKER, UDP_PATTERN_OFF,
 };
+pub use udp_stats::{Counted, Udp2Stats};

@@ -45,6 +45,7 @@ mod udp_send;
 mod udp_server;
 #[cfg(test)]
 mod udp_tests;
+mod udp_wire;
 
 /// What 2.2.1's server says when a signal finds tests running (each then
 /// ends at once with its final row; a UDP flow sends its client the report

@@ -12,7 +12,7 @@ use std::io;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use rperf3_engine::udp2::Transit;
+use rperf3_latency::Transit;
 use rperf3_report::iperf2::model::{Event2, Tag2};
 use rperf3_report::iperf2::{connect_times_line, Report2};
 

@@ -11,10 +11,10 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::udp_wire::wall_now;
 use rperf3_engine::control::RunControl;
 use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
-use rperf3_engine::udp2::wall_now;
 use rperf3_proto2::{
     udp_rate_on_wire, Layout, Mode, SmallTripTimes, TestEnd, TestRequest, Transport, UdpRate,
     VERSION_2_2_1,

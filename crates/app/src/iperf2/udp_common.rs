@@ -6,7 +6,8 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant, SystemTime};
 
-use rperf3_engine::udp2::{Transit, Udp2Stats};
+use rperf3_latency::Transit;
+use rperf3_proto2::Udp2Stats;
 use rperf3_proto2::{Layout, SERVER_REPORT_LEN};
 use rperf3_proto2::{ServerReport, StatPair, TransitStats, UdpTestHeader, DATAGRAM_HEADER_LEN};
 use rperf3_report::iperf2::model::{Latency2, Row2, RowKind2, Tag2, UdpDuplex2, UdpRecv2};

@@ -14,7 +14,9 @@ use rperf3_engine::control::RunControl;
 use rperf3_engine::counters::StreamCounters;
 use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
-use rperf3_engine::udp2::{recv_loop2, Udp2Stats, RECV_POLL};
+use rperf3_proto2::Udp2Stats;
+
+use super::udp_wire::{recv_loop2, RECV_POLL};
 use rperf3_proto2::{Mode, TestEnd, TestRequest};
 use rperf3_report::iperf2::model::{
     Connection2, Event2, HistBins2, Row2, RowKind2, Tag2, UdpRecv2,
@@ -321,7 +323,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
                     let lat = s.take_interval();
                     // The histograms' samples are the row's datagrams.
                     hists.take(&mut s);
-                    (RecvMark::of(&s), s.jitter, lat)
+                    (RecvMark::of(&s), s.jitter.seconds, lat)
                 };
                 let lat = with_latency.then(|| latency(&lat));
                 let row = trip(recv_row(tag, span, mark, m, jitter, lat), f.req.trip_times);
@@ -374,7 +376,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         if dur.as_secs_f64() - from >= every.as_secs_f64() / 2.0 {
             let lat = with_latency.then(|| latency(&s.interval));
             let span = (from, dur.as_secs_f64());
-            let row = recv_row(tag, span, mark, RecvMark::of(&s), s.jitter, lat);
+            let row = recv_row(tag, span, mark, RecvMark::of(&s), s.jitter.seconds, lat);
             let row = trip(row, f.req.trip_times);
             report.event(Event2::Interval(row.clone()));
             // 2.2.1 follows an interval row printed at the flow's end with

@@ -11,9 +11,9 @@ use std::net::UdpSocket;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use super::udp_wire::wall_now;
 use rperf3_engine::control::RunControl;
 use rperf3_engine::counters::StreamCounters;
-use rperf3_engine::udp2::wall_now;
 use rperf3_latency::Histogram;
 use rperf3_proto2::{
     DatagramHeader, FrameClock, FrameSizes, FrameTally, IsochFrame, IsochSpec, Layout,

@@ -7,8 +7,8 @@
 
 use std::sync::Mutex;
 
-use rperf3_engine::udp2::Udp2Stats;
 use rperf3_latency::Histogram;
+use rperf3_proto2::Udp2Stats;
 use rperf3_report::iperf2::model::{Hist2, HistBins2, Row2, Tag2};
 
 use super::tcp_trip::{hist_of, Delays};

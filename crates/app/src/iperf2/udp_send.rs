@@ -14,7 +14,9 @@ use rperf3_engine::budget::{Budget, BudgetUnit};
 use rperf3_engine::control::RunControl;
 use rperf3_engine::counters::StreamCounters;
 use rperf3_engine::udp::{send_stamped, UdpSendSpec};
-use rperf3_engine::udp2::{recv_loop2, wall_now, Stamp2, Udp2Stats, RECV_POLL};
+use rperf3_proto2::Udp2Stats;
+
+use super::udp_wire::{recv_loop2, wall_now, Stamp2, RECV_POLL};
 use rperf3_proto2::{
     fin_seq, next_fin_seq, DatagramHeader, ServerReport, FIN_MAX_SENDS, FIN_RETRY_WAIT,
 };
@@ -345,7 +347,7 @@ impl Rx {
                 h.take(&mut s);
             }
             let lat = s.take_interval();
-            (RecvMark::of(&s), s.jitter, lat)
+            (RecvMark::of(&s), s.jitter.seconds, lat)
         };
         let row = recv_row(
             self.tag,

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rperf3_engine::udp2::wall_now;
+use super::udp_wire::wall_now;
 use rperf3_proto2::{classify_udp, HeaderError, Mode, RequestLimits, UdpStart};
 use rperf3_report::iperf2::model::{Event2, Multicast2, Proto2, Settings2, Side2};
 use rperf3_report::iperf2::Report2;

@@ -369,7 +369,7 @@ fn a_header_asking_for_absurd_counts_is_refused_and_the_next_client_served() {
         super::udp_common::payload(200, &req.udp_header(rperf3_proto2::VERSION_2_2_1, port));
     rperf3_proto2::DatagramHeader {
         seq: 1,
-        sent: rperf3_engine::udp2::wall_now(),
+        sent: super::udp_wire::wall_now(),
     }
     .encode(&mut d, true);
     let liar = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -496,7 +496,7 @@ fn short_trip_times_datagrams_carry_the_small_header() {
     let (long, small) = super::udp_client::body(&cfg, &req, 1470);
     assert!(!small && !SmallTripTimes::is_small(&long));
     // What a server reads from each: trip-times, 32- or 64-bit numbers.
-    let now = rperf3_engine::udp2::wall_now();
+    let now = super::udp_wire::wall_now();
     for (mut d, seq64) in [(short, false), (long, true)] {
         rperf3_proto2::DatagramHeader { seq: 1, sent: now }.encode(&mut d, seq64);
         let Ok(UdpStart::Test(r)) = classify_udp(&d, now, &RequestLimits::default()) else {
@@ -557,7 +557,7 @@ fn a_trickler_is_cut_off_after_its_announced_time() {
     while !sh.is_finished() && t0.elapsed() < Duration::from_secs(12) {
         rperf3_proto2::DatagramHeader {
             seq,
-            sent: rperf3_engine::udp2::wall_now(),
+            sent: super::udp_wire::wall_now(),
         }
         .encode(&mut d, true);
         s.send_to(&d, ("127.0.0.1", port)).unwrap();

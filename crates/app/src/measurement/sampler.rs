@@ -122,7 +122,7 @@ impl Sampler {
                 let (lost, packets, ooo) = t.udp_last;
                 t.udp_last = (u.lost, u.packets, u.out_of_order);
                 let sample = UdpRecvSample {
-                    jitter: u.jitter,
+                    jitter: u.jitter.seconds,
                     lost: u.lost - lost,
                     packets: u.packets as i64 - packets as i64,
                     out_of_order: u.out_of_order.saturating_sub(ooo),
@@ -198,7 +198,7 @@ fn udp_totals(t: &Track) -> UdpTotals {
             omitted_lost: s.omitted_lost,
             out_of_order: s.out_of_order,
             omitted_out_of_order: s.omitted_out_of_order,
-            jitter: s.jitter,
+            jitter: s.jitter.seconds,
         },
         None => UdpTotals {
             packets: t.last.blocks,

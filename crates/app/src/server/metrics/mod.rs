@@ -171,7 +171,7 @@ impl LiveTest {
                 // (omitted packets included: they crossed the network too).
                 t.udp_packets[d] += s.packets;
                 t.udp_lost += s.lost.max(0) as u64;
-                jitters.push(s.jitter);
+                jitters.push(s.jitter.seconds);
             }
             if let Some(i) = tap.tcp.as_deref().and_then(rperf3_sys::tcp_info::tcp_info) {
                 t.retransmits += u64::from(i.total_retrans);

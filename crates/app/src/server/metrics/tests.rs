@@ -87,7 +87,7 @@ fn udp_receivers_report_packets_loss_and_jitter() {
     s.with_udp_stats(|st, _| {
         st.packets = 100;
         st.lost = 3;
-        st.jitter = 0.002;
+        st.jitter.seconds = 0.002;
     });
     m.test_started(1, std::slice::from_ref(&s));
     let text = m.encode();

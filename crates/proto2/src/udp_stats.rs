@@ -1,107 +1,22 @@
-//! iperf 2's UDP datagrams on the shared UDP loops: the header every datagram
-//! starts with (sequence number first, then the sender's wall clock) and the
-//! receiver's statistics as iperf 2 keeps them.
-//!
-//! The loops themselves (trains, batches, pacing) are [`crate::udp`]'s; this
-//! module only says what iperf 2 writes per datagram and what it counts.
+//! iperf 2's UDP receiver statistics, as iperf 2 computes them, without
+//! sockets or clocks: the caller hands in each message and its arrival time.
+//! Jitter and transit figures are the latency core's.
 
-use std::io;
-use std::net::UdpSocket;
-use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use rperf3_proto2::{DatagramHeader, Timeval, DATAGRAM_HEADER_LEN};
+use rperf3_latency::{Jitter, Transit};
 
-use crate::control::RunControl;
-use crate::counters::StreamCounters;
-use crate::udp::{recv_batches, Batch, Stamp};
+use crate::{DatagramHeader, Timeval};
 
-/// The wall clock as iperf 2 stamps it (microseconds since the epoch).
-pub fn wall_now() -> Timeval {
-    Timeval::from_since_epoch(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default(),
-    )
-}
-
-/// iperf 2's datagram header, written per datagram with one clock read per
-/// send call.
-#[derive(Debug, Clone, Copy)]
-pub struct Stamp2 {
-    sent: Timeval,
-    seq64: bool,
-}
-
-impl Stamp2 {
-    /// A stamp writing 64-bit sequence numbers when `seq64` (SEQNO64B).
-    pub fn new(seq64: bool) -> Self {
-        Self {
-            sent: Timeval::default(),
-            seq64,
-        }
-    }
-}
-
-impl Stamp for Stamp2 {
-    fn header_len(&self) -> usize {
-        DATAGRAM_HEADER_LEN
-    }
-    fn batch(&mut self) {
-        self.sent = wall_now();
-    }
-    fn write(&self, d: &mut [u8], seq: u64) {
-        let h = DatagramHeader {
-            seq: seq as i64,
-            sent: self.sent,
-        };
-        h.encode(d, self.seq64);
-    }
-}
-
-/// Transit-time statistics (seconds): count, extremes, mean and the running
-/// sum of squared differences (Welford), as the server report carries them.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Transit {
-    /// Samples.
-    pub count: u64,
-    /// Smallest transit.
-    pub min: f64,
-    /// Largest transit.
-    pub max: f64,
-    /// Sum of transits.
-    pub sum: f64,
-    /// Mean transit.
-    pub mean: f64,
-    /// Sum of squared differences from the mean.
-    pub m2: f64,
-}
-
-impl Transit {
-    /// Adds one sample.
-    pub fn add(&mut self, t: f64) {
-        if self.count == 0 {
-            self.min = t;
-            self.max = t;
-        } else {
-            self.min = self.min.min(t);
-            self.max = self.max.max(t);
-        }
-        self.count += 1;
-        self.sum += t;
-        let d = t - self.mean;
-        self.mean += d / self.count as f64;
-        self.m2 += d * (t - self.mean);
-    }
-
-    /// Sample standard deviation (0 below two samples).
-    pub fn stdev(&self) -> f64 {
-        if self.count < 2 {
-            0.0
-        } else {
-            (self.m2 / (self.count - 1) as f64).sqrt()
-        }
-    }
+/// What a receiver made of one message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counted {
+    /// Datagrams counted.
+    pub blocks: u64,
+    /// Bytes counted.
+    pub bytes: u64,
+    /// The FIN came: the flow has ended.
+    pub done: bool,
 }
 
 /// A UDP receiver's counters, as iperf 2 computes them. Loss and reordering
@@ -124,14 +39,9 @@ pub struct Udp2Stats {
     pub gaps: u64,
     /// Datagrams at or below the highest number seen.
     pub out_of_order: u64,
-    /// RFC 1889 jitter estimate (seconds): J += (|D| − J) / 16 over transit
-    /// differences of consecutive datagrams.
-    pub jitter: f64,
-    /// Sum of the jitter estimate after each datagram (2.2.1 reports its mean).
-    pub jitter_sum: f64,
-    /// Estimates summed in `jitter_sum`.
-    pub jitter_count: u64,
-    prev_transit: Option<f64>,
+    /// RFC 1889 jitter estimate over the transits of consecutive datagrams
+    /// (2.2.1 reports its mean).
+    pub jitter: Jitter,
     /// Transit times of the whole flow.
     pub transit: Transit,
     /// Transit times since [`Udp2Stats::take_interval`] last ran.
@@ -207,17 +117,12 @@ impl Udp2Stats {
     }
 
     fn on_transit(&mut self, sent: Timeval, arrival_us: i64, sample: bool) {
-        let transit = (arrival_us - sent.as_micros()) as f64 / 1e6;
-        if let Some(prev) = self.prev_transit {
-            let d = (transit - prev).abs();
-            self.jitter += (d - self.jitter) / 16.0;
-            self.jitter_sum += self.jitter;
-            self.jitter_count += 1;
-        }
-        self.prev_transit = Some(transit);
+        let transit_us = arrival_us - sent.as_micros();
+        self.jitter.add(transit_us);
         if self.keep_samples && sample {
             self.samples.push((sent.as_micros(), arrival_us));
         }
+        let transit = transit_us as f64 / 1e6;
         self.transit.add(transit);
         self.interval.add(transit);
     }
@@ -226,8 +131,8 @@ impl Udp2Stats {
     /// cut every `seg` bytes. Pieces shorter than a datagram header are not
     /// test data; anything after the FIN is ignored. Returns the datagrams and
     /// bytes counted and whether the FIN came.
-    pub fn on_message(&mut self, msg: &[u8], seg: usize, arrival_us: i64) -> Batch {
-        let mut b = Batch::default();
+    pub fn on_message(&mut self, msg: &[u8], seg: usize, arrival_us: i64) -> Counted {
+        let mut b = Counted::default();
         for d in msg.chunks(if seg == 0 { msg.len().max(1) } else { seg }) {
             let Some(h) = DatagramHeader::decode(d, self.seq64) else {
                 continue;
@@ -257,48 +162,14 @@ impl Udp2Stats {
 
     /// The mean of the jitter estimate over the flow (2.2.1's report value).
     pub fn jitter_mean(&self) -> f64 {
-        if self.jitter_count == 0 {
-            self.jitter
-        } else {
-            self.jitter_sum / self.jitter_count as f64
-        }
+        self.jitter.mean()
     }
 }
-
-/// Receives a flow's datagrams into `stats` until its FIN, the run's stop, or
-/// an error. `len` is the largest datagram expected.
-pub fn recv_loop2(
-    sock: &UdpSocket,
-    len: usize,
-    ctl: &RunControl,
-    counters: &StreamCounters,
-    stats: &Mutex<Udp2Stats>,
-) -> io::Result<()> {
-    recv_batches(sock, len.max(DATAGRAM_HEADER_LEN), ctl, counters, |msgs| {
-        let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
-        let mut all = Batch::default();
-        for m in msgs {
-            let at_us = i64::try_from(m.at.as_micros()).unwrap_or(i64::MAX);
-            let b = s.on_message(m.data, m.seg, at_us);
-            all.blocks += b.blocks;
-            all.bytes += b.bytes;
-            if b.done {
-                all.done = true;
-                break;
-            }
-        }
-        all
-    })
-}
-
-/// How long a sampler may wait on a flow's socket between stop checks.
-pub const RECV_POLL: Duration = Duration::from_millis(100);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budget::{Budget, BudgetUnit};
-    use crate::udp::{send_stamped, UdpSendSpec};
+    use std::time::Duration;
 
     fn tv(us: i64) -> Timeval {
         Timeval::from_since_epoch(Duration::from_micros(us as u64))
@@ -343,7 +214,11 @@ mod tests {
         assert_eq!(s.transit.max, 0.003);
         let j1 = 0.001 / 16.0;
         let j2 = j1 + (0.001 - j1) / 16.0;
-        assert!((s.jitter - j2).abs() < 1e-15, "{}", s.jitter);
+        assert!(
+            (s.jitter.seconds - j2).abs() < 1e-15,
+            "{}",
+            s.jitter.seconds
+        );
     }
 
     #[test]
@@ -360,13 +235,13 @@ mod tests {
         let mut s = Udp2Stats::new(true);
         // Transits 100, 300, 200 µs: |D| = 200 then 100.
         s.on_datagram(1, tv(1_000_000), 1_000_100, 10);
-        assert_eq!(s.jitter, 0.0);
+        assert_eq!(s.jitter.seconds, 0.0);
         s.on_datagram(2, tv(1_000_000), 1_000_300, 10);
         let j1 = 200e-6 / 16.0;
-        assert!((s.jitter - j1).abs() < 1e-12);
+        assert!((s.jitter.seconds - j1).abs() < 1e-12);
         s.on_datagram(3, tv(1_000_000), 1_000_200, 10);
         let j2 = j1 + (100e-6 - j1) / 16.0;
-        assert!((s.jitter - j2).abs() < 1e-12);
+        assert!((s.jitter.seconds - j2).abs() < 1e-12);
         assert!((s.jitter_mean() - (j1 + j2) / 2.0).abs() < 1e-12);
         assert!((s.transit.mean - 200e-6).abs() < 1e-12);
         assert!((s.transit.min - 100e-6).abs() < 1e-12);
@@ -390,7 +265,7 @@ mod tests {
         let b = s.on_message(&msg, 64, 0);
         assert_eq!(
             b,
-            Batch {
+            Counted {
                 blocks: 3,
                 bytes: 192,
                 done: true
@@ -399,35 +274,5 @@ mod tests {
         // A piece too short for a header is not a datagram.
         let mut t = Udp2Stats::new(true);
         assert_eq!(t.on_message(&msg[..70], 64, 0).blocks, 1);
-    }
-
-    #[test]
-    fn each_datagram_gets_its_own_iperf2_header() {
-        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        tx.connect(rx.local_addr().unwrap()).unwrap();
-        let ctl = RunControl::new(Some(Budget::new(BudgetUnit::Blocks, 100)));
-        let c = StreamCounters::default();
-        let spec = UdpSendSpec {
-            len: 64,
-            pacer: None,
-            burst: 1,
-            counters_64bit: true,
-        };
-        // What follows the 16-byte header is the caller's, in every datagram.
-        let payload: Vec<u8> = (0..64u8).collect();
-        let before = wall_now().as_micros();
-        send_stamped(&tx, &payload, spec, &ctl, &c, &mut Stamp2::new(true)).unwrap();
-        assert_eq!(c.snapshot().blocks, 100);
-        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        let mut b = [0u8; 100];
-        for want in 1..=100i64 {
-            let n = rx.recv(&mut b).unwrap();
-            assert_eq!(n, 64);
-            let h = DatagramHeader::decode(&b, true).unwrap();
-            assert_eq!(h.seq, want);
-            assert!(h.sent.as_micros() >= before - 1);
-            assert_eq!(&b[16..64], &payload[16..]);
-        }
     }
 }
