@@ -1,7 +1,11 @@
-//! Stream workers, pacing, counters and end conditions.
+//! Stream workers, pacing, counters, end conditions and the TCP and UDP loops
+//! both personalities run.
 //!
 //! Workers only move bytes and bump per-stream counters; they never format or print.
-//! The drivers sample the counters at interval ticks.
+//! The drivers sample the counters at interval ticks. The engine knows no wire
+//! format: what a block or datagram carries and what a receiver makes of it
+//! are the personalities' adapters, behind the loops' traits (`Blocks`,
+//! `SendTally`, `RecvTally`, `Stamp`, the receive batches' closure).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 // Checked on the library only: its test build also links the dev-dependencies,
@@ -15,7 +19,5 @@ pub mod file;
 pub mod pacing;
 pub mod payload;
 pub mod tcp;
-pub mod tcp_owd;
 pub mod udp;
-pub mod udp_owd;
 pub mod worker;

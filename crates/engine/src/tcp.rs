@@ -250,13 +250,14 @@ pub const MARK_WAIT: Duration = Duration::from_millis(10);
 pub trait RecvTally {
     /// Before each read.
     fn before_read(&self, _sock: &TcpStream) {}
-    /// A read of `n` (> 0) bytes.
-    fn read(&self, n: usize);
+    /// A read of `data` (not empty; with [`RecvMode::Discard`] its bytes are
+    /// not the stream's, only its length is).
+    fn read(&self, data: &[u8]);
 }
 
 impl RecvTally for StreamCounters {
-    fn read(&self, n: usize) {
-        self.add(n as u64);
+    fn read(&self, data: &[u8]) {
+        self.add(data.len() as u64);
     }
 }
 
@@ -279,7 +280,7 @@ pub fn recv_loop(
         };
         match r {
             Ok(0) => return Ok(()),
-            Ok(n) => tally.read(n),
+            Ok(n) => tally.read(&buf[..n]),
             Err(e) if read_again(&e) => {}
             Err(e) => return Err(e),
         }

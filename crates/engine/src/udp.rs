@@ -7,10 +7,8 @@
 
 use std::io;
 use std::net::UdpSocket;
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rperf3_proto::{UdpHeader, UdpRecvStats};
 use rperf3_sys::udp_io::{self, Failure};
 
 use crate::control::RunControl;
@@ -86,28 +84,6 @@ fn due_now(spec: &UdpSendSpec, sent: u64, elapsed: Duration, cap: usize) -> Opti
     Some((behind as usize + 1).min(cap))
 }
 
-/// Sends datagrams until stopped or the budget is used up. `payload` is `len`
-/// bytes, shared read-only with the test's other streams. A sender that sends
-/// one datagram at a time (a paced one) keeps only the header private and sends
-/// it with the shared payload behind it; otherwise the send buffer holds the
-/// payload repeated, and each due datagram gets its own header at its offset.
-/// With segmentation offload the due datagrams go out as trains (one message
-/// each), otherwise one sendmmsg batch; a refused offload falls back to
-/// batches for good.
-pub fn send_loop(
-    sock: &UdpSocket,
-    payload: &[u8],
-    spec: UdpSendSpec,
-    ctl: &RunControl,
-    counters: &StreamCounters,
-) -> io::Result<()> {
-    let mut stamp = Iperf3Stamp {
-        now: Duration::ZERO,
-        wide: spec.counters_64bit,
-    };
-    send_stamped(sock, payload, spec, ctl, counters, &mut stamp)
-}
-
 /// Writes a personality's header at the start of each datagram: iperf3's
 /// (monotonic stamp, sequence) or iperf 2's (sequence, wall-clock stamp).
 pub trait Stamp {
@@ -118,24 +94,6 @@ pub trait Stamp {
     fn batch(&mut self);
     /// Writes the header of datagram `seq` (1 for the first) at the start of `d`.
     fn write(&self, d: &mut [u8], seq: u64);
-}
-
-/// iperf3's header: monotonic send time, then the sequence number.
-struct Iperf3Stamp {
-    now: Duration,
-    wide: bool,
-}
-
-impl Stamp for Iperf3Stamp {
-    fn header_len(&self) -> usize {
-        UdpHeader::len(self.wide)
-    }
-    fn batch(&mut self) {
-        self.now = rperf3_sys::clock::monotonic();
-    }
-    fn write(&self, d: &mut [u8], seq: u64) {
-        UdpHeader::new(self.now, seq).encode(d, self.wide);
-    }
 }
 
 /// [`send_loop`] with any personality's header (statically dispatched: the
@@ -225,48 +183,6 @@ pub fn send_stamped<S: Stamp>(
         }
     }
     Ok(())
-}
-
-/// Receives datagrams, counting bytes and updating `stats`, until the socket is
-/// shut down or the run stops. Trains received with UDP_GRO are split into their
-/// datagrams before any header is read, so every statistic stays per datagram.
-/// Datagrams too short for a header are ignored; the socket is connected, so
-/// strangers' datagrams never arrive here. Jitter runs on the kernel's
-/// receive times (wall clock) against the sender's stamps (iperf3's
-/// monotonic clock or the wall clock): a constant offset that the
-/// differences cancel.
-pub fn recv_loop(
-    sock: &UdpSocket,
-    len: usize,
-    counters_64bit: bool,
-    ctl: &RunControl,
-    counters: &StreamCounters,
-    stats: &Mutex<UdpRecvStats>,
-) -> io::Result<()> {
-    recv_batches(
-        sock,
-        len.max(UdpHeader::len(counters_64bit)),
-        ctl,
-        counters,
-        |msgs| {
-            let (mut blocks, mut bytes) = (0u64, 0u64);
-            // Counters and statistics change under one lock, so a sample sees a
-            // batch entirely or not at all.
-            let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
-            for m in msgs {
-                // Trains are split per datagram inside; pieces too short for a
-                // header (a stray handshake datagram) are not test data.
-                let (b, n) = s.on_message(m.data, m.seg, counters_64bit, m.at);
-                blocks += b;
-                bytes += n;
-            }
-            Batch {
-                blocks,
-                bytes,
-                done: false,
-            }
-        },
-    )
 }
 
 /// What a receiver made of one batch of messages.
@@ -363,7 +279,26 @@ pub fn wall_since_epoch() -> Duration {
 mod tests {
     use super::*;
     use crate::budget::{Budget, BudgetUnit};
-    use std::sync::Arc;
+
+    /// A test header: the sequence number, big-endian, in `len` bytes.
+    struct SeqStamp {
+        len: usize,
+    }
+
+    impl Stamp for SeqStamp {
+        fn header_len(&self) -> usize {
+            self.len
+        }
+        fn batch(&mut self) {}
+        fn write(&self, d: &mut [u8], seq: u64) {
+            d[..8].copy_from_slice(&seq.to_be_bytes());
+            d[8..self.len].fill(0);
+        }
+    }
+
+    fn seq_of(d: &[u8]) -> u64 {
+        u64::from_be_bytes(d[..8].try_into().unwrap())
+    }
 
     fn pair() -> (UdpSocket, UdpSocket) {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -458,14 +393,14 @@ mod tests {
             burst: 1,
             counters_64bit: false,
         };
-        send_loop(&tx, &[0u8; 64], spec, &ctl, &c).unwrap();
+        send_stamped(&tx, &[0u8; 64], spec, &ctl, &c, &mut SeqStamp { len: 12 }).unwrap();
         assert_eq!(c.snapshot().blocks, 5);
         rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut b = [0u8; 100];
         for want in 1..=5u64 {
             let n = rx.recv(&mut b).unwrap();
             assert_eq!(n, 64);
-            assert_eq!(UdpHeader::decode(&b[..n], false).unwrap().seq, want);
+            assert_eq!(seq_of(&b[..n]), want);
         }
     }
 
@@ -483,41 +418,15 @@ mod tests {
         };
         assert_eq!(capacity(&spec, true), 1);
         let payload: Vec<u8> = (0..1250u32).map(|i| i as u8).collect();
-        send_loop(&tx, &payload, spec, &ctl, &c).unwrap();
+        send_stamped(&tx, &payload, spec, &ctl, &c, &mut SeqStamp { len: 16 }).unwrap();
         assert_eq!(c.snapshot().bytes, 3 * 1250);
         rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut b = [0u8; 2000];
         for want in 1..=3u64 {
             let n = rx.recv(&mut b).unwrap();
             assert_eq!(n, 1250);
-            assert_eq!(UdpHeader::decode(&b[..n], true).unwrap().seq, want);
+            assert_eq!(seq_of(&b[..n]), want);
             assert_eq!(&b[16..n], &payload[16..]);
         }
-    }
-
-    #[test]
-    fn receiver_counts_loss_from_gaps() {
-        let (tx, rx) = pair();
-        let ctl = Arc::new(RunControl::new(None));
-        let counters = Arc::new(StreamCounters::default());
-        let stats = Arc::new(Mutex::new(UdpRecvStats::new()));
-        let (c2, k2, s2) = (ctl.clone(), counters.clone(), stats.clone());
-        rx.set_read_timeout(Some(Duration::from_millis(20)))
-            .unwrap();
-        let h = std::thread::spawn(move || recv_loop(&rx, 100, false, &c2, &k2, &s2));
-        let mut d = [0u8; 100];
-        for seq in [1u64, 2, 4, 5, 3] {
-            UdpHeader::new(rperf3_sys::clock::monotonic(), seq).encode(&mut d, false);
-            tx.send(&d).unwrap();
-        }
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while counters.snapshot().blocks < 5 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        ctl.stop();
-        h.join().unwrap().unwrap();
-        let s = stats.lock().unwrap();
-        assert_eq!((s.packets, s.lost, s.out_of_order), (5, 0, 1));
-        assert_eq!(counters.snapshot().bytes, 500);
     }
 }

@@ -172,8 +172,8 @@ impl RecvTally for Reads<'_> {
             let _ = rperf3_sys::sockopt::set_quickack(sock);
         }
     }
-    fn read(&self, n: usize) {
-        self.stats.read(n);
+    fn read(&self, data: &[u8]) {
+        self.stats.read(data.len());
     }
 }
 

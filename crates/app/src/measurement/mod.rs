@@ -16,6 +16,8 @@ pub(crate) mod sampler;
 pub(crate) mod setup;
 pub(crate) mod sockopts;
 pub(crate) mod streams;
+pub(crate) mod tcp_stamps;
 pub(crate) mod ticker;
 pub(crate) mod udp_setup;
+pub(crate) mod udp_wire;
 pub(crate) mod workers;

@@ -13,6 +13,7 @@ use rperf3_sys::zerocopy::PayloadFile;
 use crate::measurement::bounceback;
 use crate::measurement::choice::{SendSpec, WorkerPlan};
 use crate::measurement::streams::{DataSock, LiveStream};
+use crate::measurement::{tcp_stamps, udp_wire};
 
 /// The block the sending streams of one test write (random or repeating), made
 /// once for all of them: streams only read it, so with `-P 128` there is one
@@ -68,7 +69,7 @@ pub(crate) fn spawn(
             let stamped = s.owd.is_some() && matches!(plan, WorkerPlan::TcpSend { .. });
             Worker::spawn(name, ctl, true, move |c| {
                 if stamped {
-                    rperf3_engine::tcp_owd::send_loop_stamped(&t, &buf, pacer, burst, c, &counters)
+                    tcp_stamps::send_loop_stamped(&t, &buf, pacer, burst, c, &counters)
                 } else {
                     rperf3_engine::tcp::send_loop(
                         &t,
@@ -87,7 +88,7 @@ pub(crate) fn spawn(
             // --skip-rx-copy reads no byte: its data is not timed.
             let owd = s.owd.clone().filter(|_| mode == RecvMode::Copy);
             Worker::spawn(name, ctl, false, move |c| match &owd {
-                Some(o) => rperf3_engine::tcp_owd::recv_loop_stamped(&t, blksize, c, &counters, o),
+                Some(o) => tcp_stamps::recv_loop_stamped(&t, blksize, c, &counters, o),
                 None => rperf3_engine::tcp::recv_loop(&t, blksize, mode, c, &*counters),
             })
         }
@@ -101,22 +102,15 @@ pub(crate) fn spawn(
             };
             let wall = s.owd.is_some();
             Worker::spawn(name, ctl, true, move |c| {
-                if wall {
-                    rperf3_engine::udp_owd::send_loop_wall(&u, &payload, spec, c, &counters)
-                } else {
-                    rperf3_engine::udp::send_loop(&u, &payload, spec, c, &counters)
-                }
+                udp_wire::send_loop(&u, &payload, spec, (c, &counters), wall)
             })
         }
         (DataSock::Udp(u), WorkerPlan::UdpRecv) => {
             let (u, stats) = (u.clone(), s.udp_stats.clone().unwrap_or_default());
             let c64 = send.counters_64bit;
             let owd = s.owd.clone();
-            Worker::spawn(name, ctl, false, move |c| match &owd {
-                Some(o) => {
-                    rperf3_engine::udp_owd::recv_loop_owd(&u, blksize, c64, c, &counters, &stats, o)
-                }
-                None => rperf3_engine::udp::recv_loop(&u, blksize, c64, c, &counters, &stats),
+            Worker::spawn(name, ctl, false, move |c| {
+                udp_wire::recv_loop(&u, blksize, c64, c, &counters, &stats, owd.as_deref())
             })
         }
         (DataSock::Tcp(t), WorkerPlan::BouncebackClient | WorkerPlan::BouncebackServer) => {

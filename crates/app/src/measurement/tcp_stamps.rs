@@ -1,23 +1,24 @@
 //! The one-way delay of a TCP stream's data, from each block's write to its
 //! read, between rperf3 ends that agreed on it (see
-//! [`rperf3_proto::tcp_stamp`]). The sender stamps a private copy of the block
-//! before each write, so it cannot use sendfile; the receiver reads every byte
-//! itself (no MSG_TRUNC, no receive mark whose tail another thread drains), as
-//! the stamps are found by counting bytes. A delay includes the time the block
-//! waited in the sender's socket buffer: write to read, as iperf 2 reports it.
+//! [`rperf3_proto::tcp_stamp`]), on the engine's loops. The sender stamps a
+//! private copy of the block before each write, so it cannot use sendfile;
+//! the receiver reads every byte itself (no MSG_TRUNC, no receive mark whose
+//! tail another thread drains), as the stamps are found by counting bytes. A
+//! delay includes the time the block waited in the sender's socket buffer:
+//! write to read, as iperf 2 reports it.
 
-use std::io::{self, Read};
+use std::cell::RefCell;
+use std::io;
 use std::net::TcpStream;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use rperf3_engine::control::RunControl;
+use rperf3_engine::counters::StreamCounters;
+use rperf3_engine::pacing::Pacer;
+use rperf3_engine::tcp::{recv_loop, send_blocks, Blocks, Pacing, RecvMode, RecvTally};
 use rperf3_latency::{wall_ns, OneWay};
 use rperf3_proto::tcp_stamp::{write_stamp, BlockStamps};
-
-use crate::control::RunControl;
-use crate::counters::StreamCounters;
-use crate::pacing::Pacer;
-use crate::tcp::{send_blocks, Blocks, Pacing};
 
 /// A block stamped with the wall clock just before each write.
 struct Stamped(Vec<u8>);
@@ -32,8 +33,8 @@ impl Blocks for Stamped {
     }
 }
 
-/// [`crate::tcp::send_loop`] without sendfile, each block stamped.
-pub fn send_loop_stamped(
+/// The engine's TCP sender without sendfile, each block stamped.
+pub(crate) fn send_loop_stamped(
     sock: &TcpStream,
     buf: &[u8],
     pacer: Option<Pacer>,
@@ -46,44 +47,46 @@ pub fn send_loop_stamped(
     send_blocks(sock, &mut blocks, None, pacing, ctl, counters)
 }
 
-/// Reads and counts, as [`crate::tcp::recv_loop`] in its copying mode, and puts
-/// each stamped block's delay (read time minus stamp) into `owd`. Blocks too
-/// short for a stamp are counted but not timed.
-pub fn recv_loop_stamped(
-    mut sock: &TcpStream,
+/// A receiver's reads: counted, and each stamped block's delay (read time
+/// minus stamp) put into `owd`. Blocks too short for a stamp are counted but
+/// not timed.
+struct StampedReads<'a> {
+    counters: &'a StreamCounters,
+    stamps: RefCell<Option<BlockStamps>>,
+    owd: &'a Mutex<OneWay>,
+}
+
+impl RecvTally for StampedReads<'_> {
+    fn read(&self, data: &[u8]) {
+        if let Some(s) = self.stamps.borrow_mut().as_mut() {
+            let now = wall_ns();
+            let mut o = self.owd.lock().unwrap_or_else(|p| p.into_inner());
+            s.feed(data, |sent| o.record(sent, now));
+        }
+        self.counters.add(data.len() as u64);
+    }
+}
+
+/// The engine's TCP receiver in its copying mode, timing each stamped block.
+pub(crate) fn recv_loop_stamped(
+    sock: &TcpStream,
     blksize: usize,
     ctl: &RunControl,
     counters: &StreamCounters,
     owd: &Mutex<OneWay>,
 ) -> io::Result<()> {
-    let mut buf = vec![0u8; blksize.max(1)];
-    let mut stamps = BlockStamps::new(blksize);
-    while !ctl.stopped() {
-        match sock.read(&mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) => {
-                if let Some(s) = stamps.as_mut() {
-                    let now = wall_ns();
-                    let mut o = owd.lock().unwrap_or_else(|p| p.into_inner());
-                    s.feed(&buf[..n], |sent| o.record(sent, now));
-                }
-                counters.add(n as u64);
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
-                ) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+    let reads = StampedReads {
+        counters,
+        stamps: RefCell::new(BlockStamps::new(blksize)),
+        owd,
+    };
+    recv_loop(sock, blksize, RecvMode::Copy, ctl, &reads)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budget::{Budget, BudgetUnit};
+    use rperf3_engine::budget::{Budget, BudgetUnit};
     use std::net::TcpListener;
     use std::sync::Arc;
 
