@@ -11,7 +11,6 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
-use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags, SetArg};
 use rperf3_app::config::{Config, Role};
 use rperf3_app::{ClientAuth, ServerAuth};
 
@@ -83,16 +82,11 @@ fn password() -> Result<String, String> {
     if !stdin.is_terminal() {
         return Err("no password: set IPERF3_PASSWORD or run on a terminal".into());
     }
-    let old = tcgetattr(&stdin).map_err(|e| format!("cannot read the terminal's mode: {e}"))?;
-    let mut quiet = old.clone();
-    quiet.local_flags.remove(LocalFlags::ECHO);
-    tcsetattr(&stdin, SetArg::TCSAFLUSH, &quiet)
-        .map_err(|e| format!("cannot turn the terminal's echo off: {e}"))?;
     print!("Password: ");
     let _ = std::io::stdout().flush();
     let mut line = String::new();
-    let read = stdin.lock().read_line(&mut line);
-    let _ = tcsetattr(&stdin, SetArg::TCSAFLUSH, &old);
+    let read = rperf3_sys::term::without_echo(|| stdin.lock().read_line(&mut line))
+        .map_err(|e| format!("cannot turn the terminal's echo off: {e}"))?;
     // The user's Enter was not echoed.
     println!();
     read.map_err(|e| format!("cannot read the password: {e}"))?;

@@ -30,6 +30,7 @@ pub mod sctp;
 pub mod sockopt;
 pub mod system;
 pub mod tcp_info;
+pub mod term;
 pub mod time;
 pub mod udp_io;
 pub mod zerocopy;

@@ -302,9 +302,20 @@ pub fn recv_len_from(s: &UdpSocket) -> io::Result<(usize, SocketAddr)> {
     Ok((n, from))
 }
 
-/// TCP_MAXSEG of a connected socket, 0 if unknown.
-pub fn tcp_mss(s: &TcpStream) -> u32 {
+/// TCP_MAXSEG of a TCP socket (connected, listening or fresh), 0 if unknown.
+pub fn tcp_mss(s: &impl AsFd) -> u32 {
     SockRef::from(s).tcp_mss().unwrap_or(0)
+}
+
+/// A fresh, unconnected TCP socket for `a`'s family: what the kernel gives a
+/// socket before options and the handshake change it.
+pub fn fresh_tcp_socket(a: SocketAddr) -> io::Result<std::os::fd::OwnedFd> {
+    Ok(Socket::new(Domain::for_address(a), Type::STREAM, None)?.into())
+}
+
+/// Shuts a UDP socket down both ways: a receiver blocked in `recv` wakes.
+pub fn shutdown_udp(s: &UdpSocket) -> io::Result<()> {
+    SockRef::from(s).shutdown(std::net::Shutdown::Both)
 }
 
 /// TCP_MAXSEG once everything written so far is acknowledged (or `limit`

@@ -174,6 +174,13 @@ pub fn set_tos(fd: &impl AsFd, v6: bool, tos: u8) -> io::Result<()> {
     }
 }
 
+/// Linger 0: the last close resets the connection instead of a FIN (the
+/// iperf 2 server's Ctrl-C, which a peer blocked on a zero window would not
+/// otherwise notice).
+pub fn set_linger_reset(fd: &impl AsFd) -> io::Result<()> {
+    SockRef::from(fd).set_linger(Some(std::time::Duration::ZERO))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -335,7 +335,7 @@ pub(crate) fn serve(s: TcpStream, first: Vec<u8>, accepted: Instant, sh: &Arc<Sh
     // call per request costs a system call (and, set before a reply, sends
     // a lone ACK).
     if quickack {
-        let _ = socket2::SockRef::from(&*s).set_tcp_quickack(true);
+        let _ = rperf3_sys::sockopt::set_quickack(&*s);
     }
     let track = sh.track(std::slice::from_ref(&s));
     let iv = Intervals::start(sh.report.clone(), accepted, sh.cfg.common.interval, None);

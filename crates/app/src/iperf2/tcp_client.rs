@@ -88,13 +88,11 @@ impl<'a> Client<'a> {
     /// shown before connecting, as iperf 2 does, even when the connect fails).
     fn probe_window(&self) -> (u64, u32) {
         let a = self.addrs[0];
-        let Ok(s) =
-            socket2::Socket::new(socket2::Domain::for_address(a), socket2::Type::STREAM, None)
-        else {
+        let Ok(s) = net::fresh_tcp_socket(a) else {
             return (0, 0);
         };
         let _ = apply_opts(std::os::fd::AsFd::as_fd(&s), a.is_ipv6(), self.c);
-        (net::buffer_sizes(&s).0, s.tcp_mss().unwrap_or(0))
+        (net::buffer_sizes(&s).0, net::tcp_mss(&s))
     }
 
     /// The settings block, printed before any connection, as 2.2.1 does:

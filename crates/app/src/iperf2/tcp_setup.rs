@@ -83,7 +83,7 @@ pub(crate) fn listener_settings(l: &TcpListener, c: &Common2, port: u16, len: u3
     let mut s = settings(Side2::Server, c, port, len, rcv);
     if c.print_mss {
         s.mss = Some(Mss2 {
-            bytes: socket2::SockRef::from(l).tcp_mss().unwrap_or(0),
+            bytes: net::tcp_mss(l),
             requested: false,
         });
     }

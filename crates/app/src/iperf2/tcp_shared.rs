@@ -235,7 +235,7 @@ impl Drop for Tracked<'_> {
 /// socket and never see an error.
 fn shut(socks: &[Arc<TcpStream>]) {
     for s in socks {
-        let _ = socket2::SockRef::from(&**s).set_linger(Some(Duration::ZERO));
+        let _ = rperf3_sys::sockopt::set_linger_reset(&**s);
         let _ = s.shutdown(std::net::Shutdown::Both);
     }
 }

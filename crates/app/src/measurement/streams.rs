@@ -210,7 +210,7 @@ impl LiveStream {
             }
             // Wakes a receiver blocked in recv().
             DataSock::Udp(s) => {
-                let _ = socket2::SockRef::from(&**s).shutdown(Shutdown::Both);
+                let _ = rperf3_sys::net::shutdown_udp(s);
             }
         }
     }
