@@ -71,6 +71,72 @@ fn isochronous(peer: &Path, p: Pairing2) {
 
 both_ways2!(iperf2_isoch_udp, |peer: &Path, p| isochronous(peer, p));
 
+/// The frames' tx/miss/slip figures of the whole-test sender row of `text`.
+fn frame_tally(text: &str, ctx: &str) -> Vec<u64> {
+    let total = text
+        .lines()
+        .filter(|l| l.ends_with(|c: char| c.is_ascii_digit()) && l.contains(" pps "))
+        .rfind(|l| parse_row(l).is_some_and(|r| r.tag == "1" && r.start == 0.0))
+        .unwrap_or_else(|| panic!("no sender total\n{ctx}"));
+    let f: Vec<u64> = total
+        .split_whitespace()
+        .next_back()
+        .unwrap_or_default()
+        .split('/')
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    assert_eq!(f.len(), 3, "{total}\n{ctx}");
+    f
+}
+
+/// `--isochronous -R`: the client's header carries the frame settings (as
+/// 2.2.1's: ISOCH_SETTINGS and its block at 128), so the server sends the
+/// frames: its rows show tx/miss/slip, one frame per slot, and the client
+/// receives 20 Mbit/s / 60 a frame, its rows with the delays of `-e`.
+fn isochronous_reverse(peer: &Path, p: Pairing2) {
+    let _gate = crate::common::load::timed();
+    let (c, s) = run(
+        peer,
+        p,
+        &["-u", "-e", "-i", "1"],
+        &["-u", "-e", "-i", "1", "-t", "0.99", ISOCH, "-R"],
+    );
+    let ctx = format!("{p:?}\n--- client:\n{c}\n--- server:\n{s}");
+    assert!(
+        s.lines().any(|l| l.ends_with("  PPS  isoch:tx/miss/slip")),
+        "the server's isoch columns\n{ctx}"
+    );
+    let f = frame_tally(&s, &ctx);
+    assert!((58..=62).contains(&(f[0] + f[1])), "slots {f:?}\n{ctx}");
+    let got = c
+        .lines()
+        .filter_map(parse_row)
+        .filter(|r| r.tag == "*1" && r.start == 0.0)
+        .max_by(|a, b| a.end.total_cmp(&b.end))
+        .unwrap_or_else(|| panic!("no client total\n{ctx}"));
+    let (lost, total) = (
+        got.lost.unwrap_or(u64::MAX) as f64,
+        got.total.unwrap_or(1) as f64,
+    );
+    assert!(lost <= 0.02 * total, "loss {lost}/{total}\n{ctx}");
+    let frames = (f[0] - 1) as f64;
+    let per_frame = got.bytes / frames / (1.0 - lost / total);
+    assert!(
+        (per_frame / (20e6 / 60.0 / 8.0) - 1.0).abs() < 0.02,
+        "{per_frame} bytes a frame over {frames} frames\n{ctx}"
+    );
+    // -e: the receiving client shows the datagrams' delays.
+    assert!(
+        c.lines()
+            .any(|l| l.starts_with("[ *1]") && l.contains(" ms ") && !l.contains("-/-/-/-")),
+        "delays\n{ctx}"
+    );
+}
+
+both_ways2!(iperf2_isoch_udp_reverse, |peer: &Path, p| {
+    isochronous_reverse(peer, p)
+});
+
 fn udp_histograms(peer: &Path, p: Pairing2) {
     let (c, s) = run(
         peer,

@@ -261,3 +261,39 @@ fn histograms(peer: &Path, p: Pairing2) {
 both_ways2!(iperf2_latency_histograms, |peer: &Path, p| histograms(
     peer, p
 ));
+
+/// Delays past the last bin (`--histograms=1u,2`: two bins of 1 µs, and every
+/// loopback burst takes longer) are the line's overflow: `obu` holds each
+/// burst the row counted, no bin does, and the 95% and 99.7% bins, never
+/// passed, read as the bin count, as 2.2.1 prints them.
+fn histogram_overflow(peer: &Path, p: Pairing2) {
+    let _gate = crate::common::load::timed();
+    let (c, s) = run(
+        peer,
+        p,
+        &["-e", "-i", "1", "--histograms=1u,2"],
+        &["-e", "--trip-times", "-t", "2", "-i", "1", "-b", "50m"],
+    );
+    let ctx = format!("{p:?}\n--- client:\n{c}\n--- server:\n{s}");
+    let lines: Vec<&str> = s.lines().collect();
+    let mut seen = 0;
+    for (i, l) in lines.iter().enumerate() {
+        let Some(row) = parse_row(l) else { continue };
+        let rest = l.split_once("/sec").map_or("", |x| x.1);
+        let cols: Vec<&str> = rest.split_whitespace().collect();
+        if cols.get(1) != Some(&"ms") || row.tag != "1" {
+            continue;
+        }
+        let cnt = nums(cols[2], '/')[0] as u64;
+        let h = lines.get(i + 1).copied().unwrap_or_default();
+        let want =
+            format!("bin(w=1us):cnt({cnt}) (5.00/95.00/99.7%=0/2/2,Outliers=0,obl/obu=0/{cnt})");
+        assert!(cnt > 0 && h.contains(&want), "{want}\n{h:?}\n{ctx}");
+        seen += 1;
+    }
+    assert!(seen >= 3, "{seen} rows\n{ctx}");
+}
+
+both_ways2!(iperf2_latency_histogram_overflow, |peer: &Path, p| {
+    histogram_overflow(peer, p)
+});

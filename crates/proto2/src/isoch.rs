@@ -6,6 +6,8 @@
 //! The caller supplies the times (microseconds of any one clock) and does the
 //! waiting; everything here is arithmetic, so it is tested exactly.
 
+use crate::fields::{IsochSettings, StatPair};
+
 /// What `--isochronous[=fps:mean,stdev]` and `--ipg` ask for.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IsochSpec {
@@ -31,6 +33,32 @@ impl Default for IsochSpec {
 }
 
 impl IsochSpec {
+    /// The settings block a `-R` or full-duplex client sends, so the server
+    /// sends the same frames: frames a second, mean rate, its deviation (2.2.1
+    /// calls it the variance) and the gap between a frame's datagrams in ms
+    /// (2.2.1's default is 5e-6 when none was asked for).
+    pub fn wire_settings(&self) -> IsochSettings {
+        let ipg = if self.ipg_ms > 0.0 { self.ipg_ms } else { 5e-6 };
+        IsochSettings {
+            fps: StatPair::from_f64(self.fps),
+            mean: StatPair::from_f64(self.mean_bps),
+            variance: StatPair::from_f64(self.stdev_bps),
+            burst_ipg: StatPair::from_f64(ipg),
+        }
+    }
+
+    /// What a client's settings block asks a server to send.
+    pub fn from_wire(s: IsochSettings) -> Self {
+        let ipg = s.burst_ipg.to_f64();
+        Self {
+            fps: s.fps.to_f64(),
+            mean_bps: s.mean.to_f64(),
+            stdev_bps: s.variance.to_f64(),
+            // 2.2.1's 5e-6 default is no gap anyone asked for.
+            ipg_ms: if ipg > 1e-5 { ipg } else { 0.0 },
+        }
+    }
+
     /// The frame period in whole microseconds, as iperf 2 truncates it.
     pub fn period_us(&self) -> u32 {
         if self.fps > 0.0 {

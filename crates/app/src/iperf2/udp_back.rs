@@ -287,7 +287,14 @@ pub(crate) fn receive_back(
     }));
     let sock = Arc::new(b.sock);
     let start = Instant::now();
-    let mut rx = match Rx::start(Tag2::Id(b.id), sock.clone(), b.len, None, b.latency, None) {
+    let mut rx = match Rx::start(
+        Tag2::Id(b.id),
+        sock.clone(),
+        b.len,
+        None,
+        (b.latency, b.latency),
+        None,
+    ) {
         Ok(r) => r,
         Err(e) => {
             report.event(Event2::Message(format!("ERROR: thread: {e}")));

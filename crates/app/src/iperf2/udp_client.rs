@@ -73,7 +73,12 @@ pub(crate) fn request(cfg: &Config2, c: &Client2, len: u32) -> TestRequest {
         txstart: None,
         skewed_start: false,
         isochronous: c.isoch.is_some(),
-        isoch_settings: None,
+        // The server sends frames too (-R, full duplex): it reads how from
+        // the settings block, as 2.2.1's does.
+        isoch_settings: c
+            .isoch
+            .filter(|_| matches!(wire_mode(cfg, c), Mode::Reverse | Mode::FullDuplex))
+            .map(|i| i.wire_settings()),
         no_udp_fin: c.no_udp_fin,
         seq64: true,
         small_trip_times: false,
@@ -407,7 +412,12 @@ pub(crate) fn run(
                 s,
                 len as usize,
                 hello,
-                cfg.common.trip_times,
+                // -e shows the delays too (the server's wall-clock stamps),
+                // as 2.1.8's and 2.2.1's clients do.
+                (
+                    cfg.common.trip_times || cfg.common.enhanced,
+                    cfg.common.trip_times,
+                ),
                 hist,
             ) {
                 Ok(r) => Some(r),

@@ -17,11 +17,11 @@ use rperf3_engine::udp::UdpSendSpec;
 use rperf3_proto2::Udp2Stats;
 
 use super::udp_wire::{recv_loop2, RECV_POLL};
-use rperf3_proto2::{Mode, TestEnd, TestRequest};
+use rperf3_proto2::{IsochSpec, Mode, TestEnd, TestRequest, VERSION_2_2_1};
 use rperf3_report::iperf2::model::{
     Connection2, Event2, HistBins2, Row2, RowKind2, Tag2, UdpRecv2,
 };
-use rperf3_report::iperf2::{tos_note, Report2};
+use rperf3_report::iperf2::{isoch_schedule_line, tos_note, Report2};
 
 use super::config::DEFAULT_UDP_RATE;
 use super::connect_back::same_host;
@@ -253,7 +253,15 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
             handshake: false,
             delay: Duration::ZERO,
             seq64: true,
-            isoch: None,
+            // -R or full duplex with --isochronous: frames as the client's
+            // settings say, each datagram with the client's header.
+            isoch: f.req.isochronous.then(|| {
+                let spec = f
+                    .req
+                    .isoch_settings
+                    .map_or_else(IsochSpec::default, IsochSpec::from_wire);
+                (spec, f.req.udp_header(VERSION_2_2_1, f.local.port()))
+            }),
         };
         match Tx::start(tx_tag, sock.clone(), plan) {
             Ok(t) => Some(t),
@@ -362,6 +370,16 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
             tag: Tag2::Id(f.id),
             datagrams: sent,
         });
+        let isoch = tx.as_ref().and_then(|t| t.isoch.as_ref());
+        if let Some((m, lo, hi, sd)) = isoch.and_then(|i| i.0.schedule_errors_ms()) {
+            report.event(Event2::Message(isoch_schedule_line(
+                Tag2::Id(f.id),
+                m,
+                lo,
+                hi,
+                sd,
+            )));
+        }
     }
     if !receives {
         return;

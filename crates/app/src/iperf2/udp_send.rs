@@ -254,6 +254,8 @@ pub(crate) struct Rx {
     pub(crate) handle: Option<JoinHandle<io::Result<()>>>,
     pub(crate) mark: RecvMark,
     pub(crate) latency: bool,
+    /// The sender stamps bursts' trip times: rows take that layout.
+    pub(crate) trip_times: bool,
     /// Datagrams at the last look, and when that count last changed.
     seen: (u64, Instant),
     /// `--histograms` with trip times: the delay histograms and the tag
@@ -270,7 +272,7 @@ impl Rx {
         sock: Arc<UdpSocket>,
         len: usize,
         hello: Option<Vec<u8>>,
-        latency: bool,
+        (latency, trip_times): (bool, bool),
         hist_bins: Option<HistBins2>,
     ) -> io::Result<Self> {
         let mut st = Udp2Stats::new(true);
@@ -304,6 +306,7 @@ impl Rx {
             handle: Some(handle),
             mark: RecvMark::default(),
             latency,
+            trip_times,
             seen: (0, Instant::now()),
             hists: hist_bins.map(|b| {
                 let id = match tag {
@@ -358,7 +361,7 @@ impl Rx {
             self.latency.then(|| latency(&lat)),
         );
         self.mark = m;
-        let row = trip(row, self.latency);
+        let row = trip(row, self.trip_times);
         let lines = match &mut self.hists {
             Some((h, tag)) => h.interval_lines(*tag, &row),
             None => Vec::new(),
@@ -390,6 +393,6 @@ impl Rx {
             s.jitter_mean(),
             self.latency.then(|| latency(&s.transit)),
         );
-        trip(row, self.latency)
+        trip(row, self.trip_times)
     }
 }
