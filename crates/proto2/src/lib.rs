@@ -20,6 +20,7 @@ mod burst;
 mod error;
 mod fields;
 mod flags;
+mod flow;
 mod isoch;
 mod request;
 mod request_encode;
@@ -46,6 +47,10 @@ pub use fields::{
     VERSION_2_1_8, VERSION_2_2_1,
 };
 pub use flags::{BaseFlags, LowerFlags, UpperFlags};
+pub use flow::{
+    FinExchange, FlowStep, FlowTerms, ReportReplies, ServerFlow, IDLE_END, LATE_FIN_GRACE,
+    NO_FIN_GRACE, REPORT_SENDS, REPORT_SILENCE,
+};
 pub use isoch::{FrameClock, FrameSizes, FrameTally, IsochSpec};
 pub use request::{
     classify_tcp, classify_udp, Mode, RequestLimits, TcpStart, TestEnd, TestRequest, Transport,

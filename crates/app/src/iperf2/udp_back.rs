@@ -24,7 +24,9 @@ use rperf3_sys::net::{udp_bind, unmap};
 use super::config::DEFAULT_UDP_RATE;
 use super::connect_back::{same_host, BACK_GRACE, NO_BACK};
 use super::tcp_setup::device_of;
-use super::udp_common::{pattern, report_row, send_report, Ticks, IDLE_END};
+use rperf3_proto2::IDLE_END;
+
+use super::udp_common::{pattern, report_row, send_report, Ticks};
 use super::udp_send::{Rx, Tx, TxPlan};
 
 /// How long past its announced time a receiving direction waits for its FIN.

@@ -17,7 +17,7 @@ use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
 use rperf3_proto2::{
     udp_rate_on_wire, Layout, Mode, SmallTripTimes, TestEnd, TestRequest, Transport, UdpRate,
-    VERSION_2_2_1,
+    IDLE_END, VERSION_2_2_1,
 };
 use rperf3_report::iperf2::model::{
     Connection2, Event2, IsochSettings2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2,
@@ -28,7 +28,6 @@ use rperf3_sys::net::{resolve, udp_bind};
 use super::config::{Client2, Config2, End2, Mode2, Rate2, DEFAULT_UDP_RATE};
 use super::tcp_setup::device_of;
 use super::udp_back::{any_of, back_due, listener_block, receive_back, BackRecv};
-use super::udp_common::IDLE_END;
 use super::udp_common::{
     datagrams_of, duplex_rows, pattern, payload, report_row, trip, Duplex, Ticks,
 };

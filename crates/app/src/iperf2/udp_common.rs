@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use rperf3_latency::Transit;
 use rperf3_proto2::Udp2Stats;
-use rperf3_proto2::{Layout, SERVER_REPORT_LEN};
+use rperf3_proto2::{Layout, ReportReplies};
 use rperf3_proto2::{ServerReport, StatPair, TransitStats, UdpTestHeader, DATAGRAM_HEADER_LEN};
 use rperf3_report::iperf2::model::{Latency2, Row2, RowKind2, Tag2, UdpDuplex2, UdpRecv2};
 
@@ -122,17 +122,6 @@ pub(crate) fn trip(mut row: Row2, on: bool) -> Row2 {
         u.trip_times = on;
     }
     row
-}
-
-/// Whether a datagram a client reads after its FIN is the server report
-/// (128 bytes or more, 16 zero bytes, bit 31 in the flags), not the echo of
-/// a late FIN or anything else.
-pub(crate) fn parse_report(d: &[u8]) -> Option<ServerReport> {
-    if d.len() < SERVER_REPORT_LEN {
-        return None;
-    }
-    let r = ServerReport::decode(d).ok()?;
-    (d[DATAGRAM_HEADER_LEN] & 0x80 != 0).then_some(r)
 }
 
 /// A receiver's figures between two samples of its statistics.
@@ -280,20 +269,13 @@ pub(crate) fn duplex_rows(flows: &[Duplex], enhanced: bool) -> (Vec<Row2>, u64) 
     (rows, datagrams)
 }
 
-/// A client silent this long has gone: its flow ends with what it has.
-pub(crate) const IDLE_END: Duration = Duration::from_secs(10);
-/// After sending the report, how long the server listens for late FINs
-/// (each answered with the report again), and how many reports at most.
-const REPORT_SILENCE: Duration = Duration::from_millis(250);
-const REPORT_SENDS: u32 = 9;
-
-/// Sends the report, and again for each late FIN that arrives within
-/// [`REPORT_SILENCE`], at most [`REPORT_SENDS`] times.
+/// Sends the report, and again for each late FIN, as [`ReportReplies`] says.
 pub(crate) fn send_report(sock: &UdpSocket, s: &Udp2Stats, dur: Duration, enhanced: bool) {
     let wire = server_report(s, dur, enhanced).encode();
-    let _ = sock.set_read_timeout(Some(REPORT_SILENCE));
+    let mut replies = ReportReplies::default();
+    let _ = sock.set_read_timeout(Some(replies.listen()));
     let mut buf = [0u8; 2048];
-    for _ in 0..REPORT_SENDS {
+    while replies.send_now() {
         if sock.send(&wire).is_err() {
             return;
         }
@@ -337,7 +319,7 @@ mod tests {
         s.on_datagram(-5, tv, 100_000_000 + 60, 1470);
         let r = server_report(&s, Duration::from_millis(1500), true);
         let wire = r.encode();
-        let back = parse_report(&wire).unwrap();
+        let back = ServerReport::decode(&wire).unwrap();
         let a: SocketAddr = "127.0.0.1:1".parse().unwrap();
         let row = report_row(Tag2::Id(1), (a, a), &back);
         assert_eq!(row.bytes, 4 * 1470);
@@ -352,8 +334,8 @@ mod tests {
         // A FIN echo (non-zero datagram header) is not a report.
         let mut echo = wire;
         echo[0] = 0xff;
-        assert!(parse_report(&echo).is_none());
-        assert!(parse_report(&wire[..100]).is_none());
+        assert!(ServerReport::decode(&echo).is_err());
+        assert!(ServerReport::decode(&wire[..100]).is_err());
     }
 
     #[test]

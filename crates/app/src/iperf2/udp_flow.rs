@@ -17,7 +17,9 @@ use rperf3_engine::udp::UdpSendSpec;
 use rperf3_proto2::Udp2Stats;
 
 use super::udp_wire::{recv_loop2, RECV_POLL};
-use rperf3_proto2::{IsochSpec, Mode, TestEnd, TestRequest, VERSION_2_2_1};
+use rperf3_proto2::{
+    FlowTerms, IsochSpec, Mode, ServerFlow, TestEnd, TestRequest, IDLE_END, VERSION_2_2_1,
+};
 use rperf3_report::iperf2::model::{
     Connection2, Event2, HistBins2, Row2, RowKind2, Tag2, UdpRecv2,
 };
@@ -29,16 +31,11 @@ use super::tcp_setup::device_of;
 use super::udp_back::send_back;
 use super::udp_common::{
     duplex_rows, latency, pattern, recv_row, send_report, server_report, trip, Duplex, RecvMark,
-    Ticks, IDLE_END,
+    Ticks,
 };
 use super::udp_group::Group;
 use super::udp_jitter::RowHists;
 use super::udp_send::{Tx, TxPlan};
-
-/// How long a `--no-udp-fin` flow may run past the time its header announced.
-const NO_FIN_GRACE: Duration = Duration::from_secs(2);
-/// How long a flow may run past its announced time waiting for its FIN.
-const LATE_FIN_GRACE: Duration = Duration::from_secs(5);
 
 /// What the listener knows of a new flow.
 pub(crate) struct FlowStart {
@@ -278,46 +275,24 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         None
     };
     let with_latency = f.enhanced || f.req.trip_times;
-    // Absolute limits: the server's -t, and the time the header announced
-    // plus a grace period (short for a flow that sends no FIN; longer for one
-    // whose FIN is late, so a trickler cannot hold its flow open for good).
-    let mut limit = f.server_time.map(|t| f.at + t);
-    if let TestEnd::Time(d) = f.req.end {
-        let grace = if f.req.no_udp_fin || f.multicast {
-            NO_FIN_GRACE
-        } else {
-            LATE_FIN_GRACE
-        };
-        let l = f.at + d + grace;
-        limit = Some(limit.map_or(l, |x| x.min(l)));
-    }
-    let tx_end = match f.req.end {
-        TestEnd::Time(d) => Some(f.at + d),
-        TestEnd::Bytes(_) => None,
-    };
+    // When each direction stops: the header's time, the server's -t, a
+    // silent client (absolute deadlines, see rperf3_proto2::ServerFlow).
+    let mut flow = ServerFlow::new(FlowTerms::of(&f.req, f.multicast), f.at, f.server_time);
     let mut ticks = Ticks::new(f.at, f.interval);
     let mut mark = RecvMark::default();
-    let mut last_seen = (0u64, Instant::now());
-    let mut silent = false;
     loop {
         let now = Instant::now();
         hists.drain(&h.stats);
-        if let Some(t) = &tx {
-            if tx_end.is_some_and(|e| now >= e) || limit.is_some_and(|l| now >= l) {
-                t.ctl.stop();
-            }
+        let step = flow.poll(now, h.counters.snapshot().blocks);
+        if let (Some(t), true) = (&tx, step.stop_sending) {
+            t.ctl.stop();
         }
         let tx_done = tx.as_mut().is_none_or(Tx::poll);
         let rx_done = rx.as_ref().is_none_or(|j| j.is_finished());
         if tx_done && rx_done {
             break;
         }
-        let blocks = h.counters.snapshot().blocks;
-        if blocks != last_seen.0 {
-            last_seen = (blocks, now);
-        }
-        silent = receives && now.duration_since(last_seen.1) >= IDLE_END;
-        if silent || limit.is_some_and(|l| now >= l) {
+        if step.stop_receiving {
             h.ctl.stop();
         }
         if ticks.next().is_some_and(|t| now >= t) {
@@ -348,7 +323,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         }
         let mut wake = now + Duration::from_millis(20);
         let sending = tx.as_ref().is_some_and(|t| !t.ctl.stopped());
-        for t in [ticks.next(), tx_end.filter(|&e| sending && e > now)]
+        for t in [ticks.next(), step.wake.filter(|_| sending)]
             .into_iter()
             .flatten()
         {
@@ -438,7 +413,7 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     if let Some((g, i)) = &f.group {
         g.total(*i, &row, &*report);
     }
-    if silent && !f.multicast && !f.req.no_udp_fin {
+    if flow.silent() && !f.multicast && !f.req.no_udp_fin {
         report.event(Event2::Message(format!(
             "[{:>3}] WARNING: no datagram for {} s, the flow ends without its FIN",
             f.id,

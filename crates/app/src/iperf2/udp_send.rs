@@ -14,18 +14,15 @@ use rperf3_engine::budget::{Budget, BudgetUnit};
 use rperf3_engine::control::RunControl;
 use rperf3_engine::counters::StreamCounters;
 use rperf3_engine::udp::{send_stamped, UdpSendSpec};
-use rperf3_proto2::Udp2Stats;
-
-use super::udp_wire::{recv_loop2, wall_now, Stamp2, RECV_POLL};
 use rperf3_proto2::{
-    fin_seq, next_fin_seq, DatagramHeader, ServerReport, FIN_MAX_SENDS, FIN_RETRY_WAIT,
+    DatagramHeader, FinExchange, IsochSpec, ServerReport, Udp2Stats, UdpTestHeader, FIN_RETRY_WAIT,
 };
-use rperf3_proto2::{IsochSpec, UdpTestHeader};
 use rperf3_report::iperf2::model::{Hist2, HistBins2, Isoch2, Row2, RowKind2, Tag2, UdpSend2};
 
-use super::udp_common::{latency, parse_report, recv_row, trip, RecvMark};
+use super::udp_common::{latency, recv_row, trip, RecvMark};
 use super::udp_isoch::{send_frames, since, IsochStats};
 use super::udp_jitter::RowHists;
+use super::udp_wire::{recv_loop2, wall_now, Stamp2, RECV_POLL};
 
 /// What a sender's thread hands back.
 #[derive(Debug)]
@@ -175,10 +172,10 @@ fn send_flow(
     }
 }
 
-/// The end of a direction: a FIN (negative sequence number), repeated with
-/// the number counting down every [`FIN_RETRY_WAIT`] until a report arrives,
-/// at most [`FIN_MAX_SENDS`] times; a single FIN without `handshake`.
-/// Returns the report, how many FINs were sent and whether the first left.
+/// The end of a direction: FINs as [`FinExchange`] numbers them, each
+/// followed by [`FIN_RETRY_WAIT`] for the report when one is awaited
+/// (`handshake`). Returns the report, how many FINs were sent and whether the
+/// first left.
 fn finish(
     sock: &UdpSocket,
     datagram: &[u8],
@@ -187,26 +184,26 @@ fn finish(
     seq64: bool,
 ) -> (Option<ServerReport>, u32, bool) {
     let mut d = datagram.to_vec();
-    let mut seq = fin_seq(data as i64);
+    let mut fins = FinExchange::new(data, handshake);
     let sent = wall_now();
     let mut buf = [0u8; 2048];
     if handshake {
         let _ = sock.set_read_timeout(Some(FIN_RETRY_WAIT));
     }
     let mut first = false;
-    for n in 1..=FIN_MAX_SENDS {
+    while let Some(seq) = fins.next_fin() {
         DatagramHeader { seq, sent }.encode(&mut d, seq64);
         let ok = sock.send(&d).is_ok();
-        first |= n == 1 && ok;
+        first |= fins.sends() == 1 && ok;
         if !handshake {
-            return (None, n, first);
+            break;
         }
         let until = Instant::now() + FIN_RETRY_WAIT;
         while Instant::now() < until {
             match sock.recv(&mut buf) {
                 Ok(k) => {
-                    if let Some(r) = parse_report(&buf[..k]) {
-                        return (Some(r), n, first);
+                    if let Some(r) = fins.on_reply(&buf[..k]) {
+                        return (Some(r), fins.sends(), first);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -214,9 +211,8 @@ fn finish(
                 Err(_) => break,
             }
         }
-        seq = next_fin_seq(seq);
     }
-    (None, FIN_MAX_SENDS, first)
+    (None, fins.sends(), first)
 }
 
 /// An `--isochronous` sender's row: its frames, and no timeout count (2.2.1
