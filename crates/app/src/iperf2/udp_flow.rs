@@ -5,9 +5,11 @@
 //! A flow ends at its FIN, at the server's `-t`, at the listener's stop, or
 //! when its client falls silent (absolute deadlines: nothing waits forever).
 
+use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use rperf3_engine::control::RunControl;
@@ -42,7 +44,7 @@ pub(crate) struct FlowStart {
     /// The transfer id.
     pub(crate) id: u32,
     /// The flow's socket, connected to the client.
-    pub(crate) sock: UdpSocket,
+    pub(crate) sock: Arc<UdpSocket>,
     /// Our address as the client sees it (the group for multicast).
     pub(crate) local: SocketAddr,
     /// The client.
@@ -147,14 +149,10 @@ pub(crate) fn handle_for(f: &FlowStart) -> FlowHandle {
 }
 
 /// Serves a flow to its end: receives (and reports) what the client sends,
-/// sends what a `-R` or full-duplex client asks for, answers the FIN.
+/// sends what a `-R` or full-duplex client asks for, answers the FIN, and
+/// runs a `-d`/`-r` direction back.
 pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     let receives = f.req.mode != Mode::Reverse;
-    // --histograms: (this interval's, the whole flow's) delays.
-    let mut hists = RowHists::new(
-        hist_wanted(&f).then_some(f.hist_bins),
-        f.jitter_bin_us.filter(|_| jitter_wanted(&f)),
-    );
     let sends = matches!(f.req.mode, Mode::Reverse | Mode::FullDuplex);
     // The direction the server sends is tagged `[ *N]` beside a received one.
     let (tag, tx_tag) = if receives {
@@ -162,6 +160,96 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
     } else {
         (Tag2::ReverseId(f.id), Tag2::Id(f.id))
     };
+    announce(&f, sends, &*report);
+    let _ = f.sock.set_read_timeout(Some(RECV_POLL));
+    // The client's -S applies to what the server sends back (-R, full duplex,
+    // the report), as iperf 2 applies it.
+    if f.req.tos != 0 {
+        let _ = rperf3_sys::sockopt::set_tos(&*f.sock, f.peer.is_ipv6(), f.req.tos);
+    }
+    let len = f.req.buf_len.map_or(0, |l| l as usize).max(f.first.len());
+    let back = back_to(&f, &*report);
+    // -d: the direction back runs beside this one, on a thread of its own.
+    let dual = match back {
+        Some((to, true)) => {
+            let (r, c, q) = (report.clone(), h.ctl.clone(), f.req.clone());
+            let (id, iv) = (f.back_id, f.interval);
+            std::thread::Builder::new()
+                .name(format!("udp2-back-{id}"))
+                .spawn(move || send_back(to, id, &q, len, iv, &c, &*r))
+                .ok()
+        }
+        _ => None,
+    };
+    let rx = if receives {
+        match start_receiver(&f, &h, len) {
+            Some(j) => Some(j),
+            None => {
+                report.event(Event2::Message(format!(
+                    "[{:>3}] ERROR: cannot start a receiver",
+                    f.id
+                )));
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    let tx = if sends {
+        start_sender(&f, &h, (len, tx_tag), &*report)
+    } else {
+        None
+    };
+    let mut live = Live {
+        // --histograms: (this interval's, the whole flow's) delays.
+        hists: RowHists::new(
+            hist_wanted(&f).then_some(f.hist_bins),
+            f.jitter_bin_us.filter(|_| jitter_wanted(&f)),
+        ),
+        // When each direction stops: the header's time, the server's -t, a
+        // silent client (absolute deadlines, see rperf3_proto2::ServerFlow).
+        flow: ServerFlow::new(FlowTerms::of(&f.req, f.multicast), f.at, f.server_time),
+        ticks: Ticks::new(f.at, f.interval),
+        mark: RecvMark::default(),
+        tx,
+        tag,
+        f: &f,
+        h: &h,
+    };
+    live.run(rx, &*report);
+    let sent = live.sender_total(len, &*report);
+    if !receives {
+        return;
+    }
+    let (row, s) = live.receiver_total(sent.as_ref(), &*report);
+    answer_fin(&f, &h, &s);
+    // -r: the direction back once this one has ended with its FIN.
+    if let Some((to, false)) = back {
+        if s.fin && !h.ctl.stopped() {
+            send_back(to, f.back_id, &f.req, len, f.interval, &h.ctl, &*report);
+        }
+    }
+    let back = dual.and_then(|j| j.join().ok().flatten());
+    // -d: 2.2.1's server sums both directions once both have ended: bytes,
+    // and the datagrams it sent back among the total.
+    if let (Some((b, sent)), RowKind2::UdpRecv(u)) = (back, row.kind) {
+        report.event(Event2::Final(Row2 {
+            tag: Tag2::Sum(2),
+            addrs: None,
+            start: 0.0,
+            end: row.end.max(b.end),
+            bytes: row.bytes + b.bytes,
+            kind: RowKind2::UdpRecv(UdpRecv2 {
+                total: u.total + sent,
+                ..u
+            }),
+            at: SystemTime::now(),
+        }));
+    }
+}
+
+/// The connection line: the flow's modes as 2.2.1 notes them.
+fn announce(f: &FlowStart, sends: bool, report: &dyn Report2) {
     let mut notes = Vec::new();
     for (on, note) in [
         (f.req.isochronous, "(isoch)"),
@@ -188,165 +276,175 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
         connect_only: false,
         at: SystemTime::now(),
     }));
-    let _ = f.sock.set_read_timeout(Some(RECV_POLL));
-    // The client's -S applies to what the server sends back (-R, full duplex,
-    // the report), as iperf 2 applies it.
-    if f.req.tos != 0 {
-        let _ = rperf3_sys::sockopt::set_tos(&f.sock, f.peer.is_ipv6(), f.req.tos);
-    }
-    let len = f.req.buf_len.map_or(0, |l| l as usize).max(f.first.len());
-    let back = back_to(&f, &*report);
-    // -d: the direction back runs beside this one, on a thread of its own.
-    let dual = match back {
-        Some((to, true)) => {
-            let (r, c, q) = (report.clone(), h.ctl.clone(), f.req.clone());
-            let (id, iv) = (f.back_id, f.interval);
-            std::thread::Builder::new()
-                .name(format!("udp2-back-{id}"))
-                .spawn(move || send_back(to, id, &q, len, iv, &c, &*r))
-                .ok()
-        }
-        _ => None,
+}
+
+/// The receiver of the client's datagrams, on a thread of its own.
+fn start_receiver(f: &FlowStart, h: &FlowHandle, len: usize) -> Option<JoinHandle<io::Result<()>>> {
+    let (s, c, k, st) = (
+        f.sock.clone(),
+        h.ctl.clone(),
+        h.counters.clone(),
+        h.stats.clone(),
+    );
+    std::thread::Builder::new()
+        .name(format!("udp2-rx-{}", f.id))
+        .spawn(move || recv_loop2(&s, len, &c, &k, &st))
+        .ok()
+}
+
+/// The sender of what a `-R` or full-duplex client asks for.
+fn start_sender(
+    f: &FlowStart,
+    h: &FlowHandle,
+    (len, tx_tag): (usize, Tag2),
+    report: &dyn Report2,
+) -> Option<Tx> {
+    let plan = TxPlan {
+        payload: Arc::new(pattern(len)),
+        spec: UdpSendSpec {
+            len,
+            pacer: Some(Pacer::new(if f.req.rate == 0 {
+                DEFAULT_UDP_RATE
+            } else {
+                f.req.rate
+            })),
+            burst: 1,
+            counters_64bit: true,
+        },
+        bytes: match f.req.end {
+            TestEnd::Bytes(n) => Some(n),
+            TestEnd::Time(_) => None,
+        },
+        handshake: false,
+        delay: Duration::ZERO,
+        seq64: true,
+        // -R or full duplex with --isochronous: frames as the client's
+        // settings say, each datagram with the client's header.
+        isoch: f.req.isochronous.then(|| {
+            let spec = f
+                .req
+                .isoch_settings
+                .map_or_else(IsochSpec::default, IsochSpec::from_wire);
+            (spec, f.req.udp_header(VERSION_2_2_1, f.local.port()))
+        }),
     };
-    let sock = Arc::new(f.sock);
-    let rx = if receives {
-        let (s, c, k, st) = (
-            sock.clone(),
-            h.ctl.clone(),
-            h.counters.clone(),
-            h.stats.clone(),
-        );
-        let spawned = std::thread::Builder::new()
-            .name(format!("udp2-rx-{}", f.id))
-            .spawn(move || recv_loop2(&s, len, &c, &k, &st));
-        let Ok(j) = spawned else {
+    match Tx::start(tx_tag, f.sock.clone(), plan) {
+        Ok(t) => Some(t),
+        Err(e) => {
             report.event(Event2::Message(format!(
-                "[{:>3}] ERROR: cannot start a receiver",
+                "[{:>3}] ERROR: cannot send: {e}",
                 f.id
             )));
-            return;
-        };
-        Some(j)
-    } else {
-        None
-    };
-    let mut tx = if sends {
-        let plan = TxPlan {
-            payload: Arc::new(pattern(len)),
-            spec: UdpSendSpec {
-                len,
-                pacer: Some(Pacer::new(if f.req.rate == 0 {
-                    DEFAULT_UDP_RATE
-                } else {
-                    f.req.rate
-                })),
-                burst: 1,
-                counters_64bit: true,
-            },
-            bytes: match f.req.end {
-                TestEnd::Bytes(n) => Some(n),
-                TestEnd::Time(_) => None,
-            },
-            handshake: false,
-            delay: Duration::ZERO,
-            seq64: true,
-            // -R or full duplex with --isochronous: frames as the client's
-            // settings say, each datagram with the client's header.
-            isoch: f.req.isochronous.then(|| {
-                let spec = f
-                    .req
-                    .isoch_settings
-                    .map_or_else(IsochSpec::default, IsochSpec::from_wire);
-                (spec, f.req.udp_header(VERSION_2_2_1, f.local.port()))
-            }),
-        };
-        match Tx::start(tx_tag, sock.clone(), plan) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                report.event(Event2::Message(format!(
-                    "[{:>3}] ERROR: cannot send: {e}",
-                    f.id
-                )));
-                h.ctl.stop();
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let with_latency = f.enhanced || f.req.trip_times;
-    // When each direction stops: the header's time, the server's -t, a
-    // silent client (absolute deadlines, see rperf3_proto2::ServerFlow).
-    let mut flow = ServerFlow::new(FlowTerms::of(&f.req, f.multicast), f.at, f.server_time);
-    let mut ticks = Ticks::new(f.at, f.interval);
-    let mut mark = RecvMark::default();
-    loop {
-        let now = Instant::now();
-        hists.drain(&h.stats);
-        let step = flow.poll(now, h.counters.snapshot().blocks);
-        if let (Some(t), true) = (&tx, step.stop_sending) {
-            t.ctl.stop();
-        }
-        let tx_done = tx.as_mut().is_none_or(Tx::poll);
-        let rx_done = rx.as_ref().is_none_or(|j| j.is_finished());
-        if tx_done && rx_done {
-            break;
-        }
-        if step.stop_receiving {
             h.ctl.stop();
+            None
         }
-        if ticks.next().is_some_and(|t| now >= t) {
-            let span = ticks.take();
-            if let Some(t) = &mut tx {
-                report.event(Event2::Interval(t.interval(span)));
-            }
-            if receives {
-                let (m, jitter, lat) = {
-                    let mut s = h.stats.lock().unwrap_or_else(|p| p.into_inner());
-                    let lat = s.take_interval();
-                    // The histograms' samples are the row's datagrams.
-                    hists.take(&mut s);
-                    (RecvMark::of(&s), s.jitter.seconds, lat)
-                };
-                let lat = with_latency.then(|| latency(&lat));
-                let row = trip(recv_row(tag, span, mark, m, jitter, lat), f.req.trip_times);
-                report.event(Event2::Interval(row.clone()));
-                for l in hists.interval_lines(tag, &row) {
-                    report.event(Event2::Histogram(l));
-                }
-                if let Some((g, i)) = &f.group {
-                    g.interval(*i, ticks.done - 1, &row, &*report);
-                }
-                mark = m;
-            }
-            continue;
-        }
-        let mut wake = now + Duration::from_millis(20);
-        let sending = tx.as_ref().is_some_and(|t| !t.ctl.stopped());
-        for t in [ticks.next(), step.wake.filter(|_| sending)]
-            .into_iter()
-            .flatten()
-        {
-            wake = wake.min(t);
-        }
-        std::thread::sleep(wake.saturating_duration_since(now));
     }
-    if let Some(j) = rx {
-        let _ = j.join();
+}
+
+/// A flow while it runs: its directions, deadlines, interval rows and
+/// histograms.
+struct Live<'a> {
+    f: &'a FlowStart,
+    h: &'a FlowHandle,
+    tx: Option<Tx>,
+    tag: Tag2,
+    hists: RowHists,
+    flow: ServerFlow,
+    ticks: Ticks,
+    /// The receiver's figures at the last interval row.
+    mark: RecvMark,
+}
+
+impl Live<'_> {
+    /// Whether the receiver's rows carry delays.
+    fn with_latency(&self) -> bool {
+        self.f.enhanced || self.f.req.trip_times
     }
-    let sent = tx.as_ref().and_then(|t| t.total(len as u64));
-    if let Some((row, sent)) = sent.clone() {
+
+    /// Runs until both directions have ended, printing interval rows.
+    fn run(&mut self, rx: Option<JoinHandle<io::Result<()>>>, report: &dyn Report2) {
+        let h = self.h;
+        loop {
+            let now = Instant::now();
+            self.hists.drain(&h.stats);
+            let step = self.flow.poll(now, h.counters.snapshot().blocks);
+            if let (Some(t), true) = (&self.tx, step.stop_sending) {
+                t.ctl.stop();
+            }
+            let tx_done = self.tx.as_mut().is_none_or(Tx::poll);
+            let rx_done = rx.as_ref().is_none_or(|j| j.is_finished());
+            if tx_done && rx_done {
+                break;
+            }
+            if step.stop_receiving {
+                h.ctl.stop();
+            }
+            if self.ticks.next().is_some_and(|t| now >= t) {
+                let span = self.ticks.take();
+                if let Some(t) = &mut self.tx {
+                    report.event(Event2::Interval(t.interval(span)));
+                }
+                if rx.is_some() {
+                    self.receiver_interval(span, report);
+                }
+                continue;
+            }
+            let mut wake = now + Duration::from_millis(20);
+            let sending = self.tx.as_ref().is_some_and(|t| !t.ctl.stopped());
+            for t in [self.ticks.next(), step.wake.filter(|_| sending)]
+                .into_iter()
+                .flatten()
+            {
+                wake = wake.min(t);
+            }
+            std::thread::sleep(wake.saturating_duration_since(now));
+        }
+        if let Some(j) = rx {
+            let _ = j.join();
+        }
+    }
+
+    /// The receiver's row of `span` and its histogram lines.
+    fn receiver_interval(&mut self, span: (f64, f64), report: &dyn Report2) {
+        let (f, h, tag) = (self.f, self.h, self.tag);
+        let (m, jitter, lat) = {
+            let mut s = h.stats.lock().unwrap_or_else(|p| p.into_inner());
+            let lat = s.take_interval();
+            // The histograms' samples are the row's datagrams.
+            self.hists.take(&mut s);
+            (RecvMark::of(&s), s.jitter.seconds, lat)
+        };
+        let lat = self.with_latency().then(|| latency(&lat));
+        let row = trip(
+            recv_row(tag, span, self.mark, m, jitter, lat),
+            f.req.trip_times,
+        );
+        report.event(Event2::Interval(row.clone()));
+        for l in self.hists.interval_lines(tag, &row) {
+            report.event(Event2::Histogram(l));
+        }
+        if let Some((g, i)) = &f.group {
+            g.interval(*i, self.ticks.done - 1, &row, report);
+        }
+        self.mark = m;
+    }
+
+    /// The sender's whole-test row, its "Sent" line and its schedule
+    /// errors; the row and the datagrams it sent.
+    fn sender_total(&self, len: usize, report: &dyn Report2) -> Option<(Row2, u64)> {
+        let f = self.f;
+        let tx = self.tx.as_ref()?;
+        let (row, sent) = tx.total(len as u64)?;
         report.event(Event2::Final(Row2 {
             addrs: Some((f.local, f.peer)),
-            ..row
+            ..row.clone()
         }));
         // iperf 2 tags "Sent" with the transfer id whichever way it went.
         report.event(Event2::Sent {
             tag: Tag2::Id(f.id),
             datagrams: sent,
         });
-        let isoch = tx.as_ref().and_then(|t| t.isoch.as_ref());
-        if let Some((m, lo, hi, sd)) = isoch.and_then(|i| i.0.schedule_errors_ms()) {
+        if let Some((m, lo, hi, sd)) = tx.isoch.as_ref().and_then(|i| i.0.schedule_errors_ms()) {
             report.event(Event2::Message(isoch_schedule_line(
                 Tag2::Id(f.id),
                 m,
@@ -355,101 +453,103 @@ pub(crate) fn serve(f: FlowStart, h: FlowHandle, report: Arc<dyn Report2>) {
                 sd,
             )));
         }
+        Some((row, sent))
     }
-    if !receives {
+
+    /// The receiver's last interval and whole-flow rows, with the sums and
+    /// warnings that follow them; the whole-flow row and the statistics.
+    fn receiver_total(
+        &mut self,
+        sent: Option<&(Row2, u64)>,
+        report: &dyn Report2,
+    ) -> (Row2, Udp2Stats) {
+        let (f, h, tag) = (self.f, self.h, self.tag);
+        self.hists.drain(&h.stats);
+        let s = h.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let dur = s.span();
+        let with_latency = self.with_latency();
+        // The interval the flow ended in, when it is most of one (the sender's
+        // clock and ours start a little apart).
+        if let (Some(every), Some(_)) = (self.ticks.every, self.ticks.next()) {
+            let (from, _) = self.ticks.take();
+            if dur.as_secs_f64() - from >= every.as_secs_f64() / 2.0 {
+                let lat = with_latency.then(|| latency(&s.interval));
+                let span = (from, dur.as_secs_f64());
+                let row = recv_row(
+                    tag,
+                    span,
+                    self.mark,
+                    RecvMark::of(&s),
+                    s.jitter.seconds,
+                    lat,
+                );
+                let row = trip(row, f.req.trip_times);
+                report.event(Event2::Interval(row.clone()));
+                // 2.2.1 follows an interval row printed at the flow's end with
+                // the whole flow's lines (`T8(f)`, `J8(f)`).
+                for l in self.hists.total_lines(tag, &row) {
+                    report.event(Event2::Histogram(l));
+                }
+                if let Some((g, i)) = &f.group {
+                    g.interval(*i, self.ticks.done - 1, &row, report);
+                }
+            }
+        }
+        let mut row = recv_row(
+            tag,
+            (0.0, dur.as_secs_f64()),
+            RecvMark::default(),
+            RecvMark::of(&s),
+            // 2.2.1's whole-flow rows (and its Server Report) give the mean
+            // of the estimate over the flow, not its last value.
+            s.jitter_mean(),
+            with_latency.then(|| latency(&s.transit)),
+        );
+        row.addrs = Some((f.local, f.peer));
+        let row = trip(row, f.req.trip_times);
+        report.event(Event2::Final(row.clone()));
+        for l in self.hists.total_lines(tag, &row) {
+            report.event(Event2::Histogram(l));
+        }
+        // 2.2.1 sums a full-duplex test's directions only when it reports no
+        // intervals (its server prints no "Sent" for the sum).
+        if let (Some((s_row, n)), Mode::FullDuplex, None) = (sent, f.req.mode, f.interval) {
+            let part = Duplex {
+                id: f.id,
+                sent: (s_row, *n),
+                received: &row,
+            };
+            for r in duplex_rows(&[part], f.enhanced).0 {
+                report.event(Event2::Final(r));
+            }
+        }
+        if let Some((g, i)) = &f.group {
+            g.total(*i, &row, report);
+        }
+        if self.flow.silent() && !f.multicast && !f.req.no_udp_fin {
+            report.event(Event2::Message(format!(
+                "[{:>3}] WARNING: no datagram for {} s, the flow ends without its FIN",
+                f.id,
+                IDLE_END.as_secs()
+            )));
+        }
+        (row, s)
+    }
+}
+
+/// The Server Report: after the FIN (again for late ones), or once when
+/// Ctrl-C cut the flow short, ahead of the FIN the client sends later (it
+/// reads it then), as 2.2.1's does. None without a FIN (multicast,
+/// `--no-udp-fin`).
+fn answer_fin(f: &FlowStart, h: &FlowHandle, s: &Udp2Stats) {
+    if f.multicast || f.req.no_udp_fin {
         return;
     }
-    hists.drain(&h.stats);
-    let s = h.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let dur = s.span();
-    // The interval the flow ended in, when it is most of one (the sender's
-    // clock and ours start a little apart).
-    if let (Some(every), Some(_)) = (ticks.every, ticks.next()) {
-        let (from, _) = ticks.take();
-        if dur.as_secs_f64() - from >= every.as_secs_f64() / 2.0 {
-            let lat = with_latency.then(|| latency(&s.interval));
-            let span = (from, dur.as_secs_f64());
-            let row = recv_row(tag, span, mark, RecvMark::of(&s), s.jitter.seconds, lat);
-            let row = trip(row, f.req.trip_times);
-            report.event(Event2::Interval(row.clone()));
-            // 2.2.1 follows an interval row printed at the flow's end with
-            // the whole flow's lines (`T8(f)`, `J8(f)`).
-            for l in hists.total_lines(tag, &row) {
-                report.event(Event2::Histogram(l));
-            }
-            if let Some((g, i)) = &f.group {
-                g.interval(*i, ticks.done - 1, &row, &*report);
-            }
-        }
-    }
-    let mut row = recv_row(
-        tag,
-        (0.0, dur.as_secs_f64()),
-        RecvMark::default(),
-        RecvMark::of(&s),
-        // 2.2.1's whole-flow rows (and its Server Report) give the mean
-        // of the estimate over the flow, not its last value.
-        s.jitter_mean(),
-        with_latency.then(|| latency(&s.transit)),
-    );
-    row.addrs = Some((f.local, f.peer));
-    let row = trip(row, f.req.trip_times);
-    report.event(Event2::Final(row.clone()));
-    for l in hists.total_lines(tag, &row) {
-        report.event(Event2::Histogram(l));
-    }
-    // 2.2.1 sums a full-duplex test's directions only when it reports no
-    // intervals (its server prints no "Sent" for the sum).
-    if let (Some((s_row, n)), Mode::FullDuplex, None) = (&sent, f.req.mode, f.interval) {
-        let part = Duplex {
-            id: f.id,
-            sent: (s_row, *n),
-            received: &row,
-        };
-        for r in duplex_rows(&[part], f.enhanced).0 {
-            report.event(Event2::Final(r));
-        }
-    }
-    if let Some((g, i)) = &f.group {
-        g.total(*i, &row, &*report);
-    }
-    if flow.silent() && !f.multicast && !f.req.no_udp_fin {
-        report.event(Event2::Message(format!(
-            "[{:>3}] WARNING: no datagram for {} s, the flow ends without its FIN",
-            f.id,
-            IDLE_END.as_secs()
-        )));
-    }
-    if s.fin && !f.multicast && !f.req.no_udp_fin {
-        send_report(&sock, &s, dur, f.enhanced || f.req.trip_times);
-    } else if h.interrupted.load(Ordering::Acquire) && !f.multicast && !f.req.no_udp_fin {
-        // Cut short by Ctrl-C: the report goes once, ahead of the FIN the
-        // client sends later (it reads it then), as 2.2.1's does.
-        let wire = server_report(&s, dur, f.enhanced || f.req.trip_times).encode();
-        let _ = sock.send(&wire);
-    }
-    // -r: the direction back once this one has ended with its FIN.
-    if let Some((to, false)) = back {
-        if s.fin && !h.ctl.stopped() {
-            send_back(to, f.back_id, &f.req, len, f.interval, &h.ctl, &*report);
-        }
-    }
-    let back = dual.and_then(|j| j.join().ok().flatten());
-    // -d: 2.2.1's server sums both directions once both have ended: bytes,
-    // and the datagrams it sent back among the total.
-    if let (Some((b, sent)), RowKind2::UdpRecv(u)) = (back, row.kind) {
-        report.event(Event2::Final(Row2 {
-            tag: Tag2::Sum(2),
-            addrs: None,
-            start: 0.0,
-            end: row.end.max(b.end),
-            bytes: row.bytes + b.bytes,
-            kind: RowKind2::UdpRecv(UdpRecv2 {
-                total: u.total + sent,
-                ..u
-            }),
-            at: SystemTime::now(),
-        }));
+    let enhanced = f.enhanced || f.req.trip_times;
+    if s.fin {
+        send_report(&f.sock, s, s.span(), enhanced);
+    } else if h.interrupted.load(Ordering::Acquire) {
+        let _ = f.sock.send(&server_report(s, s.span(), enhanced).encode());
     }
 }
 

@@ -303,7 +303,7 @@ pub(crate) fn run(
         });
         let start = |sock, local| FlowStart {
             id,
-            sock,
+            sock: Arc::new(sock),
             local,
             peer,
             req: req.clone(),
