@@ -213,7 +213,8 @@ fn conn_notes(c: &Client2, mode: Mode, trip_times: bool, tos: Option<u8>) -> Vec
     notes
 }
 
-/// Runs the UDP client of `cfg` (whose role is a client).
+/// Runs the UDP client described by `cfg`: its flows (`-P`), each sending,
+/// receiving (`-R`) or both (full duplex), and a `-d`/`-r` direction back.
 pub(crate) fn run(
     cfg: &Config2,
     c: &Client2,
@@ -228,144 +229,52 @@ pub(crate) fn run(
         Ok(a) => a[0],
         Err(e) => return fail(format!("ERROR: failed name resolution for {}: {e}", c.host)),
     };
-    let multicast = dest.ip().is_multicast();
-    let mode = wire_mode(cfg, c);
-    // The forward direction of -d/-r is a normal test.
-    let forward = matches!(
-        mode,
-        Mode::Normal | Mode::Dual { .. } | Mode::Tradeoff { .. }
-    );
-    if multicast && mode != Mode::Normal {
+    let t = Test::new(cfg, c, dest);
+    if t.multicast && t.mode != Mode::Normal {
         return fail("ERROR: a multicast test only sends from the client".into());
     }
-    let len = cfg.common.len_or_default(dest.is_ipv6());
-    let req = request(cfg, c, len);
-    let (body, small) = body(cfg, &req, len);
-    let body = Arc::new(body);
-    let rate = bits_per_sec(c.rate, len);
-    let n = c.parallel.max(1);
     let mut socks = Vec::new();
-    for i in 0..n {
+    for i in 0..c.parallel.max(1) {
         let to = if c.incr_dstport {
             SocketAddr::new(dest.ip(), dest.port().wrapping_add(i as u16))
         } else {
             dest
         };
-        match open(cfg, to, multicast) {
+        match open(cfg, to, t.multicast) {
             Ok(s) => socks.push(Arc::new(s)),
             Err(e) => return fail(format!("ERROR: connect failed: {e}")),
         }
     }
-    let window = rperf3_sys::net::buffer_sizes(&*socks[0]).0;
     // -d/-r: the socket the server's datagrams come back to, bound before
     // the request goes out.
-    let back_sock = match mode {
-        Mode::Dual { port } | Mode::Tradeoff { port } => {
-            match udp_bind(any_of(&dest, port), false, None) {
-                Ok(s) => {
-                    if let Some(w) = cfg.common.window {
-                        let _ = rperf3_sys::net::set_buffer_sizes(&s, w as usize);
-                    }
-                    Some((s, port))
-                }
-                Err(e) => return fail(format!("ERROR: listener bind failed: {e}")),
-            }
-        }
+    let back_sock = match t.mode {
+        Mode::Dual { port } | Mode::Tradeoff { port } => match open_back(cfg, dest, port) {
+            Ok(s) => Some((s, port)),
+            Err(e) => return fail(format!("ERROR: listener bind failed: {e}")),
+        },
         _ => None,
     };
     // -r prints its listener block first, -d after the client's.
     let listener = back_sock.as_ref().map(|(s, p)| {
         (
-            listener_block(s, *p, len),
-            !matches!(mode, Mode::Dual { .. }),
+            listener_block(s, *p, t.len),
+            !matches!(t.mode, Mode::Dual { .. }),
         )
     });
     if let Some((b, true)) = &listener {
         report.event(b.clone());
     }
-    let note = match mode {
-        Mode::Reverse => Some("(reverse)"),
-        Mode::FullDuplex => Some("(full-duplex)"),
-        _ => None,
-    };
-    report.event(Event2::Settings(Settings2 {
-        side: Side2::Client,
-        proto: Proto2::Udp,
-        host: Some(c.host.clone()),
-        port: cfg.common.port,
-        pid: std::process::id(),
-        flows: n,
-        len,
-        ipg_us: rate.map(|b| len as f64 * 8.0 / b as f64 * 1e6),
-        window,
-        window_requested: cfg.common.window.is_some(),
-        requested_window: cfg.common.window.map(u64::from),
-        congestion_asked: None,
-        trip_times: cfg.common.trip_times,
-        congestion: None,
-        tos: cfg.common.tos.unwrap_or(0),
-        tos_by_dscp: cfg.common.tos_by_dscp,
-        connect_only: false,
-        nodelay: false,
-        mss: None,
-        multicast: None,
-        ttl: multicast.then_some(cfg.common.ttl),
-        mode_note: note.map(str::to_string),
-        bounceback: None,
-        histograms: cfg.common.histograms,
-        hist_bins: cfg.common.hist_bins,
-        jitter_bin_us: None,
-        isoch: c.isoch.map(|i| IsochSettings2 {
-            fps: i.fps,
-            mean_bps: i.mean_bps,
-            stdev_bps: i.stdev_bps,
-            ipg_ms: i.ipg_ms,
-        }),
-    }));
+    let window = rperf3_sys::net::buffer_sizes(&*socks[0]).0;
+    report.event(Event2::Settings(t.settings(socks.len() as u32, window)));
     if let Some((b, false)) = listener {
         report.event(b);
     }
-    let spec = UdpSendSpec {
-        len: len as usize,
-        pacer: rate.map(Pacer::new),
-        burst: 1,
-        counters_64bit: true,
-    };
-    let bytes = match c.end {
-        End2::Bytes(b) => Some(b),
-        End2::Time(_) => None,
-    };
     // --txdelay-time: nothing is sent before the wait (where 2.2.1 sends
     // its first datagram and idles, so its server's rates count the wait).
     let delayed = c
         .txdelay
         .map(|d| (SystemTime::now() + d, Instant::now() + d));
-    for (i, s) in socks.iter().enumerate() {
-        let id = i as u32 + 1;
-        let local = s.local_addr().unwrap_or(dest);
-        report.event(Event2::Connected(Connection2 {
-            tag: Tag2::Id(id),
-            local,
-            device: device_of(
-                &local,
-                cfg.common.bind.as_ref().and_then(|b| b.device.as_deref()),
-            ),
-            peer: s.peer_addr().unwrap_or(dest),
-            notes: conn_notes(c, mode, cfg.common.trip_times, cfg.common.tos),
-            peer_version: None,
-            tcp: None,
-            connect_time: None,
-            connect_only: false,
-            at: SystemTime::now(),
-        }));
-        if let Some((start, _)) = delayed {
-            report.event(Event2::TxStart {
-                tag: Tag2::Id(id),
-                start,
-                now: SystemTime::now(),
-            });
-        }
-    }
+    t.announce(&socks, delayed.map(|d| d.0), &*report);
     if let Some((_, until)) = delayed {
         super::tcp_setup::wait_until(until, &mut intr);
         if intr.triggered() {
@@ -373,75 +282,17 @@ pub(crate) fn run(
         }
     }
     let start = Instant::now();
-    let mut flows = Vec::new();
-    for (i, s) in socks.into_iter().enumerate() {
-        let id = i as u32 + 1;
-        let local = s.local_addr().unwrap_or(dest);
-        let to = s.peer_addr().unwrap_or(dest);
-        let delay = FLOW_STAGGER * i as u32;
-        let held = s.clone();
-        let tx = if mode == Mode::Reverse {
-            None
-        } else {
-            let plan = TxPlan {
-                payload: body.clone(),
-                spec,
-                bytes,
-                handshake: forward && !multicast && !c.no_udp_fin,
-                delay,
-                seq64: !small,
-                isoch: c
-                    .isoch
-                    .map(|i| (i, req.udp_header(VERSION_2_2_1, cfg.common.port))),
-            };
-            match Tx::start(Tag2::Id(id), s.clone(), plan) {
-                Ok(t) => Some(t),
-                Err(e) => return fail(format!("ERROR: thread: {e}")),
-            }
-        };
-        let rx = if forward {
-            None
-        } else {
-            let hello = (mode == Mode::Reverse).then(|| body[..len as usize].to_vec());
-            // --histograms: the delays need the sender's stamps (trip times).
-            let hist =
-                (cfg.common.histograms && cfg.common.trip_times).then_some(cfg.common.hist_bins);
-            match Rx::start(
-                Tag2::ReverseId(id),
-                s,
-                len as usize,
-                hello,
-                // -e shows the delays too (the server's wall-clock stamps),
-                // as 2.1.8's and 2.2.1's clients do.
-                (
-                    cfg.common.trip_times || cfg.common.enhanced,
-                    cfg.common.trip_times,
-                ),
-                hist,
-            ) {
-                Ok(r) => Some(r),
-                Err(e) => return fail(format!("ERROR: thread: {e}")),
-            }
-        };
-        flows.push(Flow {
-            id,
-            until: match c.end {
-                End2::Time(d) => Some(start + delay + d),
-                End2::Bytes(_) => None,
-            },
-            addrs: (local, to),
-            tx,
-            rx,
-            _sock: held,
-        });
-    }
+    let mut flows = match t.start_flows(socks, start) {
+        Ok(f) => f,
+        Err(e) => return fail(format!("ERROR: thread: {e}")),
+    };
     let back_ctl = Arc::new(RunControl::new(None));
     let back = back_sock.map(|(sock, _)| BackRecv {
         sock,
         server: dest.ip(),
         local: flows[0].addrs.0,
-        id: n + 1,
-        len: len as usize,
+        id: c.parallel.max(1) + 1,
+        len: t.len as usize,
         time: match c.end {
             End2::Time(d) => Some(d),
             End2::Bytes(_) => None,
@@ -450,7 +301,7 @@ pub(crate) fn run(
         // -e shows the latency columns here, as iperf 2's listener does.
         latency: cfg.common.trip_times || cfg.common.enhanced,
     });
-    let (mut back_now, mut back_after) = match mode {
+    let (mut back_now, mut back_after) = match t.mode {
         Mode::Dual { .. } => (back, None),
         _ => (None, back),
     };
@@ -459,15 +310,260 @@ pub(crate) fn run(
         Some(Ok(j)) => Some(j),
         None => None,
     };
+    drive(
+        &mut flows,
+        Ticks::new(start, cfg.common.interval),
+        &mut intr,
+        &*report,
+    );
+    // 2.2.1 sums a full-duplex test's directions only when it reports no
+    // intervals.
+    let duplex_sum = (t.mode == Mode::FullDuplex && cfg.common.interval.is_none())
+        .then_some(cfg.common.enhanced);
+    let (out, forward) = finals(
+        &mut flows,
+        &*report,
+        u64::from(t.len),
+        cfg.common.trip_times,
+        duplex_sum,
+    );
+    if let Some(b) = back_after.take().filter(|_| !intr.triggered()) {
+        match spawn_back(b, &back_ctl, &report) {
+            Ok(j) => back_job = Some(j),
+            Err(e) => report.event(Event2::Message(format!("ERROR: thread: {e}"))),
+        }
+    }
+    if let Some(j) = back_job {
+        let dual = matches!(t.mode, Mode::Dual { .. });
+        finish_back(
+            j,
+            &back_ctl,
+            (forward.filter(|_| dual), &mut intr),
+            &*report,
+        );
+    }
+    out
+}
+
+/// One UDP client test as its options make it: where it goes, in which
+/// mode, with what datagrams.
+struct Test<'a> {
+    cfg: &'a Config2,
+    c: &'a Client2,
+    dest: SocketAddr,
+    multicast: bool,
+    mode: Mode,
+    /// The client sends a normal test (also the forward part of -d/-r).
+    forward: bool,
+    len: u32,
+    req: TestRequest,
+    /// What follows each datagram's header; whether it is the small
+    /// trip-times layout.
+    body: Arc<Vec<u8>>,
+    small: bool,
+    rate: Option<u64>,
+}
+
+impl<'a> Test<'a> {
+    fn new(cfg: &'a Config2, c: &'a Client2, dest: SocketAddr) -> Self {
+        let mode = wire_mode(cfg, c);
+        let len = cfg.common.len_or_default(dest.is_ipv6());
+        let req = request(cfg, c, len);
+        let (body, small) = body(cfg, &req, len);
+        Self {
+            cfg,
+            c,
+            dest,
+            multicast: dest.ip().is_multicast(),
+            mode,
+            // The forward direction of -d/-r is a normal test.
+            forward: matches!(
+                mode,
+                Mode::Normal | Mode::Dual { .. } | Mode::Tradeoff { .. }
+            ),
+            len,
+            req,
+            body: Arc::new(body),
+            small,
+            rate: bits_per_sec(c.rate, len),
+        }
+    }
+
+    /// The client's settings block.
+    fn settings(&self, n: u32, window: u64) -> Settings2 {
+        let (cfg, c, len, rate, multicast) =
+            (self.cfg, self.c, self.len, self.rate, self.multicast);
+        let note = match self.mode {
+            Mode::Reverse => Some("(reverse)"),
+            Mode::FullDuplex => Some("(full-duplex)"),
+            _ => None,
+        };
+        Settings2 {
+            side: Side2::Client,
+            proto: Proto2::Udp,
+            host: Some(c.host.clone()),
+            port: cfg.common.port,
+            pid: std::process::id(),
+            flows: n,
+            len,
+            ipg_us: rate.map(|b| len as f64 * 8.0 / b as f64 * 1e6),
+            window,
+            window_requested: cfg.common.window.is_some(),
+            requested_window: cfg.common.window.map(u64::from),
+            congestion_asked: None,
+            trip_times: cfg.common.trip_times,
+            congestion: None,
+            tos: cfg.common.tos.unwrap_or(0),
+            tos_by_dscp: cfg.common.tos_by_dscp,
+            connect_only: false,
+            nodelay: false,
+            mss: None,
+            multicast: None,
+            ttl: multicast.then_some(cfg.common.ttl),
+            mode_note: note.map(str::to_string),
+            bounceback: None,
+            histograms: cfg.common.histograms,
+            hist_bins: cfg.common.hist_bins,
+            jitter_bin_us: None,
+            isoch: c.isoch.map(|i| IsochSettings2 {
+                fps: i.fps,
+                mean_bps: i.mean_bps,
+                stdev_bps: i.stdev_bps,
+                ipg_ms: i.ipg_ms,
+            }),
+        }
+    }
+
+    /// Each flow's connection line (and `--txdelay-time`'s start line).
+    fn announce(
+        &self,
+        socks: &[Arc<UdpSocket>],
+        txstart: Option<SystemTime>,
+        report: &dyn Report2,
+    ) {
+        let (cfg, c, dest) = (self.cfg, self.c, self.dest);
+        for (i, s) in socks.iter().enumerate() {
+            let id = i as u32 + 1;
+            let local = s.local_addr().unwrap_or(dest);
+            report.event(Event2::Connected(Connection2 {
+                tag: Tag2::Id(id),
+                local,
+                device: device_of(
+                    &local,
+                    cfg.common.bind.as_ref().and_then(|b| b.device.as_deref()),
+                ),
+                peer: s.peer_addr().unwrap_or(dest),
+                notes: conn_notes(c, self.mode, cfg.common.trip_times, cfg.common.tos),
+                peer_version: None,
+                tcp: None,
+                connect_time: None,
+                connect_only: false,
+                at: SystemTime::now(),
+            }));
+            if let Some(start) = txstart {
+                report.event(Event2::TxStart {
+                    tag: Tag2::Id(id),
+                    start,
+                    now: SystemTime::now(),
+                });
+            }
+        }
+    }
+
+    /// Starts each flow's sender and receiver (flows 10 ms apart).
+    fn start_flows(&self, socks: Vec<Arc<UdpSocket>>, start: Instant) -> io::Result<Vec<Flow>> {
+        let (cfg, c, len, mode) = (self.cfg, self.c, self.len, self.mode);
+        let spec = UdpSendSpec {
+            len: len as usize,
+            pacer: self.rate.map(Pacer::new),
+            burst: 1,
+            counters_64bit: true,
+        };
+        let bytes = match c.end {
+            End2::Bytes(b) => Some(b),
+            End2::Time(_) => None,
+        };
+        let mut flows = Vec::new();
+        for (i, s) in socks.into_iter().enumerate() {
+            let id = i as u32 + 1;
+            let local = s.local_addr().unwrap_or(self.dest);
+            let to = s.peer_addr().unwrap_or(self.dest);
+            let delay = FLOW_STAGGER * i as u32;
+            let held = s.clone();
+            let tx = if mode == Mode::Reverse {
+                None
+            } else {
+                let plan = TxPlan {
+                    payload: self.body.clone(),
+                    spec,
+                    bytes,
+                    handshake: self.forward && !self.multicast && !c.no_udp_fin,
+                    delay,
+                    seq64: !self.small,
+                    isoch: c
+                        .isoch
+                        .map(|i| (i, self.req.udp_header(VERSION_2_2_1, cfg.common.port))),
+                };
+                Some(Tx::start(Tag2::Id(id), s.clone(), plan)?)
+            };
+            let rx = if self.forward {
+                None
+            } else {
+                let hello = (mode == Mode::Reverse).then(|| self.body[..len as usize].to_vec());
+                // --histograms: the delays need the sender's stamps (trip times).
+                let hist = (cfg.common.histograms && cfg.common.trip_times)
+                    .then_some(cfg.common.hist_bins);
+                Some(Rx::start(
+                    Tag2::ReverseId(id),
+                    s,
+                    len as usize,
+                    hello,
+                    // -e shows the delays too (the server's wall-clock
+                    // stamps), as 2.1.8's and 2.2.1's clients do.
+                    (
+                        cfg.common.trip_times || cfg.common.enhanced,
+                        cfg.common.trip_times,
+                    ),
+                    hist,
+                )?)
+            };
+            flows.push(Flow {
+                id,
+                until: match c.end {
+                    End2::Time(d) => Some(start + delay + d),
+                    End2::Bytes(_) => None,
+                },
+                addrs: (local, to),
+                tx,
+                rx,
+                _sock: held,
+            });
+        }
+        Ok(flows)
+    }
+}
+
+/// The socket a `-d`/`-r` client receives the direction back on.
+fn open_back(cfg: &Config2, dest: SocketAddr, port: u16) -> io::Result<UdpSocket> {
+    let s = udp_bind(any_of(&dest, port), false, None)?;
+    if let Some(w) = cfg.common.window {
+        let _ = rperf3_sys::net::set_buffer_sizes(&s, w as usize);
+    }
+    Ok(s)
+}
+
+/// Runs the flows to their ends: each sender to its time, each receiver to
+/// its FIN (or silence, or a grace after the test), a signal ends all;
+/// interval rows at each tick.
+fn drive(flows: &mut [Flow], mut ticks: Ticks, intr: &mut Interrupt, report: &dyn Report2) {
     let deadline = flows.iter().filter_map(|f| f.until).max();
     // A receiving direction whose FIN never comes ends this long after the test.
     let rx_deadline = deadline.map(|d| d + RX_GRACE);
-    let mut ticks = Ticks::new(start, cfg.common.interval);
     let mut stopped = false;
     loop {
         let now = Instant::now();
         let interrupted = intr.triggered();
-        for f in &flows {
+        for f in flows.iter() {
             if let Some(t) = &f.tx {
                 if interrupted || f.until.is_some_and(|u| now >= u) {
                     t.ctl.stop();
@@ -487,7 +583,7 @@ pub(crate) fn run(
         }
         // Every flow is polled (each collects its finished threads).
         let mut all_done = true;
-        for f in &mut flows {
+        for f in flows.iter_mut() {
             all_done &= f.done();
         }
         if all_done {
@@ -497,7 +593,7 @@ pub(crate) fn run(
             let span = ticks.take();
             // A flow whose sending ended before the tick has no interval row.
             if deadline.is_none_or(|d| t <= d) {
-                interval_rows(&mut flows, span, &*report);
+                interval_rows(flows, span, report);
             }
             continue;
         }
@@ -519,52 +615,40 @@ pub(crate) fn run(
         .is_some_and(|t| t <= end + Duration::from_millis(1))
     {
         let span = ticks.take();
-        interval_rows(&mut flows, span, &*report);
+        interval_rows(flows, span, report);
     }
-    // 2.2.1 sums a full-duplex test's directions only when it reports no
-    // intervals.
-    let duplex_sum =
-        (mode == Mode::FullDuplex && cfg.common.interval.is_none()).then_some(cfg.common.enhanced);
-    let (out, forward) = finals(
-        &mut flows,
-        &*report,
-        len as u64,
-        cfg.common.trip_times,
-        duplex_sum,
-    );
-    if let Some(b) = back_after.take().filter(|_| !intr.triggered()) {
-        match spawn_back(b, &back_ctl, &report) {
-            Ok(j) => back_job = Some(j),
-            Err(e) => report.event(Event2::Message(format!("ERROR: thread: {e}"))),
+}
+
+/// Waits for the `-d`/`-r` direction back (a signal ends it too); with
+/// `forward` (a `-d` client's figures sent: bytes, writes, datagrams, end),
+/// prints 2.2.1's sum of both directions.
+fn finish_back(
+    j: std::thread::JoinHandle<Option<Row2>>,
+    back_ctl: &RunControl,
+    (forward, intr): (Option<(u64, u64, u64, f64)>, &mut Interrupt),
+    report: &dyn Report2,
+) {
+    while !j.is_finished() {
+        if intr.triggered() {
+            back_ctl.stop();
         }
+        let _ = rperf3_sys::poll::readable(&intr.fd(), Duration::from_millis(50));
     }
-    if let Some(j) = back_job {
-        // A signal ends the direction back too.
-        while !j.is_finished() {
-            if intr.triggered() {
-                back_ctl.stop();
-            }
-            let _ = rperf3_sys::poll::readable(&intr.fd(), Duration::from_millis(50));
+    let back = j.join().ok().flatten();
+    // -d: 2.2.1's client sums both directions (bytes, and datagrams sent
+    // plus received) once both have ended.
+    if let (Some(b), Some((bytes, writes, sent, end))) = (back, forward) {
+        let got = datagrams_of(&b);
+        let mut row = send_row(Tag2::Sum(2), (0.0, end.max(b.end)), bytes + b.bytes, writes);
+        if let RowKind2::UdpSend(u) = &mut row.kind {
+            u.pps_datagrams = Some(sent + got);
         }
-        let back = j.join().ok().flatten();
-        // -d: 2.2.1's client sums both directions (bytes, and datagrams sent
-        // plus received) once both have ended.
-        if let (Some(b), Some((bytes, writes, sent, end)), Mode::Dual { .. }) =
-            (back, forward, mode)
-        {
-            let got = datagrams_of(&b);
-            let mut row = send_row(Tag2::Sum(2), (0.0, end.max(b.end)), bytes + b.bytes, writes);
-            if let RowKind2::UdpSend(u) = &mut row.kind {
-                u.pps_datagrams = Some(sent + got);
-            }
-            report.event(Event2::Final(row));
-            report.event(Event2::Sent {
-                tag: Tag2::Sum(2),
-                datagrams: sent + got,
-            });
-        }
+        report.event(Event2::Final(row));
+        report.event(Event2::Sent {
+            tag: Tag2::Sum(2),
+            datagrams: sent + got,
+        });
     }
-    out
 }
 
 /// Starts a `-d`/`-r` client's receiving direction on a thread of its own;
