@@ -78,6 +78,67 @@ fn isochronous(peer: &Path, p: Pairing2) {
 
 both_ways2!(iperf2_tcp_isoch, |peer: &Path, p| isochronous(peer, p));
 
+/// `--isochronous -R`: the client's header carries ISOCH, the start block
+/// and the frame settings (as 2.2.1's), so the server sends the frames: its
+/// rows show tx/miss/slip, one frame per slot, and the client reads each
+/// frame once, 20 Mbit/s / 60 a frame; `(isoch) (reverse)` on the lines.
+fn isochronous_reverse(peer: &Path, p: Pairing2) {
+    let _gate = crate::common::load::timed();
+    let (c, s) = run(
+        peer,
+        p,
+        &["-e", "-i", "1"],
+        &["-e", "-i", "1", "-t", "1", ISOCH, "-R"],
+    );
+    let ctx = format!("{p:?}\n--- client:\n{c}\n--- server:\n{s}");
+    for out in [&c, &s] {
+        assert!(
+            out.lines().any(|l| l.contains(" (isoch) (reverse)")),
+            "notes\n{ctx}"
+        );
+    }
+    assert!(
+        s.lines()
+            .any(|l| l.ends_with("     isoch:tx/miss/slip  NetPwr")),
+        "the server's isoch columns\n{ctx}"
+    );
+    let own = s
+        .lines()
+        .rfind(|l| parse_row(l).is_some_and(|r| r.tag == "1" && r.start == 0.0))
+        .unwrap_or_else(|| panic!("no server total\n{ctx}"));
+    let f: Vec<u64> = own
+        .split_whitespace()
+        .rev()
+        .nth(1)
+        .unwrap_or_default()
+        .split('/')
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    assert_eq!(f.len(), 3, "{own}\n{ctx}");
+    let frames = f[0] - 1;
+    assert!((59..=61).contains(&(frames + f[1])), "slots {f:?}\n{ctx}");
+    let got = c
+        .lines()
+        .filter(|l| parse_row(l).is_some_and(|r| r.tag == "*1" && r.start == 0.0))
+        .filter_map(reads)
+        .max()
+        .unwrap_or_else(|| panic!("no client reads\n{ctx}"));
+    assert!(
+        got.abs_diff(frames) <= 1 + frames / 10,
+        "{got} reads for {frames} frames\n{ctx}"
+    );
+    let cli = total(&c, "*1").unwrap_or_else(|| panic!("no client total\n{ctx}"));
+    let per_frame = cli.bytes / frames as f64;
+    assert!(
+        (per_frame / (20e6 / 60.0 / 8.0) - 1.0).abs() < 0.02,
+        "{per_frame} bytes a frame\n{ctx}"
+    );
+}
+
+both_ways2!(iperf2_tcp_isoch_reverse, |peer: &Path, p| {
+    isochronous_reverse(peer, p)
+});
+
 /// The write timer of our client against a stock server: its lines, and
 /// each histogram line's count is its row's writes less the header's.
 fn write_times(peer: &Path) {

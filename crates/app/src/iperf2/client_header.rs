@@ -6,7 +6,7 @@ use std::io::{self, Read};
 use std::net::TcpStream;
 use std::time::Instant;
 
-use rperf3_proto2::{HeaderAck, Mode, TestEnd, TestRequest, Transport};
+use rperf3_proto2::{HeaderAck, IsochSettings, Mode, StatPair, TestEnd, TestRequest, Transport};
 
 use super::config::{Client2, Common2, End2, Mode2, Rate2};
 
@@ -41,17 +41,24 @@ pub(crate) fn request(cl: &Client2, c: &Common2, len: u32) -> TestRequest {
         peer_version: None,
         wants_ack: false,
         peer_detect: cl.peer_detect,
-        // Bursts with write stamps go both ways on the test's own
-        // connection (not on a -d/-r connection back); frames carry the
-        // start block only in a plain forward test, as 2.2.1's do.
+        // Bursts with write stamps and frames go both ways on the test's
+        // own connection (not on a -d/-r connection back), with the start
+        // block, as 2.2.1's do.
         trip_times: c.trip_times && stamped,
-        trip_start: ((c.trip_times && stamped) || (cl.isoch.is_some() && cl.mode == Mode2::Normal))
-            .then(wall_now),
+        trip_start: ((c.trip_times || cl.isoch.is_some()) && stamped).then(wall_now),
         txstart: None,
         skewed_start: false,
-        // Frames go only in a plain forward test, as bursts do.
-        isochronous: cl.isoch.is_some() && cl.mode == Mode2::Normal,
-        isoch_settings: None,
+        isochronous: cl.isoch.is_some() && stamped,
+        // A server that sends (-R, full duplex) reads its frames from the
+        // settings block; 2.2.1's TCP client leaves the gap between a
+        // frame's writes out of it.
+        isoch_settings: cl
+            .isoch
+            .filter(|_| matches!(cl.mode, Mode2::Reverse | Mode2::FullDuplex))
+            .map(|i| IsochSettings {
+                burst_ipg: StatPair::default(),
+                ..i.wire_settings()
+            }),
         no_udp_fin: false,
         seq64: false,
         small_trip_times: false,

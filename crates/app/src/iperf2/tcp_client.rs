@@ -222,13 +222,15 @@ impl<'a> Client<'a> {
             }
             streams.push((id, Arc::new(s), ct, Instant::now()));
         }
-        let mut notes: Vec<&str> = match self.cl.mode {
-            Mode2::Reverse => vec!["(reverse)"],
-            Mode2::FullDuplex => vec!["(full-duplex)"],
-            _ => vec![],
-        };
-        if self.frames.is_some() {
+        // 2.2.1's order: (isoch) (reverse) (trip-times).
+        let mut notes: Vec<&str> = Vec::new();
+        if self.cl.isoch.is_some() && self.frames.is_some() {
             notes.push("(isoch)");
+        }
+        match self.cl.mode {
+            Mode2::Reverse => notes.push("(reverse)"),
+            Mode2::FullDuplex => notes.push("(full-duplex)"),
+            _ => {}
         }
         if self.c.trip_times {
             notes.push("(trip-times)");

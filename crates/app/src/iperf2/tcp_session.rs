@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rperf3_proto2::{
-    classify_tcp, AckTimes, Decoded, HeaderAck, HeaderError, Layout, Mode, RequestLimits, TcpStart,
-    TestEnd, TestRequest, Timeval, VERSION_2_2_1,
+    classify_tcp, AckTimes, Decoded, HeaderAck, HeaderError, IsochSpec, Layout, Mode,
+    RequestLimits, TcpStart, TestEnd, TestRequest, Timeval, VERSION_2_2_1,
 };
 use rperf3_report::iperf2::model::{Event2, Tag2};
-use rperf3_report::iperf2::tos_note;
+use rperf3_report::iperf2::{isoch_schedule_line, tos_note};
 use rperf3_sys::net;
 
 use super::connect_back::connect_back;
@@ -23,6 +23,7 @@ use super::flow_stats::FlowStats;
 use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
 use super::tcp_bursts::Bursts;
 use super::tcp_io::{pacer_for, pattern};
+use super::tcp_isoch::FramePlan;
 use super::tcp_setup::{self, Wake};
 use super::tcp_shared::{Group, Member, Pending, Shared, Tracked};
 use super::workers::{SendPlan, Source, Workers};
@@ -308,9 +309,24 @@ impl<'a> Test<'a> {
         let len = r.and_then(|r| r.buf_len).unwrap_or(self.len);
         // With trip-times a -R or full-duplex client reads bursts whose
         // headers carry this side's write times (filled with 0xA5, as 2.2.1).
-        let source = match stamps {
-            Some(t) => Source::Reader(Box::new(Bursts::new(vec![0xA5; len as usize], t)), len),
-            None => Source::Pattern(Arc::new(pattern(len))),
+        let frames = r.filter(|r| r.isochronous).map(|r| {
+            r.isoch_settings
+                .map_or_else(IsochSpec::default, IsochSpec::from_wire)
+        });
+        let source = match (frames, stamps) {
+            // --isochronous -R or full duplex: frames as the client's
+            // settings say, each burst stamped like the client's.
+            (Some(spec), _) => Source::Frames(FramePlan {
+                spec,
+                len,
+                start: stamps.unwrap_or_else(now_tv),
+                origin: start,
+                end: self.send_time().map(|t| start + t),
+            }),
+            (None, Some(t)) => {
+                Source::Reader(Box::new(Bursts::new(vec![0xA5; len as usize], t)), len)
+            }
+            (None, None) => Source::Pattern(Arc::new(pattern(len))),
         };
         SendPlan {
             source,
@@ -344,13 +360,15 @@ impl<'a> Test<'a> {
     fn run(self) {
         let sh = self.sh;
         let start = Instant::now();
-        let mut notes: Vec<&str> = match self.mode() {
-            Mode::Reverse => vec!["(reverse)"],
-            Mode::FullDuplex => vec!["(full-duplex)"],
-            _ => vec![],
-        };
+        // 2.2.1's order: (isoch) (reverse) (trip-times).
+        let mut notes: Vec<&str> = Vec::new();
         if self.req.as_ref().is_some_and(|r| r.isochronous) {
             notes.push("(isoch)");
+        }
+        match self.mode() {
+            Mode::Reverse => notes.push("(reverse)"),
+            Mode::FullDuplex => notes.push("(full-duplex)"),
+            _ => {}
         }
         if self.trip() {
             notes.push("(trip-times)");
@@ -413,8 +431,11 @@ impl<'a> Test<'a> {
                 let _ = w.recv(&self.s, (self.len, !send, qa), &st, (gr.iv.ender(), k), wk);
             }
         }
+        let mut frames = None;
         if send {
-            let st = Arc::new(FlowStats::new(self.len));
+            let isoch = self.req.as_ref().is_some_and(|r| r.isochronous);
+            let st = Arc::new(FlowStats::sender(self.len, isoch, None));
+            frames = isoch.then(|| st.clone());
             let tag = if recv {
                 Tag2::ReverseId(self.id)
             } else {
@@ -445,6 +466,11 @@ impl<'a> Test<'a> {
         let timed_send = send || matches!(mode, Mode::Dual { .. });
         self.wait(&mut w, &wake, start, timed_send);
         drop(gr);
+        let errs = frames.and_then(|st| st.isoch.as_ref()?.schedule_errors_ms());
+        if let Some((m, lo, hi, sd)) = errs {
+            let line = isoch_schedule_line(Tag2::Id(self.id), m, lo, hi, sd);
+            sh.report.event(Event2::Message(line));
+        }
         if let Mode::Tradeoff { port } = mode {
             if !sh.stopping.load(Ordering::Acquire) {
                 let set = Intervals::start(
