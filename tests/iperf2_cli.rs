@@ -421,3 +421,27 @@ fn iperf2_messages_go_to_stderr_reports_to_stdout() {
         assert!(!out.stdout.contains(line), "{line:?} on stdout too:\n{out}");
     }
 }
+
+/// `-f b` (and `-f B`): the listener's window or buffer line is in bytes
+/// ("UDP buffer size: 212992 Byte (default)"), as iperf 2.2.1 prints it; both
+/// programs read the same kernel default, so the lines are equal.
+#[test]
+fn byte_format_prints_the_window_in_bytes() {
+    let Some(peer) = iperf2_221() else { return };
+    for (proto, fmt) in [(None, "b"), (Some("-u"), "B")] {
+        let line = |program: &Path| {
+            let port = free_port().to_string();
+            let mut args = vec!["-s", "-p", &port, "-f", fmt, "-t", "0.3"];
+            args.extend(proto);
+            let out = run(program, &args);
+            out.stdout
+                .lines()
+                .find(|l| l.contains(" window size: ") || l.contains(" buffer size: "))
+                .map(str::to_string)
+                .unwrap_or_else(|| panic!("no window line: {out}"))
+        };
+        let (stock, mine) = (line(&peer), line(&ours()));
+        assert!(stock.ends_with(" Byte (default)"), "{stock}");
+        assert_eq!(mine, stock, "{proto:?} -f {fmt}");
+    }
+}

@@ -34,7 +34,7 @@ pub(crate) fn block(s: &Settings2, layout: &Layout2) -> Vec<String> {
     if s.connect_only {
         v.push("TCP three-way-handshake (3WHS) only".into());
     } else {
-        v.push(window_line(s));
+        v.push(window_line(s, layout));
     }
     if s.side == Side2::Client && s.proto == Proto2::Tcp && s.trip_times && layout.enhanced {
         v.push("Warn: Send side bloat possible per --tcp-write-prefetch not being set".into());
@@ -232,17 +232,23 @@ fn tos_line(tos: u8, nodelay: bool, by_dscp: bool) -> String {
     format!("TOS {verb} 0x{tos:x} (dscp={dscp},ecn={ecn}){warn}{nagle}")
 }
 
-/// "TCP window size:  128 KByte (default)" / "UDP buffer size: ...".
-fn window_line(s: &Settings2) -> String {
+/// "TCP window size:  128 KByte (default)" / "UDP buffer size: ...": in
+/// bytes with `-f b` or `-f B` ("212992 Byte"), as 2.2.1 prints it, else in
+/// the unit that fits whatever `-f` says.
+fn window_line(s: &Settings2, layout: &Layout2) -> String {
     let what = match s.proto {
         Proto2::Tcp => "TCP window size",
         Proto2::Udp => "UDP buffer size",
     };
-    let size_now = size(s.window as f64, 'A');
+    let unit = match layout.format {
+        Some('b' | 'B') => 'B',
+        _ => 'A',
+    };
+    let size_now = size(s.window as f64, unit);
     let note = match (s.window_requested, s.requested_window) {
         (false, _) => " (default)".to_string(),
         (true, Some(asked)) if asked != s.window => {
-            format!(" (WARNING: requested {})", size(asked as f64, 'A'))
+            format!(" (WARNING: requested {})", size(asked as f64, unit))
         }
         (true, _) => String::new(),
     };
