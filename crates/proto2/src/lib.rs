@@ -25,6 +25,7 @@ mod isoch;
 mod request;
 mod request_encode;
 mod server_report;
+mod session;
 mod tcp_header;
 mod udp_datagram;
 mod udp_header;
@@ -58,6 +59,7 @@ pub use request::{
 };
 pub use request_encode::{udp_rate_on_wire, UdpRate};
 pub use server_report::{ServerReport, TransitStats, SERVER_REPORT_LEN};
+pub use session::{Directions, SessionClock, SessionStep, PACED_GRACE};
 pub use tcp_header::{tcp_header_len, Decoded, Layout, StartBlock, TcpTestHeader, MAX_PERMIT_KEY};
 pub use udp_datagram::{
     fin_seq, next_fin_seq, DatagramHeader, DATAGRAM_HEADER_LEN, FIN_MAX_SENDS, FIN_RETRY_WAIT,

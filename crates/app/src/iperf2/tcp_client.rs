@@ -24,12 +24,13 @@ use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
 use super::tcp_bounceback;
 use super::tcp_bursts::Bursts;
 use super::tcp_connect_only;
-use super::tcp_io::{pacer_for, pattern, PACED_GRACE};
+use super::tcp_io::{pacer_for, pattern};
 use super::tcp_isoch::FramePlan;
 use super::tcp_setup::{self, apply_opts, Wake};
 use super::workers::{SendPlan, Source, Workers};
 use super::Outcome2;
 use crate::Interrupt;
+use rperf3_proto2::PACED_GRACE;
 
 /// How long a connect may take.
 const CONNECT_LIMIT: Duration = Duration::from_secs(10);

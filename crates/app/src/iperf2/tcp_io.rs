@@ -34,10 +34,6 @@ pub(crate) fn recv_loop(
     tcp::recv_loop(sock, len as usize, RecvMode::Copy, ctl, &reads)
 }
 
-/// How long after the end of `-t` a paced sender is stopped if it has not
-/// ended by itself.
-pub(crate) const PACED_GRACE: Duration = Duration::from_millis(250);
-
 /// iperf 2's pacing for `rate_bps` (none for 0): the rate counts from `origin`
 /// (the test's start, so the last block due at the end of `-t` still goes),
 /// and it stops at `end` (`-t`).

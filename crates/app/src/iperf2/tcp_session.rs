@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rperf3_proto2::{
-    classify_tcp, AckTimes, Decoded, HeaderAck, HeaderError, IsochSpec, Layout, Mode,
-    RequestLimits, TcpStart, TestEnd, TestRequest, Timeval, VERSION_2_2_1,
+    classify_tcp, AckTimes, Decoded, Directions, HeaderAck, HeaderError, IsochSpec, Layout, Mode,
+    RequestLimits, SessionClock, TcpStart, TestEnd, TestRequest, Timeval, VERSION_2_2_1,
 };
 use rperf3_report::iperf2::model::{Event2, Tag2};
 use rperf3_report::iperf2::{isoch_schedule_line, tos_note};
@@ -406,8 +406,8 @@ impl<'a> Test<'a> {
         let mut w = Workers::default();
         let addrs = addrs_of(&self.s);
         let mode = self.mode();
-        let recv = !matches!(mode, Mode::Reverse);
-        let send = matches!(mode, Mode::Reverse | Mode::FullDuplex);
+        let dirs = Directions::of(mode);
+        let (recv, send) = (dirs.receives, dirs.sends);
         if recv {
             let mut st = if self.trip() {
                 FlowStats::with_trip(self.len, {
@@ -463,8 +463,7 @@ impl<'a> Test<'a> {
         if let Mode::Dual { port } = mode {
             self.back(port, &gr, &wake, &mut w, &track);
         }
-        let timed_send = send || matches!(mode, Mode::Dual { .. });
-        self.wait(&mut w, &wake, start, timed_send);
+        self.wait(&mut w, &wake, start, dirs.timed_send);
         drop(gr);
         let errs = frames.and_then(|st| st.isoch.as_ref()?.schedule_errors_ms());
         if let Some((m, lo, hi, sd)) = errs {
@@ -490,33 +489,19 @@ impl<'a> Test<'a> {
     /// Waits for the workers; the sender stops at the header's time, and the
     /// server's own `-t` ends everything.
     fn wait(&self, w: &mut Workers, wake: &Wake, start: Instant, sends: bool) {
-        let server_end = self.sh.cfg.common.time.map(|t| start + t);
-        // A paced sender ends itself at its time; the stop is its backstop.
-        let grace = if self.req.as_ref().is_some_and(|r| r.rate > 0) {
-            super::tcp_io::PACED_GRACE
-        } else {
-            Duration::ZERO
-        };
-        let send_end = if sends {
-            self.send_time().map(|t| start + t + grace)
-        } else {
-            None
-        };
-        let mut stopped = false;
+        let paced = self.req.as_ref().is_some_and(|r| r.rate > 0);
+        let send_time = self.send_time().filter(|_| sends);
+        let mut clock = SessionClock::new(start, self.sh.cfg.common.time, send_time, paced);
         while !w.finished() {
             let now = Instant::now();
-            if server_end.is_some_and(|t| now >= t) {
+            let step = clock.poll(now);
+            if step.abort {
                 w.abort();
             }
-            if send_end.is_some_and(|t| now >= t) && !stopped {
+            if step.stop_sending {
                 w.stop();
-                stopped = true;
             }
-            let next = [server_end, send_end.filter(|_| !stopped)]
-                .into_iter()
-                .flatten()
-                .min()
-                .map(|t| t.saturating_duration_since(now));
+            let next = step.wake.map(|t| t.saturating_duration_since(now));
             tcp_setup::wait(&[wake.fd()], next.or(Some(Duration::from_millis(500))));
             wake.clear();
         }
