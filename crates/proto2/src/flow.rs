@@ -191,6 +191,78 @@ impl FinExchange {
     }
 }
 
+/// How long after the last sender's end a client's receiving direction
+/// (`-R`, full duplex) waits for a FIN that never comes.
+pub const RX_GRACE: Duration = Duration::from_secs(2);
+
+/// A client's flows' deadlines: each sender stops at its own end (`-t` from
+/// its own start), the receivers a grace after the last sender's end or when
+/// their server falls silent for [`IDLE_END`], and a signal ends everything.
+#[derive(Debug, Clone)]
+pub struct ClientClock {
+    /// Each flow's sending end, if by time.
+    untils: Vec<Option<Instant>>,
+    /// The last of them.
+    end: Option<Instant>,
+    /// The receivers' end.
+    rx_end: Option<Instant>,
+}
+
+impl ClientClock {
+    /// The clock of flows that send until `untils` (none: by bytes).
+    pub fn new(untils: Vec<Option<Instant>>) -> Self {
+        let end = untils.iter().flatten().max().copied();
+        Self {
+            untils,
+            end,
+            rx_end: end.map(|d| d + RX_GRACE),
+        }
+    }
+
+    /// Whether flow `i`'s sender stops at `now`.
+    pub fn sender_over(&self, i: usize, now: Instant, interrupted: bool) -> bool {
+        interrupted
+            || self
+                .untils
+                .get(i)
+                .copied()
+                .flatten()
+                .is_some_and(|u| now >= u)
+    }
+
+    /// Whether a receiver whose server has been silent for `idle` stops.
+    pub fn receiver_over(&self, now: Instant, idle: Duration, interrupted: bool) -> bool {
+        interrupted || self.rx_end.is_some_and(|d| now >= d) || idle >= IDLE_END
+    }
+
+    /// Whether every sender's time is up (the client then checks often for
+    /// the flows' last threads).
+    pub fn ended(&self, now: Instant, interrupted: bool) -> bool {
+        interrupted || self.end.is_some_and(|d| now >= d)
+    }
+
+    /// Whether an interval ending at `tick` gets rows: not once every
+    /// sender has ended before it.
+    pub fn rows_at(&self, tick: Instant) -> bool {
+        self.end.is_none_or(|d| tick <= d)
+    }
+
+    /// The next sender's end after `now`.
+    pub fn next_end(&self, now: Instant) -> Option<Instant> {
+        self.untils
+            .iter()
+            .flatten()
+            .filter(|&&u| u > now)
+            .min()
+            .copied()
+    }
+
+    /// When the test's time ends (the last sender's end), if by time.
+    pub fn end(&self) -> Option<Instant> {
+        self.end
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,5 +354,25 @@ mod tests {
             std::iter::from_fn(|| z.next_fin()).count(),
             FIN_MAX_SENDS as usize
         );
+    }
+
+    #[test]
+    fn a_clients_flows_end_each_at_its_time_and_receivers_after_a_grace() {
+        let t0 = Instant::now();
+        let s = |ms: u64| t0 + Duration::from_millis(ms);
+        let c = ClientClock::new(vec![Some(s(1000)), Some(s(1010)), None]);
+        assert_eq!((c.end(), c.next_end(s(0))), (Some(s(1010)), Some(s(1000))));
+        assert!(!c.sender_over(0, s(999), false) && c.sender_over(0, s(1000), false));
+        assert!(!c.sender_over(2, s(99_000), false) && c.sender_over(2, s(0), true));
+        assert!(!c.ended(s(1005), false) && c.ended(s(1010), false));
+        assert!(c.rows_at(s(1010)) && !c.rows_at(s(1011)));
+        // Receivers: 2 s after the last end, or a silent server, or a signal.
+        assert!(!c.receiver_over(s(3009), Duration::ZERO, false));
+        assert!(c.receiver_over(s(3010), Duration::ZERO, false));
+        assert!(c.receiver_over(s(0), IDLE_END, false));
+        // By bytes: no clock but silence and signals.
+        let b = ClientClock::new(vec![None]);
+        assert!(b.rows_at(s(99_000)) && !b.ended(s(99_000), false));
+        assert!(!b.receiver_over(s(99_000), Duration::from_secs(9), false));
     }
 }

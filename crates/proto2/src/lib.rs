@@ -49,8 +49,8 @@ pub use fields::{
 };
 pub use flags::{BaseFlags, LowerFlags, UpperFlags};
 pub use flow::{
-    FinExchange, FlowStep, FlowTerms, ReportReplies, ServerFlow, IDLE_END, LATE_FIN_GRACE,
-    NO_FIN_GRACE, REPORT_SENDS, REPORT_SILENCE,
+    ClientClock, FinExchange, FlowStep, FlowTerms, ReportReplies, ServerFlow, IDLE_END,
+    LATE_FIN_GRACE, NO_FIN_GRACE, REPORT_SENDS, REPORT_SILENCE, RX_GRACE,
 };
 pub use isoch::{FrameClock, FrameSizes, FrameTally, IsochSpec};
 pub use request::{

@@ -16,8 +16,8 @@ use rperf3_engine::control::RunControl;
 use rperf3_engine::pacing::Pacer;
 use rperf3_engine::udp::UdpSendSpec;
 use rperf3_proto2::{
-    udp_rate_on_wire, Layout, Mode, SmallTripTimes, TestEnd, TestRequest, Transport, UdpRate,
-    IDLE_END, VERSION_2_2_1,
+    udp_rate_on_wire, ClientClock, Layout, Mode, SmallTripTimes, TestEnd, TestRequest, Transport,
+    UdpRate, VERSION_2_2_1,
 };
 use rperf3_report::iperf2::model::{
     Connection2, Event2, IsochSettings2, Proto2, Row2, RowKind2, Settings2, Side2, Tag2,
@@ -556,28 +556,22 @@ fn open_back(cfg: &Config2, dest: SocketAddr, port: u16) -> io::Result<UdpSocket
 /// its FIN (or silence, or a grace after the test), a signal ends all;
 /// interval rows at each tick.
 fn drive(flows: &mut [Flow], mut ticks: Ticks, intr: &mut Interrupt, report: &dyn Report2) {
-    let deadline = flows.iter().filter_map(|f| f.until).max();
-    // A receiving direction whose FIN never comes ends this long after the test.
-    let rx_deadline = deadline.map(|d| d + RX_GRACE);
-    let mut stopped = false;
+    let clock = ClientClock::new(flows.iter().map(|f| f.until).collect());
+    // Once over, the flows' last threads are checked for often.
+    let mut ended = false;
     loop {
         let now = Instant::now();
         let interrupted = intr.triggered();
-        for f in flows.iter() {
-            if let Some(t) = &f.tx {
-                if interrupted || f.until.is_some_and(|u| now >= u) {
-                    t.ctl.stop();
-                }
+        ended |= clock.ended(now, interrupted);
+        for (i, f) in flows.iter().enumerate() {
+            if let (Some(t), true) = (&f.tx, clock.sender_over(i, now, interrupted)) {
+                t.ctl.stop();
             }
         }
-        if !stopped && (deadline.is_some_and(|d| now >= d) || interrupted) {
-            stopped = true;
-        }
-        let rx_over = interrupted || rx_deadline.is_some_and(|d| now >= d);
         for r in flows.iter_mut().filter_map(|f| f.rx.as_mut()) {
             // A server that falls silent (its FIN lost, `-n` with no clock)
             // ends the direction too.
-            if rx_over || r.idle(now) >= IDLE_END {
+            if clock.receiver_over(now, r.idle(now), interrupted) {
                 r.ctl.stop();
             }
         }
@@ -592,24 +586,19 @@ fn drive(flows: &mut [Flow], mut ticks: Ticks, intr: &mut Interrupt, report: &dy
         if let Some(t) = ticks.next().filter(|&t| now >= t) {
             let span = ticks.take();
             // A flow whose sending ended before the tick has no interval row.
-            if deadline.is_none_or(|d| t <= d) {
+            if clock.rows_at(t) {
                 interval_rows(flows, span, report);
             }
             continue;
         }
-        let mut wake = now + Duration::from_millis(if stopped { 5 } else { 50 });
-        let next_end = flows
-            .iter()
-            .filter_map(|f| f.until)
-            .filter(|&u| u > now)
-            .min();
-        for t in [ticks.next(), next_end].into_iter().flatten() {
+        let mut wake = now + Duration::from_millis(if ended { 5 } else { 50 });
+        for t in [ticks.next(), clock.next_end(now)].into_iter().flatten() {
             wake = wake.min(t);
         }
         let _ = rperf3_sys::poll::readable(&intr.fd(), wake.saturating_duration_since(now));
     }
     // A tick that fell due as the flows ended (the last one of `-t`).
-    let end = deadline.unwrap_or_else(Instant::now);
+    let end = clock.end().unwrap_or_else(Instant::now);
     while ticks
         .next()
         .is_some_and(|t| t <= end + Duration::from_millis(1))
@@ -665,9 +654,7 @@ fn spawn_back(
         .spawn(move || receive_back(b, due, &c, &*r))
 }
 
-/// How long past `-t` a receiving direction waits for the server's FIN.
-const RX_GRACE: Duration = Duration::from_secs(2);
-
+/// The rows of the interval `span`: each flow's, then their sums.
 fn interval_rows(flows: &mut [Flow], span: (f64, f64), report: &dyn Report2) {
     let n = flows.len() as u32;
     let mut tx_sum = (0, 0);
