@@ -72,8 +72,15 @@ fn matrix(c: Peer, s: Peer) {
     ] {
         let bad = client(c, &srv, user, password, key, pad, None);
         assert_eq!(bad.code(), Some(1), "{user}/{password}/{key}:\n{bad}");
+        // A busy 3.21 server sometimes fails on its own closed socket first
+        // and says so (its own client then prints the same line).
+        let raced = s == Peer::Iperf321
+            && bad.stderr.contains(&format!(
+                "{}: error - unable to read from stream socket: Bad file descriptor",
+                c.name()
+            ));
         assert!(
-            bad.stderr.contains(&refusal_text(c, s)),
+            raced || bad.stderr.contains(&refusal_text(c, s)),
             "{user}/{password}/{key}: wanted {:?}:\n{bad}",
             refusal_text(c, s)
         );
