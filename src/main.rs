@@ -17,6 +17,7 @@ mod output;
 mod plot;
 mod qos;
 mod rpm;
+mod rpm_http;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -142,7 +143,18 @@ fn run_tests(
             // Each test gets a reporter writing to the shared destinations.
             let mut make =
                 |label: Option<u64>| output::reporter_to(prog, cfg, Side::Server, sink, label);
-            rperf3_app::serve(sc, &cfg.common, &mut make, &mut intr, auth.server.clone())
+            let hooks = rperf3_app::ServeHooks {
+                side: rpm_http::side(cfg, sc, sink),
+                ..Default::default()
+            };
+            rperf3_app::serve_with(
+                sc,
+                &cfg.common,
+                &mut make,
+                &mut intr,
+                auth.server.clone(),
+                hooks,
+            )
         }
     };
     Ok(outcome.status)

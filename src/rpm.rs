@@ -1,5 +1,7 @@
-//! `--rpm` on the client: runs the stages and prints the responsiveness report
-//! (text, or one `-J` document at the end) instead of iperf3's.
+//! `--rpm` and `--rpm-url` on the client: runs the stages (over iperf3's
+//! protocol against an rperf3 server, or over HTTP/2 against any RPM server)
+//! and prints the responsiveness report (text, or one `-J` document at the
+//! end) instead of iperf3's.
 
 use std::io::Write;
 
@@ -21,26 +23,40 @@ pub(crate) fn run(
 ) -> i32 {
     let start = RpmStart {
         host: cc.host.clone(),
-        port: cfg.common.port,
+        port: cc
+            .rpm_url
+            .as_ref()
+            .and_then(|u| rperf3_rpm_http::client::target::parse(&u.url).ok())
+            .map_or(cfg.common.port, |t| t.port),
         version: rperf3_app::version_string(),
         system_info: rperf3_sys::system::uname_line(),
         timestamp_millis: rperf3_sys::time::unix_millis(),
+        url: cc.rpm_url.as_ref().map(|u| u.url.clone()),
     };
-    let o = rperf3_app::rpm::stage::run(cc, &cfg.common, intr, auth.client.as_ref());
+    let (run, error) = match (&cc.rpm_url, &cc.rpm) {
+        (Some(u), Some(rc)) => {
+            let o = rperf3_rpm_http::client::run(&u.url, u.insecure, rc, intr);
+            (o.run, o.error)
+        }
+        _ => {
+            let o = rperf3_app::rpm::stage::run(cc, &cfg.common, intr, auth.client.as_ref());
+            (o.run, o.error)
+        }
+    };
     let (mut out, mut err) = sink.writers();
     if cfg.output.json {
-        let doc = rpm::json(&start, &o.run, o.error.as_deref());
+        let doc = rpm::json(&start, &run, error.as_deref());
         let _ = writeln!(out, "{}", rperf3_report::cjson::to_pretty(&doc));
     } else {
         let format = cfg.output.format.unwrap_or('a');
-        for line in rpm::text(&start, &o.run, format) {
+        for line in rpm::text(&start, &run, format) {
             let _ = writeln!(out, "{line}");
         }
-        if let Some(e) = &o.error {
+        if let Some(e) = &error {
             let _ = writeln!(err, "{prog}: error - {e}");
         }
     }
     let _ = out.flush();
     let _ = err.flush();
-    i32::from(o.error.is_some())
+    i32::from(error.is_some())
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rperf3_app::config::RpmConfig;
+use rperf3_app::config::{RpmConfig, RpmHttpConfig, RpmUrlConfig};
 
 use super::error::ParamError;
 use super::raw::RawArgs;
@@ -71,9 +71,14 @@ fn budget(text: &str) -> Result<Duration, ParamError> {
     }
 }
 
-/// The responsiveness test's settings, `None` without `--rpm`.
+/// The responsiveness test's settings, `None` without `--rpm` or `--rpm-url`.
 pub(super) fn config(raw: &RawArgs) -> Result<Option<RpmConfig>, ParamError> {
-    if !raw.has(Opt::Rpm) {
+    let name = if raw.has(Opt::RpmUrl) {
+        "--rpm-url"
+    } else {
+        "--rpm"
+    };
+    if !raw.has(Opt::Rpm) && !raw.has(Opt::RpmUrl) {
         if let Some(o) = raw.first_of(&[Opt::RpmStages, Opt::RpmTime]) {
             return Err(err(format!("{} needs --rpm", o.spelled)));
         }
@@ -81,7 +86,7 @@ pub(super) fn config(raw: &RawArgs) -> Result<Option<RpmConfig>, ParamError> {
     }
     if let Some(o) = raw.first_of(CONFLICTS) {
         return Err(err(format!(
-            "--rpm chooses its own load and directions: {} cannot be used with it",
+            "{name} chooses its own load and directions: {} cannot be used with it",
             o.spelled
         )));
     }
@@ -90,6 +95,57 @@ pub(super) fn config(raw: &RawArgs) -> Result<Option<RpmConfig>, ParamError> {
         c.stage_budget = budget(&t)?;
     }
     Ok(Some(c))
+}
+
+/// `--rpm-url` and `--insecure`; `None` without `--rpm-url`.
+pub(super) fn url_client(raw: &RawArgs) -> Result<Option<RpmUrlConfig>, ParamError> {
+    let Some(url) = raw.text(Opt::RpmUrl) else {
+        if let Some(o) = raw.first_of(&[Opt::Insecure]) {
+            return Err(err(format!("{} needs --rpm-url", o.spelled)));
+        }
+        return Ok(None);
+    };
+    if let Some(o) = raw.first_of(&[Opt::Client, Opt::Rpm]) {
+        return Err(err(format!(
+            "--rpm-url names its server and runs the responsiveness test over HTTP/2: \
+             {} cannot be used with it",
+            o.spelled
+        )));
+    }
+    rperf3_rpm_http::client::target::parse(&url).map_err(|e| err(format!("--rpm-url: {e}")))?;
+    Ok(Some(RpmUrlConfig {
+        url,
+        insecure: raw.has(Opt::Insecure),
+    }))
+}
+
+/// The host `--rpm-url` names (the client's `host` for its output).
+pub(super) fn url_host(url: &str) -> String {
+    rperf3_rpm_http::client::target::parse(url).map_or_else(|_| String::new(), |t| t.host)
+}
+
+/// `--rpm-http` with its certificate; `None` without `--rpm-http`.
+pub(super) fn http_server(raw: &RawArgs) -> Result<Option<RpmHttpConfig>, ParamError> {
+    let Some(addr) = raw.text(Opt::RpmHttp) else {
+        if let Some(o) = raw.first_of(&[Opt::TlsCert, Opt::TlsKey]) {
+            return Err(err(format!("{} needs --rpm-http", o.spelled)));
+        }
+        return Ok(None);
+    };
+    let addr = match addr.parse::<std::net::SocketAddr>() {
+        Ok(a) if a.port() != 0 => a,
+        _ => {
+            return Err(err(format!(
+                "--rpm-http takes <addr>:<port> (such as 0.0.0.0:4443 or [::]:4443), not \"{addr}\""
+            )))
+        }
+    };
+    let cert = match (raw.os(Opt::TlsCert), raw.os(Opt::TlsKey)) {
+        (Some(c), Some(k)) => Some((c.into(), k.into())),
+        (None, None) => None,
+        _ => return Err(err("--tls-cert and --tls-key go together")),
+    };
+    Ok(Some(RpmHttpConfig { addr, cert }))
 }
 
 #[cfg(test)]

@@ -87,6 +87,11 @@ pub(crate) enum Opt {
     Rpm,
     RpmStages,
     RpmTime,
+    RpmUrl,
+    Insecure,
+    RpmHttp,
+    TlsCert,
+    TlsKey,
     Bounceback,
     BouncebackRequest,
     BouncebackReply,
@@ -238,6 +243,12 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "a one-off server exits after # seconds without a client"),
     row!(Metrics, None, "metrics", NO, Required, Server, true, "<addr>:<port>",
         "serve Prometheus metrics at http://<addr>:<port>/metrics"),
+    row!(RpmHttp, None, "rpm-http", NO, Required, Server, true, "<addr>:<port>",
+        "serve the RPM protocol (HTTP/2 over TLS 1.3) here too, for\nnetworkQuality, goresponsiveness and --rpm-url"),
+    row!(TlsCert, None, "tls-cert", NO, Required, Server, true, "file",
+        "with --rpm-http, its certificate chain (PEM; default: a\nself-signed one made at start)"),
+    row!(TlsKey, None, "tls-key", NO, Required, Server, true, "file",
+        "with --rpm-http, the certificate's private key (PEM)"),
     row!(RsaPrivateKeyPath, None, "rsa-private-key-path", NO, Required, Server, true,
         "file", "RSA private key (PEM) for authentication"),
     row!(AuthorizedUsersPath, None, "authorized-users-path", NO, Required, Server, true,
@@ -332,6 +343,10 @@ pub(crate) static OPTIONS: &[OptSpec] = &[
         "with --rpm, the stages to run: down,up,bidir (default all)"),
     row!(RpmTime, None, "rpm-time", NO, Required, Client, true, "#",
         "with --rpm, the most seconds each stage runs (default 15)"),
+    row!(RpmUrl, None, "rpm-url", NO, Required, Client, true, "URL",
+        "responsiveness test against any RPM server (HTTP/2, as\nnetworkQuality's): the URL of its config; no -c"),
+    row!(Insecure, None, "insecure", NO, None, Client, true, "",
+        "with --rpm-url, skip the server certificate's checks"),
     row!(Bounceback, None, "bounceback", NO, None, Client, true, "",
         "round-trip test (rperf3 server only): the TCP streams carry\nrequests and replies; transactions/sec and round trips"),
     row!(BouncebackRequest, None, "bounceback-request", NO, Required, Client, true, "#",
@@ -429,6 +444,11 @@ pub(crate) static LONG_ORDER: &[Opt] = &[
     Opt::Rpm,
     Opt::RpmStages,
     Opt::RpmTime,
+    Opt::RpmUrl,
+    Opt::Insecure,
+    Opt::RpmHttp,
+    Opt::TlsCert,
+    Opt::TlsKey,
     Opt::Bounceback,
     Opt::BouncebackRequest,
     Opt::BouncebackReply,
@@ -476,6 +496,10 @@ pub(crate) fn status_note(id: Opt) -> Option<&'static str> {
              goes on serving"
         }
         Opt::SetMss => "a server with `--max-tests` > 1 cannot put it on the SYN-ACK",
+        Opt::RpmUrl => {
+            "speaks HTTP/2 over TLS 1.3 to any standard RPM server (rperf3's \
+             `--rpm-http`, nginx or Apache as Apple describes them)"
+        }
         Opt::Rpm | Opt::RpmStages | Opt::RpmTime => {
             "needs an rperf3 server: a stock iperf3 server makes the client stop \
              before any data with \"the server does not run the responsiveness test \

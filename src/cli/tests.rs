@@ -121,6 +121,7 @@ fn client_defaults() {
             file_ends_test: false,
             auth: None,
             rpm: None,
+            rpm_url: None,
             bounceback: None,
         }
     );

@@ -225,7 +225,7 @@ pub(crate) fn check_occurrence(raw: &RawArgs, occ: &Occurrence) -> Result<(), Pa
 /// The checks iperf3 makes after reading the whole line, then the `Config`.
 /// Returns the warnings to print (full lines) with it.
 pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError> {
-    let is_client = raw.has(Opt::Client);
+    let is_client = raw.has(Opt::Client) || raw.has(Opt::RpmUrl);
     let is_server = raw.has(Opt::Server);
     let used = |side: Side| {
         raw.occurrences
@@ -371,6 +371,7 @@ pub(crate) fn finish(raw: &RawArgs) -> Result<(Config, Vec<String>), ParamError>
                 }),
                 _ => None,
             },
+            rpm_http: super::rpm::http_server(raw)?,
         })
     };
     let config = Config {
@@ -424,7 +425,10 @@ fn client(
         _ => None,
     });
     Ok(ClientConfig {
-        host: raw.text(Opt::Client).unwrap_or_default(),
+        host: match raw.text(Opt::RpmUrl) {
+            Some(url) => super::rpm::url_host(&url),
+            None => raw.text(Opt::Client).unwrap_or_default(),
+        },
         protocol,
         end,
         omit: atoi(&raw.text(Opt::Omit).unwrap_or_default()).unsigned_abs(),
@@ -482,6 +486,7 @@ fn client(
             _ => None,
         },
         rpm: super::rpm::config(raw)?,
+        rpm_url: super::rpm::url_client(raw)?,
         bounceback: super::bounceback::config(raw)?,
     })
 }

@@ -88,6 +88,7 @@ impl Server {
             exclusive: Some(exclusive),
             extra_metrics: Some(series),
             ready: Some(ready_tx),
+            side: None,
         };
         let label = "server".to_string();
         let quiet = Arc::new(AtomicBool::new(false));

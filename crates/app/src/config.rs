@@ -102,6 +102,26 @@ pub struct ServerConfig {
     /// `--rsa-private-key-path` and `--authorized-users-path`: clients must
     /// authenticate.
     pub auth: Option<ServerAuthConfig>,
+    /// `--rpm-http`: serve the RPM protocol over HTTP/2 beside the iperf3 port.
+    pub rpm_http: Option<RpmHttpConfig>,
+}
+
+/// `--rpm-http` with `--tls-cert` and `--tls-key`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpmHttpConfig {
+    /// Where to serve.
+    pub addr: std::net::SocketAddr,
+    /// The certificate chain and its key (PEM); `None`: self-signed at start.
+    pub cert: Option<(PathBuf, PathBuf)>,
+}
+
+/// `--rpm-url` and `--insecure`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpmUrlConfig {
+    /// The server's config URL (`https://host[:port]/path`).
+    pub url: String,
+    /// Skip the certificate checks.
+    pub insecure: bool,
 }
 
 /// The server's authentication settings, as given on the command line.
@@ -162,6 +182,7 @@ impl Default for ServerConfig {
             idle_timeout: None,
             metrics: None,
             auth: None,
+            rpm_http: None,
         }
     }
 }
@@ -258,6 +279,9 @@ pub struct ClientConfig {
     pub auth: Option<ClientAuthConfig>,
     /// `--rpm`: run the responsiveness test instead of a throughput test.
     pub rpm: Option<RpmConfig>,
+    /// `--rpm-url`: run it against a standard RPM server over HTTP/2 instead
+    /// (with `rpm` holding its stages).
+    pub rpm_url: Option<RpmUrlConfig>,
     /// `--bounceback` and its options: the TCP streams carry request/response
     /// transactions (an rperf3 server only); sent as the parameters' offer.
     pub bounceback: Option<rperf3_proto::bounceback::BouncebackOffer>,

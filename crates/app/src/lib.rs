@@ -26,7 +26,7 @@ pub use interrupt::Interrupt;
 pub use measurement::setup::{client_params, version_string};
 /// The trait an embedder's metrics implement ([`ServeHooks::extra_metrics`]).
 pub use prometheus_client::collector::Collector;
-pub use server::{serve, serve_with, ServeHooks};
+pub use server::{serve, serve_with, Answer, ServeHooks, SideService, StartSide, TestGate};
 
 use rperf3_proto::IperfError;
 use rperf3_report::Reporter;

@@ -13,6 +13,8 @@ pub enum Kind {
     Idle,
     /// A foreign probe's connection handshake (`connect()` to established).
     ForeignConnect,
+    /// A foreign probe's TLS handshake on its new connection (HTTP/2 only).
+    ForeignTls,
     /// A foreign probe's request and answer on its new connection.
     ForeignRequest,
     /// A round trip on a loaded connection (behind its queued data).
@@ -35,6 +37,8 @@ pub struct Samples {
     pub idle: Histogram,
     /// Foreign handshakes.
     pub tcp_f: Histogram,
+    /// Foreign TLS handshakes (empty without TLS).
+    pub tls_f: Histogram,
     /// Foreign requests.
     pub req_f: Histogram,
     /// Self probes.
@@ -55,6 +59,7 @@ impl Samples {
         match kind {
             Kind::Idle => self.idle.record(ns),
             Kind::ForeignConnect => self.tcp_f.record(ns),
+            Kind::ForeignTls => self.tls_f.record(ns),
             Kind::ForeignRequest => self.req_f.record(ns),
             Kind::SelfLoaded => self.self_l.record(ns),
         }
@@ -80,6 +85,7 @@ impl Samples {
     pub fn merge(&mut self, o: &Self) {
         self.idle.merge(&o.idle);
         self.tcp_f.merge(&o.tcp_f);
+        self.tls_f.merge(&o.tls_f);
         self.req_f.merge(&o.req_f);
         self.self_l.merge(&o.self_l);
         self.up.merge(&o.up);
@@ -90,15 +96,15 @@ impl Samples {
 
     /// Every loaded round trip, foreign and self.
     pub fn loaded(&self) -> Histogram {
-        let mut all = self.tcp_f.clone();
-        all.merge(&self.req_f);
+        let mut all = self.foreign();
         all.merge(&self.self_l);
         all
     }
 
-    /// Every foreign round trip, handshakes and requests.
+    /// Every foreign round trip: handshakes (TCP, TLS) and requests.
     pub fn foreign(&self) -> Histogram {
         let mut all = self.tcp_f.clone();
+        all.merge(&self.tls_f);
         all.merge(&self.req_f);
         all
     }
@@ -110,7 +116,10 @@ impl Samples {
             loaded: self.loaded().summary(),
             foreign: self.foreign().summary(),
             self_loaded: self.self_l.summary(),
-            responsiveness: Responsiveness::of(&self.tcp_f, &self.req_f, &self.self_l),
+            responsiveness: Responsiveness::of(
+                &[&self.tcp_f, &self.tls_f, &self.req_f],
+                &self.self_l,
+            ),
             up: self.up.summary(),
             down: self.down.summary(),
             clock_warning: self.up.warning().or_else(|| self.down.warning()),

@@ -1,10 +1,12 @@
 //! Responsiveness in round trips per minute (RPM), by the IETF responsiveness method:
 //! `60000 / RTT_ms`, each probe kind's RTT a trimmed mean that drops the worst 5%.
 //!
-//! Foreign probes time a new connection's handshake (`tcp_f`) and a tiny request on it
-//! (`req_f`); self probes time round trips on the loaded connections (`self_l`).
-//! Foreign RPM = 60000 / mean(TM(tcp_f), TM(req_f)), loaded RPM = 60000 / TM(self_l),
-//! and the responsiveness is their average (either alone when the other is missing).
+//! Foreign probes time a new connection's handshake (`tcp_f`), its TLS handshake over
+//! HTTP/2 (`tls_f`, one round trip in TLS 1.3) and a tiny request on it (`req_f`);
+//! self probes time round trips on the loaded connections (`self_l`).
+//! Foreign RPM = 60000 / the mean of the TMs of the foreign kinds timed (two without
+//! TLS, three with), loaded RPM = 60000 / TM(self_l), and the responsiveness is
+//! their average (either alone when the other is missing).
 
 use crate::histogram::Histogram;
 
@@ -70,13 +72,11 @@ pub struct Responsiveness {
 }
 
 impl Responsiveness {
-    /// From the handshake times and request round trips of foreign probes and the
-    /// round trips of self probes; any of them may be empty.
-    pub fn of(tcp_f: &Histogram, req_f: &Histogram, self_l: &Histogram) -> Self {
-        let parts: Vec<f64> = [tcp_f, req_f]
-            .into_iter()
-            .filter_map(trimmed_mean_ms)
-            .collect();
+    /// From the kinds of foreign round trips (handshakes, requests) and the
+    /// round trips of self probes; any of them may be empty, and an empty
+    /// foreign kind is not counted in the mean.
+    pub fn of(foreign: &[&Histogram], self_l: &Histogram) -> Self {
+        let parts: Vec<f64> = foreign.iter().filter_map(|h| trimmed_mean_ms(h)).collect();
         let foreign_rpm = if parts.is_empty() {
             0.0
         } else {
@@ -126,7 +126,7 @@ mod tests {
     fn the_method_averages_foreign_and_loaded() {
         // Foreign: handshakes 40 ms, requests 80 ms -> 60 ms -> 1000 RPM.
         // Self: 120 ms -> 500 RPM. Responsiveness (1000 + 500) / 2.
-        let r = Responsiveness::of(&h(&[40.0; 4]), &h(&[80.0; 4]), &h(&[120.0; 4]));
+        let r = Responsiveness::of(&[&h(&[40.0; 4]), &h(&[80.0; 4])], &h(&[120.0; 4]));
         assert!((r.foreign_rpm - 1000.0).abs() < 1.0, "{r:?}");
         assert!((r.loaded_rpm - 500.0).abs() < 0.5, "{r:?}");
         assert!((r.rpm - 750.0).abs() < 1.0, "{r:?}");
@@ -134,12 +134,24 @@ mod tests {
     }
 
     #[test]
+    fn over_tls_the_foreign_figure_is_the_mean_of_three() {
+        // The draft's HTTP form: (TM(tcp_f) + TM(tls_f) + TM(http_f)) / 3 =
+        // (30 + 60 + 90) / 3 = 60 ms -> 1000 RPM; without the TLS kind, 60 ms too
+        // from (30 + 90) / 2, so the TLS figure is held at 150 ms to tell them apart.
+        let r = Responsiveness::of(
+            &[&h(&[30.0; 4]), &h(&[150.0; 4]), &h(&[90.0; 4])],
+            &Histogram::new(),
+        );
+        assert!((r.foreign_rpm - 666.7).abs() < 1.0, "{r:?}");
+    }
+
+    #[test]
     fn one_kind_alone_is_the_figure() {
         let none = Histogram::new();
-        let r = Responsiveness::of(&h(&[10.0]), &none, &none);
+        let r = Responsiveness::of(&[&h(&[10.0]), &none], &none);
         assert!((r.rpm - 6000.0).abs() < 6.0, "{r:?}");
-        let r = Responsiveness::of(&none, &none, &h(&[100.0]));
+        let r = Responsiveness::of(&[&none, &none], &h(&[100.0]));
         assert!((r.rpm - 600.0).abs() < 0.6, "{r:?}");
-        assert_eq!(Responsiveness::of(&none, &none, &none).rpm, 0.0);
+        assert_eq!(Responsiveness::of(&[&none, &none], &none).rpm, 0.0);
     }
 }

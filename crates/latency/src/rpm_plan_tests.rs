@@ -214,7 +214,10 @@ fn round_trips_that_keep_growing_end_at_the_budget_with_medium_confidence() {
     for s in &seen[11..] {
         window.merge(s);
     }
-    let expect = Responsiveness::of(&window.tcp_f, &window.req_f, &window.self_l);
+    let expect = Responsiveness::of(
+        &[&window.tcp_f, &window.tls_f, &window.req_f],
+        &window.self_l,
+    );
     assert_eq!(r.figures.responsiveness, expect);
     let min = r.figures.loaded.min_ms;
     assert!(

@@ -70,6 +70,7 @@ fn start() -> RpmStart {
         version: "rperf3 0.1.0".into(),
         system_info: "Linux test".into(),
         timestamp_millis: 1_764_109_000_123,
+        url: None,
     }
 }
 
@@ -100,6 +101,41 @@ bidirectional: Responsiveness: 18918 RPM, High (confidence Low); 104 Mbits/sec w
     foreign       40     2.000     2.191     3.152     3.190     3.190
     self          20     4.000     4.092     4.172     4.190     4.190";
     assert_eq!(got, want, "\n{got}");
+}
+
+#[test]
+fn over_http2_the_url_and_protocol_are_said() {
+    let mut st = start();
+    st.url = Some("https://192.0.2.1:4443/api/v1/config".into());
+    let first = text(&st, &run(), 'a').remove(0);
+    assert!(
+        first.starts_with(
+            "Responsiveness test with https://192.0.2.1:4443/api/v1/config over HTTP/2: ID 1 s,"
+        ),
+        "{first}"
+    );
+    let doc = json(&st, &run(), None);
+    let keys: Vec<&str> = doc["start"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "version",
+            "system_info",
+            "timestamp",
+            "connecting_to",
+            "url",
+            "protocol"
+        ]
+    );
+    assert_eq!(doc["start"]["url"], "https://192.0.2.1:4443/api/v1/config");
+    assert_eq!(doc["start"]["protocol"], "h2");
+    // Without a URL the document is as before.
+    assert!(json(&start(), &run(), None)["start"].get("url").is_none());
 }
 
 #[test]

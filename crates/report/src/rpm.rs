@@ -4,7 +4,7 @@
 //! `bidirectional` and the method's parameters in effect.
 //!
 //! JSON key order (fixed): `start` (`version`, `system_info`, `timestamp`,
-//! `connecting_to`), `parameters` (`mad`, `id_s`, `tmp`, `sdt`, `inp`, `inc`, `mnp`,
+//! `connecting_to`, and over HTTP/2 `url` and `protocol`), `parameters` (`mad`, `id_s`, `tmp`, `sdt`, `inp`, `inc`, `mnp`,
 //! `mps`, `ptc`, `stage_budget_s`), then one object per stage that ran, in the
 //! order it ran: `throughput_bps`, (`downlink_bps`, `uplink_bps` for both at once),
 //! `rpm`, `band`, `confidence`, `throughput_confidence`, `foreign_rpm`,
@@ -36,6 +36,8 @@ pub struct RpmStart {
     pub system_info: String,
     /// When the test started, ms since the epoch.
     pub timestamp_millis: u64,
+    /// `--rpm-url`'s config URL: the test ran over HTTP/2, not iperf3's protocol.
+    pub url: Option<String>,
 }
 
 fn pct(f: f64) -> String {
@@ -111,10 +113,12 @@ pub fn stage_lines(r: &StageResult, format: char) -> Vec<String> {
 
 /// The whole text report: a header with the parameters, then each stage.
 pub fn text(start: &RpmStart, run: &RpmRun, format: char) -> Vec<String> {
+    let with = match &start.url {
+        Some(url) => format!("{url} over HTTP/2"),
+        None => format!("{} port {}", start.host, start.port),
+    };
     let mut out = vec![format!(
-        "Responsiveness test with {} port {}: {}",
-        start.host,
-        start.port,
+        "Responsiveness test with {with}: {}",
         params_line(&run.params, run.budget.as_secs_f64())
     )];
     for r in &run.stages {
@@ -171,19 +175,21 @@ pub fn params_json(p: &Params, budget_s: f64) -> Value {
 pub fn json(start: &RpmStart, run: &RpmRun, error: Option<&str>) -> Value {
     let millis = start.timestamp_millis;
     let mut m = Map::new();
-    m.insert(
-        "start".into(),
-        json!({
-            "version": start.version,
-            "system_info": start.system_info,
-            "timestamp": {
-                "time": rfc1123(millis / 1000),
-                "timesecs": millis / 1000,
-                "timemillisecs": millis,
-            },
-            "connecting_to": {"host": start.host, "port": start.port},
-        }),
-    );
+    let mut st = json!({
+        "version": start.version,
+        "system_info": start.system_info,
+        "timestamp": {
+            "time": rfc1123(millis / 1000),
+            "timesecs": millis / 1000,
+            "timemillisecs": millis,
+        },
+        "connecting_to": {"host": start.host, "port": start.port},
+    });
+    if let (Some(url), Some(o)) = (&start.url, st.as_object_mut()) {
+        o.insert("url".into(), json!(url));
+        o.insert("protocol".into(), json!("h2"));
+    }
+    m.insert("start".into(), st);
     m.insert(
         "parameters".into(),
         params_json(&run.params, run.budget.as_secs_f64()),

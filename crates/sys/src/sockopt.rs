@@ -57,6 +57,14 @@ pub fn set_recv_lowat(fd: &impl AsRawFd, bytes: usize) -> io::Result<()> {
     set_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, v)
 }
 
+/// Sets TCP_NOTSENT_LOWAT: the socket polls writable only while fewer than
+/// `bytes` written bytes wait unsent, so a writer that multiplexes streams keeps
+/// its queue in user space, where a newer, smaller reply can still go first.
+pub fn set_notsent_lowat(fd: &impl AsRawFd, bytes: usize) -> io::Result<()> {
+    let v = i32::try_from(bytes).unwrap_or(i32::MAX).max(1);
+    set_int(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, v)
+}
+
 /// Bytes waiting in a stream socket's receive queue (FIONREAD).
 pub fn bytes_waiting(fd: &impl AsRawFd) -> io::Result<usize> {
     let mut n: libc::c_int = 0;

@@ -16,6 +16,13 @@ pub fn uname_line() -> String {
     }
 }
 
+/// This host's name (uname's nodename), when it has one.
+pub fn hostname() -> Option<String> {
+    let u = nix::sys::utsname::uname().ok()?;
+    let n = u.nodename().to_string_lossy().into_owned();
+    (!n.is_empty()).then_some(n)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -87,13 +87,16 @@ fn note(s: &Shared, kind: Kind, ns: u64) {
     }
 }
 
-fn sample_kind(k: Kind) -> SampleKind {
-    match k {
+/// The wire's kind of a sample; `None` for a TLS handshake, which this prober
+/// (plain TCP) never times and the wire has no kind for.
+fn sample_kind(k: Kind) -> Option<SampleKind> {
+    Some(match k {
         Kind::Idle => SampleKind::Idle,
         Kind::ForeignConnect => SampleKind::ForeignConnect,
+        Kind::ForeignTls => return None,
         Kind::ForeignRequest => SampleKind::ForeignRequest,
         Kind::SelfLoaded => SampleKind::SelfLoaded,
-    }
+    })
 }
 
 /// Sends what is queued for the server without blocking: `out` keeps what the
@@ -101,10 +104,13 @@ fn sample_kind(k: Kind) -> SampleKind {
 fn forward(s: &Shared, c: &TcpStream, out: &mut Vec<u8>, seq: &mut u32) -> bool {
     use std::io::Write;
     for (kind, ns) in std::mem::take(&mut *lock(&s.forward)) {
+        let Some(kind) = sample_kind(kind) else {
+            continue;
+        };
         *seq = seq.wrapping_add(1);
         let f = Frame::Sample(Sample {
             seq: *seq,
-            kind: sample_kind(kind),
+            kind,
             rtt_ns: ns,
             server_ns: wall_ns(),
         });

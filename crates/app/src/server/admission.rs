@@ -78,6 +78,17 @@ impl Admission {
         }
     }
 
+    /// A client that cannot wait (an RPM-over-HTTP visitor: its clients give up
+    /// on a busy answer and come back): it runs now if a slot is free and
+    /// nobody waits for one, and is refused otherwise.
+    pub(super) fn arrive_now(&mut self, ip: IpAddr) -> bool {
+        if self.total_running < self.max_tests && self.queue.is_empty() {
+            self.start(ip);
+            return true;
+        }
+        false
+    }
+
     /// The newest waiting entry of the address with the most entries, if that
     /// address holds at least two more than `ip` would after joining.
     fn over_share(&self, ip: IpAddr) -> Option<Ticket> {
@@ -269,5 +280,18 @@ mod tests {
         a.leave_queue(1);
         assert_eq!(a.arrive(ip(3)), Decision::Queue(2));
         assert_eq!(a.take_queue(), [2]);
+    }
+
+    #[test]
+    fn a_client_that_cannot_wait_takes_a_free_slot_or_nothing() {
+        let (a, b) = (ip(1), ip(2));
+        let mut adm = Admission::new(1, 1);
+        assert!(adm.arrive_now(a));
+        assert!(!adm.arrive_now(b), "no slot");
+        adm.finished(a);
+        assert_eq!(adm.arrive(b), Decision::Run);
+        assert_eq!(adm.arrive(a), Decision::Queue(1));
+        adm.finished(b);
+        assert!(!adm.arrive_now(b), "the queued client is first");
     }
 }

@@ -51,12 +51,15 @@ impl<T> Inbox<T> {
 impl<T> Mailbox<T> {
     /// Sends `msg`; false if the inbox is gone (its owner has ended).
     pub(super) fn send(&self, msg: T) -> bool {
-        if self.tx.send(msg).is_err() {
-            return false;
-        }
+        self.send_back(msg).is_ok()
+    }
+
+    /// Sends `msg`, or hands it back if the inbox is gone.
+    pub(super) fn send_back(&self, msg: T) -> Result<(), T> {
+        self.tx.send(msg).map_err(|e| e.0)?;
         // WouldBlock: the bell already holds unread bytes, so it rings anyway.
         let _ = (&self.bell).write(b"!");
-        true
+        Ok(())
     }
 
     /// Another sender to the same inbox.
@@ -118,6 +121,8 @@ pub(super) enum ToHost {
         /// The session.
         id: u64,
     },
+    /// A visitor of a side service (RPM over HTTP/2).
+    Visit(super::side::VisitMsg),
     /// The test is over and its output written: the slot is free. The thread
     /// may still be closing its connection.
     Released {

@@ -17,7 +17,10 @@ mod pending;
 mod refuse;
 mod sctp;
 mod session;
+mod side;
 mod udp;
+
+pub use side::{Answer, SideService, StartSide, TestGate};
 
 use std::collections::HashMap;
 use std::io;
@@ -42,6 +45,7 @@ use mail::{Inbox, Mailbox, ToHost, ToSession};
 use metrics::{http::Endpoint, Metrics};
 use pending::Pending;
 use sctp::SctpListener;
+use side::VisitMsg;
 use udp::UdpRouter;
 
 /// Most data streams (threads) all tests together may have.
@@ -87,6 +91,9 @@ pub struct ServeHooks {
     pub extra_metrics: Option<Arc<dyn Collector>>,
     /// Told once the server listens (and its metrics endpoint with it).
     pub ready: Option<std::sync::mpsc::SyncSender<()>>,
+    /// A service beside the iperf3 port whose visitors take test slots
+    /// (`--rpm-http`), started once the port listens.
+    pub side: Option<SideService>,
 }
 
 /// Serves tests until interrupted (or after one with `-1`).
@@ -142,6 +149,24 @@ pub fn serve_with(
         },
         None => None,
     };
+    let side = match &hooks.side {
+        Some(start) => {
+            let gate = match to_host.try_clone() {
+                Ok(m) => TestGate::new(m),
+                Err(e) => {
+                    return Outcome::finish(&mut rep, Some(IperfError::from_io(IE_LISTEN, &e)))
+                }
+            };
+            match (start.0)(gate) {
+                Ok(running) => Some(running),
+                Err(e) => {
+                    let e = IperfError::with_detail(IE_LISTEN, format!("rpm-http: {e}"));
+                    return Outcome::finish(&mut rep, Some(e));
+                }
+            }
+        }
+        None => None,
+    };
     let device = common.bind_dev.clone().or_else(|| {
         common
             .bind
@@ -161,6 +186,8 @@ pub fn serve_with(
         admission: Admission::new(sc.max_tests, sc.queue),
         waiting: HashMap::new(),
         sessions: HashMap::new(),
+        visits: HashMap::new(),
+        side,
         closing: Vec::new(),
         udp: UdpRouter::new(udp_addr, device),
         sctp: SctpListener::new(
@@ -200,6 +227,10 @@ struct Host<'a, 'b> {
     admission: Admission,
     waiting: HashMap<Ticket, Waiting>,
     sessions: HashMap<u64, Running>,
+    /// Visits of the side service holding a slot: test number and address.
+    visits: HashMap<u64, IpAddr>,
+    /// The side service, while it runs.
+    side: Option<Box<dyn Send>>,
     /// Threads of released sessions that may still be closing.
     closing: Vec<JoinHandle<()>>,
     udp: UdpRouter,
@@ -238,7 +269,7 @@ impl Host<'_, '_> {
         let mut idle_at_signal = false;
         loop {
             self.reap_closing(false);
-            if self.exiting && self.sessions.is_empty() {
+            if self.exiting && self.sessions.is_empty() && self.visits.is_empty() {
                 break;
             }
             let now = Instant::now();
@@ -307,15 +338,19 @@ impl Host<'_, '_> {
             }
             self.start_waiting();
             self.metrics
-                .set_load(self.sessions.len(), self.waiting.len());
-            let idle =
-                self.sessions.is_empty() && self.pending.is_empty() && self.waiting.is_empty();
+                .set_load(self.sessions.len() + self.visits.len(), self.waiting.len());
+            let idle = self.sessions.is_empty()
+                && self.visits.is_empty()
+                && self.pending.is_empty()
+                && self.waiting.is_empty();
             match (idle, self.idle_since) {
                 (false, _) => self.idle_since = None,
                 (true, None) => self.idle_since = Some(now),
                 (true, Some(_)) => {}
             }
         }
+        // Stops the side service (its runtime and connections) before the exit.
+        self.side = None;
         self.reap_closing(true);
         if idle_at_signal {
             // Signal exit: iperf3 3.19+ exits 0.
@@ -428,6 +463,10 @@ impl Host<'_, '_> {
                     self.grant_udp(r);
                 }
                 ToHost::Released { id, counted } => self.released(id, counted),
+                ToHost::Visit(VisitMsg::Arrive { ip, answer }) => self.visit_arrived(ip, answer),
+                ToHost::Visit(VisitMsg::Left { id, received, sent }) => {
+                    self.visit_left(id, received, sent);
+                }
             }
         }
     }
@@ -485,9 +524,46 @@ impl Host<'_, '_> {
         }
     }
 
+    /// A side service's visitor wants a slot: it gets one now or is refused
+    /// (it cannot wait in the queue: its client would time out instead).
+    fn visit_arrived(&mut self, ip: IpAddr, answer: Answer) {
+        let busy = self.exiting || !self.admission.arrive_now(ip);
+        if busy {
+            self.metrics.visit_refused();
+            answer(None);
+            return;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.visits.insert(id, ip);
+        answer(Some(id));
+    }
+
+    /// A visit ended: its slot is free, and with `-1` the server stops taking tests.
+    fn visit_left(&mut self, id: u64, received: u64, sent: u64) {
+        let Some(ip) = self.visits.remove(&id) else {
+            return;
+        };
+        self.admission.finished(ip);
+        self.metrics.visit_ended(received, sent);
+        if self.sc.one_off {
+            self.exiting = true;
+            for t in self.admission.take_queue() {
+                if let Some(w) = self.waiting.remove(&t) {
+                    self.refuse_busy(w.conn);
+                }
+            }
+        }
+    }
+
     /// A signal: every session is told to stop; no new tests.
     fn shut_down(&mut self) {
         self.exiting = true;
+        // The side service's visits end with it.
+        self.side = None;
+        for (_, ip) in self.visits.drain() {
+            self.admission.finished(ip);
+        }
         for s in self.sessions.values() {
             s.mailbox.send(ToSession::Stop);
         }

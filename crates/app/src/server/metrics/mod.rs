@@ -241,6 +241,20 @@ impl Metrics {
         self.outcomes[i].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A side service's visitor was refused as busy.
+    pub(super) fn visit_refused(&self) {
+        self.count(TestOutcome::Refused);
+    }
+
+    /// A side service's visit ended after moving these TCP bytes (the
+    /// server's view); it counts as a test that ran to its end.
+    pub(super) fn visit_ended(&self, received: u64, sent: u64) {
+        let mut st = self.state();
+        st.done.bytes[0][0] += received;
+        st.done.bytes[0][1] += sent;
+        self.count(TestOutcome::Ok);
+    }
+
     /// The host's view: tests running (from their first byte on) and clients
     /// waiting for a slot.
     pub(super) fn set_load(&self, running: usize, queued: usize) {

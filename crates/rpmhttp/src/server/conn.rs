@@ -1,0 +1,188 @@
+//! One connection: TLS, the visit's admission, HTTP/2, and its streams, each
+//! step on its deadline.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::task::JoinSet;
+use tokio::time::{sleep_until, timeout_at, Instant};
+use tokio_rustls::server::TlsStream;
+
+use super::{admit, respond, Ctx};
+use crate::tls::HTTP11;
+
+/// Unsent bytes the kernel may hold per connection: the rest waits in the
+/// HTTP/2 queue, where a probe's answer can still go ahead of the load.
+const NOTSENT_LOWAT: usize = 16 * 1024;
+/// HTTP/2 stream window for uploads: the path's bandwidth-delay product with a
+/// full queue (100 Mbit/s x 300 ms is 3.75 MB) must fit.
+const STREAM_WINDOW: u32 = 8 << 20;
+/// The connection's window: several uploads at once.
+const CONN_WINDOW: u32 = 32 << 20;
+/// What one stream may queue in HTTP/2 beyond the socket: small, so that a
+/// probe's answer waits behind little.
+const SEND_BUFFER: usize = 64 * 1024;
+/// Streams open at once on a connection.
+const MAX_STREAMS: u32 = 128;
+/// Request headers larger than this end the stream.
+const MAX_HEADERS: u32 = 16 * 1024;
+
+/// Bytes a connection moved, the server's view.
+#[derive(Default)]
+pub(super) struct Moved {
+    pub(super) received: AtomicU64,
+    pub(super) sent: AtomicU64,
+}
+
+/// Serves `tcp` from `peer` until the client leaves or a deadline passes.
+pub(super) async fn serve(ctx: &Arc<Ctx>, tcp: TcpStream, peer: SocketAddr) {
+    let start = Instant::now();
+    let _ = tcp.set_nodelay(true);
+    let _ = rperf3_sys::sockopt::set_notsent_lowat(&tcp, NOTSENT_LOWAT);
+    let tls = match timeout_at(start + ctx.limits.handshake, ctx.acceptor.accept(tcp)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            log::warn!("rpm-http: {peer}: TLS handshake failed: {e}");
+            return;
+        }
+        Err(_) => {
+            log::warn!(
+                "rpm-http: {peer}: no TLS handshake within {} s; closed",
+                ctx.limits.handshake.as_secs()
+            );
+            return;
+        }
+    };
+    if tls.get_ref().1.alpn_protocol() == Some(HTTP11) {
+        refuse_http1(tls, peer, start + ctx.limits.handshake).await;
+        return;
+    }
+    let ip = peer.ip();
+    let admitted = admit(ctx, ip, start + ctx.limits.handshake).await;
+    let moved = Arc::new(Moved::default());
+    run_h2(ctx, tls, peer, start, admitted, &moved).await;
+    if admitted.is_some() {
+        ctx.visitors().left(
+            ip,
+            moved.received.load(Ordering::Relaxed),
+            moved.sent.load(Ordering::Relaxed),
+            std::time::Instant::now(),
+        );
+    }
+}
+
+/// An HTTP/1.1-only client: told plainly that this server speaks HTTP/2.
+async fn refuse_http1(mut tls: TlsStream<TcpStream>, peer: SocketAddr, by: Instant) {
+    const BODY: &str = "this server speaks HTTP/2 only\n";
+    let answer = format!(
+        "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Type: text/plain\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    let _ = timeout_at(by, async {
+        tls.write_all(answer.as_bytes()).await?;
+        tls.shutdown().await
+    })
+    .await;
+    log::warn!("rpm-http: {peer}: an HTTP/1.1 client refused (HTTP/2 only)");
+}
+
+fn builder() -> h2::server::Builder {
+    let mut b = h2::server::Builder::new();
+    b.initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONN_WINDOW)
+        .max_send_buffer_size(SEND_BUFFER)
+        .max_concurrent_streams(MAX_STREAMS)
+        .max_header_list_size(MAX_HEADERS);
+    b
+}
+
+/// Why a connection's stream loop ended.
+enum End {
+    /// The client closed or went away.
+    Client,
+    /// A deadline passed.
+    Deadline(&'static str),
+    /// The HTTP/2 layer failed.
+    Error(h2::Error),
+}
+
+async fn run_h2(
+    ctx: &Arc<Ctx>,
+    tls: TlsStream<TcpStream>,
+    peer: SocketAddr,
+    start: Instant,
+    admitted: Option<u64>,
+    moved: &Arc<Moved>,
+) {
+    let l = ctx.limits;
+    let life_end = start + l.life;
+    let mut conn = match timeout_at(start + l.first_request, builder().handshake(tls)).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            log::warn!("rpm-http: {peer}: not HTTP/2: {e}");
+            return;
+        }
+        Err(_) => {
+            log::warn!(
+                "rpm-http: {peer}: no HTTP/2 preface within {} s; closed",
+                l.first_request.as_secs()
+            );
+            return;
+        }
+    };
+    let mut tasks = JoinSet::new();
+    // With no stream open, the next request must come by this instant.
+    let mut quiet_until = start + l.first_request;
+    let mut refused_once = false;
+    let mut asked = false;
+    let end = loop {
+        let (deadline, why) = if tasks.is_empty() && quiet_until < life_end {
+            (quiet_until, "no request")
+        } else {
+            (life_end, "its life")
+        };
+        tokio::select! {
+            r = conn.accept() => match r {
+                None => break End::Client,
+                Some(Err(e)) if e.is_io() || e.is_go_away() || e.is_reset() => break End::Client,
+                Some(Err(e)) => break End::Error(e),
+                Some(Ok((req, send))) => {
+                    asked = true;
+                    let c = ctx.clone();
+                    let m = moved.clone();
+                    tasks.spawn(async move {
+                        respond::answer(&c, req, send, admitted, &m, peer).await;
+                    });
+                    if admitted.is_none() && !refused_once {
+                        // Busy: this answer is the last; the client may come back.
+                        refused_once = true;
+                        conn.graceful_shutdown();
+                    }
+                }
+            },
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {
+                if tasks.is_empty() {
+                    quiet_until = Instant::now() + l.idle;
+                }
+            }
+            _ = sleep_until(deadline) => break End::Deadline(why),
+        }
+    };
+    tasks.abort_all();
+    match end {
+        End::Client => {}
+        End::Deadline("no request") => log::info!(
+            "rpm-http: {peer}: no request for {} s; closed",
+            if asked { l.idle } else { l.first_request }.as_secs()
+        ),
+        End::Deadline(_) => log::warn!(
+            "rpm-http: {peer}: open for {} s, the longest a connection may be; closed",
+            l.life.as_secs()
+        ),
+        End::Error(e) => log::warn!("rpm-http: {peer}: HTTP/2 error: {e}"),
+    }
+}
