@@ -144,7 +144,7 @@ fn run_tests(
             let mut make =
                 |label: Option<u64>| output::reporter_to(prog, cfg, Side::Server, sink, label);
             let hooks = rperf3_app::ServeHooks {
-                side: rpm_http::side(cfg, sc, sink),
+                side: rpm_http::side(prog, cfg, sc, sink),
                 ..Default::default()
             };
             rperf3_app::serve_with(

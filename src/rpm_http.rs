@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rperf3_app::config::{Config, ServerConfig};
 use rperf3_app::SideService;
-use rperf3_rpm_http::server::{self, Limits, Options};
+use rperf3_rpm_http::server::{self, Limits, Notes, Options};
 use rperf3_rpm_http::tls::CertSource;
 
 use crate::output::Sink;
@@ -17,7 +17,12 @@ use crate::output::Sink;
 const LOCAL_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 /// The service `--rpm-http` asks for, if it does.
-pub(crate) fn side(cfg: &Config, sc: &ServerConfig, sink: &Sink) -> Option<SideService> {
+pub(crate) fn side(
+    prog: &str,
+    cfg: &Config,
+    sc: &ServerConfig,
+    sink: &Sink,
+) -> Option<SideService> {
     let h = sc.rpm_http.clone()?;
     let cert = match &h.cert {
         Some((cert, key)) => CertSource::Files {
@@ -50,9 +55,18 @@ pub(crate) fn side(cfg: &Config, sc: &ServerConfig, sink: &Sink) -> Option<SideS
     };
     // A -J server keeps stdout for its JSON documents.
     let (out, err) = sink.writers();
+    let (_, notes_to) = sink.writers();
     let say = Mutex::new(if cfg.output.json { err } else { out });
+    // Clients that misbehave are said on stderr as the iperf3 port's are.
+    let prog = prog.to_string();
+    let notes_to = Mutex::new(notes_to);
+    let notes: Notes = Arc::new(move |line: String| {
+        let mut w = notes_to.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = writeln!(w, "{prog}: rpm-http: {line}");
+        let _ = w.flush();
+    });
     Some(SideService(Arc::new(move |gate| {
-        let running = server::start(&opts, Arc::new(gate))?;
+        let running = server::start(&opts, Arc::new(gate), notes.clone())?;
         let kind = if self_signed { "self-signed " } else { "" };
         let mut w = say.lock().unwrap_or_else(|p| p.into_inner());
         let _ = writeln!(

@@ -66,6 +66,7 @@ mod plot;
 mod prerelease;
 mod raw_server;
 mod rpm_client;
+mod rpm_http;
 mod rpm_server;
 mod sctp;
 mod server_ops;

@@ -44,20 +44,26 @@ pub(super) async fn serve(ctx: &Arc<Ctx>, tcp: TcpStream, peer: SocketAddr) {
     let _ = rperf3_sys::sockopt::set_notsent_lowat(&tcp, NOTSENT_LOWAT);
     let tls = match timeout_at(start + ctx.limits.handshake, ctx.acceptor.accept(tcp)).await {
         Ok(Ok(s)) => s,
+        // A client that left mid-handshake (a probe its client gave up on).
+        Ok(Err(e)) if gone(&e) => {
+            log::debug!("rpm-http: {peer}: left during the TLS handshake: {e}");
+            return;
+        }
         Ok(Err(e)) => {
-            log::warn!("rpm-http: {peer}: TLS handshake failed: {e}");
+            ctx.note(format!("{peer}: TLS handshake failed: {e}"));
             return;
         }
         Err(_) => {
-            log::warn!(
-                "rpm-http: {peer}: no TLS handshake within {} s; closed",
+            ctx.note(format!(
+                "{peer}: no TLS handshake within {} s; closed",
                 ctx.limits.handshake.as_secs()
-            );
+            ));
             return;
         }
     };
     if tls.get_ref().1.alpn_protocol() == Some(HTTP11) {
-        refuse_http1(tls, peer, start + ctx.limits.handshake).await;
+        refuse_http1(tls, start + ctx.limits.handshake).await;
+        ctx.note(format!("{peer}: an HTTP/1.1 client refused (HTTP/2 only)"));
         return;
     }
     let ip = peer.ip();
@@ -74,8 +80,16 @@ pub(super) async fn serve(ctx: &Arc<Ctx>, tcp: TcpStream, peer: SocketAddr) {
     }
 }
 
+fn gone(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    matches!(
+        e.kind(),
+        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+    )
+}
+
 /// An HTTP/1.1-only client: told plainly that this server speaks HTTP/2.
-async fn refuse_http1(mut tls: TlsStream<TcpStream>, peer: SocketAddr, by: Instant) {
+async fn refuse_http1(mut tls: TlsStream<TcpStream>, by: Instant) {
     const BODY: &str = "this server speaks HTTP/2 only\n";
     let answer = format!(
         "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Type: text/plain\r\n\
@@ -87,7 +101,6 @@ async fn refuse_http1(mut tls: TlsStream<TcpStream>, peer: SocketAddr, by: Insta
         tls.shutdown().await
     })
     .await;
-    log::warn!("rpm-http: {peer}: an HTTP/1.1 client refused (HTTP/2 only)");
 }
 
 fn builder() -> h2::server::Builder {
@@ -123,14 +136,14 @@ async fn run_h2(
     let mut conn = match timeout_at(start + l.first_request, builder().handshake(tls)).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {
-            log::warn!("rpm-http: {peer}: not HTTP/2: {e}");
+            ctx.note(format!("{peer}: not HTTP/2: {e}"));
             return;
         }
         Err(_) => {
-            log::warn!(
-                "rpm-http: {peer}: no HTTP/2 preface within {} s; closed",
+            ctx.note(format!(
+                "{peer}: no HTTP/2 preface within {} s; closed",
                 l.first_request.as_secs()
-            );
+            ));
             return;
         }
     };
@@ -175,14 +188,19 @@ async fn run_h2(
     tasks.abort_all();
     match end {
         End::Client => {}
-        End::Deadline("no request") => log::info!(
-            "rpm-http: {peer}: no request for {} s; closed",
-            if asked { l.idle } else { l.first_request }.as_secs()
-        ),
-        End::Deadline(_) => log::warn!(
-            "rpm-http: {peer}: open for {} s, the longest a connection may be; closed",
+        // A client may keep an idle connection open; only one that never
+        // asked for anything is worth a line.
+        End::Deadline("no request") if !asked => ctx.note(format!(
+            "{peer}: no request within {} s; closed",
+            l.first_request.as_secs()
+        )),
+        End::Deadline("no request") => {
+            log::debug!("rpm-http: {peer}: idle for {} s; closed", l.idle.as_secs());
+        }
+        End::Deadline(_) => ctx.note(format!(
+            "{peer}: open for {} s, the longest a connection may be; closed",
             l.life.as_secs()
-        ),
-        End::Error(e) => log::warn!("rpm-http: {peer}: HTTP/2 error: {e}"),
+        )),
+        End::Error(e) => ctx.note(format!("{peer}: HTTP/2 error: {e}")),
     }
 }

@@ -64,10 +64,12 @@ impl Default for Limits {
         Self {
             handshake: Duration::from_secs(10),
             first_request: Duration::from_secs(10),
-            idle: Duration::from_secs(10),
+            // Clients leave each foreign probe's connection open (goresponsiveness
+            // makes up to 100 a second): closed soon after its last answer.
+            idle: Duration::from_secs(2),
             stall: Duration::from_secs(10),
             life: Duration::from_secs(300),
-            max_conns: 512,
+            max_conns: 2048,
         }
     }
 }
@@ -88,8 +90,13 @@ const EXPIRE_EVERY: Duration = Duration::from_millis(250);
 /// Runtime threads: TLS and HTTP/2 framing of a few loaded connections.
 const WORKERS: usize = 2;
 
+/// Where the server's notes go (a hostile or broken client, a full server):
+/// one line each, without a newline.
+pub type Notes = Arc<dyn Fn(String) + Send + Sync>;
+
 /// What the connections share.
 struct Ctx {
+    notes: Notes,
     acceptor: TlsAcceptor,
     limits: Limits,
     gate: Arc<dyn Gate>,
@@ -99,6 +106,10 @@ struct Ctx {
 }
 
 impl Ctx {
+    fn note(&self, line: String) {
+        (self.notes)(line);
+    }
+
     fn visitors(&self) -> MutexGuard<'_, Visitors<oneshot::Sender<Option<u64>>>> {
         self.visitors.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -128,8 +139,9 @@ impl Drop for Running {
     }
 }
 
-/// Binds `opts.addr` and serves there, admitting visitors through `gate`.
-pub fn start(opts: &Options, gate: Arc<dyn Gate>) -> io::Result<Running> {
+/// Binds `opts.addr` and serves there, admitting visitors through `gate`;
+/// what goes wrong with a client is said through `notes`.
+pub fn start(opts: &Options, gate: Arc<dyn Gate>, notes: Notes) -> io::Result<Running> {
     let t = tls::server(&opts.cert)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(WORKERS)
@@ -144,6 +156,7 @@ pub fn start(opts: &Options, gate: Arc<dyn Gate>) -> io::Result<Running> {
         tokio::net::TcpListener::from_std(std_listener)?
     };
     let ctx = Arc::new(Ctx {
+        notes,
         acceptor: TlsAcceptor::from(t.config),
         limits: opts.limits,
         gate,
@@ -178,7 +191,7 @@ async fn accept_loop(
             Ok(a) => a,
             Err(e) => {
                 // Out of descriptors and the like: pause rather than spin.
-                log::warn!("rpm-http: accept failed: {e}");
+                ctx.note(format!("accept failed: {e}"));
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
@@ -187,10 +200,10 @@ async fn accept_loop(
             let now = tokio::time::Instant::now();
             if warned_full.is_none_or(|t| now - t >= Duration::from_secs(1)) {
                 warned_full = Some(now);
-                log::warn!(
-                    "rpm-http: {peer}: closed at once: {} connections are open already",
+                ctx.note(format!(
+                    "{peer}: closed at once: {} connections are open already",
                     ctx.limits.max_conns
-                );
+                ));
             }
             continue;
         }

@@ -137,10 +137,10 @@ async fn large(
         out.reserve_capacity(CHUNK);
         match timeout(ctx.limits.stall, capacity(&mut out)).await {
             Err(_) => {
-                log::warn!(
-                    "rpm-http: {peer}: read nothing of large for {} s; stream reset",
+                ctx.note(format!(
+                    "{peer}: read nothing of large for {} s; stream reset",
                     ctx.limits.stall.as_secs()
-                );
+                ));
                 out.send_reset(Reason::CANCEL);
                 return;
             }
@@ -180,10 +180,10 @@ async fn sink(
     loop {
         match timeout(ctx.limits.stall, body.data()).await {
             Err(_) => {
-                log::warn!(
-                    "rpm-http: {peer}: sent nothing of its upload for {} s; stream reset",
+                ctx.note(format!(
+                    "{peer}: sent nothing of its upload for {} s; stream reset",
                     ctx.limits.stall.as_secs()
-                );
+                ));
                 send.send_reset(Reason::CANCEL);
                 return;
             }
