@@ -252,4 +252,83 @@ mod tests {
         let argv = super::super::tests::argv(&["-s", "--rpm"]);
         assert_eq!(super::super::parse("p", &argv).unwrap_err().code, Some(4));
     }
+
+    #[test]
+    fn rpm_url_names_its_server_and_takes_the_stages() {
+        let argv = super::super::tests::argv(&[
+            "--rpm-url",
+            "https://[fd00::2]:4443/api/v1/config",
+            "--insecure",
+            "--rpm-stages",
+            "down",
+        ]);
+        let c = match super::super::parse("p", &argv).unwrap() {
+            crate::cli::Command::Run(inv) => match inv.config.role {
+                rperf3_app::config::Role::Client(c) => c,
+                r => panic!("{r:?}"),
+            },
+            c => panic!("{c:?}"),
+        };
+        assert_eq!(c.host, "fd00::2");
+        let u = c.rpm_url.unwrap();
+        assert_eq!(u.url, "https://[fd00::2]:4443/api/v1/config");
+        assert!(u.insecure);
+        let r = c.rpm.unwrap();
+        assert!(r.downlink && !r.uplink && !r.bidirectional);
+    }
+
+    #[test]
+    fn rpm_url_refuses_what_it_cannot_use() {
+        let fails = |line: &[&str]| {
+            super::super::parse("p", &super::super::tests::argv(line))
+                .unwrap_err()
+                .message
+        };
+        assert!(fails(&["--rpm-url", "http://h/config"])
+            .contains("--rpm-url: \"http://h/config\" is not an https URL"));
+        assert!(fails(&["--rpm-url", "https://h/c", "-c", "h"])
+            .contains("--rpm-url names its server and runs the responsiveness test over HTTP/2: -c cannot be used with it"));
+        assert!(fails(&["--rpm-url", "https://h/c", "-P", "2"])
+            .contains("--rpm-url chooses its own load and directions: -P cannot be used with it"));
+        assert!(fails(&["-c", "h", "--insecure"]).contains("--insecure needs --rpm-url"));
+    }
+
+    #[test]
+    fn rpm_http_takes_an_address_and_a_certificate_pair() {
+        let s = super::super::tests::server(&["-s", "--rpm-http", "[::]:4443"]);
+        let h = s.rpm_http.unwrap();
+        assert_eq!(h.addr, "[::]:4443".parse().unwrap());
+        assert_eq!(h.cert, None);
+        let s = super::super::tests::server(&[
+            "-s",
+            "--rpm-http",
+            "10.0.0.1:4443",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+        ]);
+        assert_eq!(
+            s.rpm_http.unwrap().cert,
+            Some(("c.pem".into(), "k.pem".into()))
+        );
+        for (line, want) in [
+            (
+                &["-s", "--rpm-http", "4443"][..],
+                "--rpm-http takes <addr>:<port>",
+            ),
+            (
+                &["-s", "--rpm-http", "1.2.3.4:0"],
+                "--rpm-http takes <addr>:<port>",
+            ),
+            (
+                &["-s", "--rpm-http", "1.2.3.4:1", "--tls-cert", "c"],
+                "--tls-cert and --tls-key go together",
+            ),
+            (&["-s", "--tls-key", "k"], "--tls-key needs --rpm-http"),
+        ] {
+            let e = super::super::parse("p", &super::super::tests::argv(line)).unwrap_err();
+            assert!(e.message.contains(want), "{line:?}: {}", e.message);
+        }
+    }
 }

@@ -347,7 +347,8 @@ fn every_option_parses() {
             Opt::Format => "m",
             Opt::Logfile | Opt::Bind | Opt::Title | Opt::ExtraData | Opt::Client => "x",
             Opt::RcvTimeout => "1000",
-            Opt::Metrics => "127.0.0.1:9464",
+            Opt::Metrics | Opt::RpmHttp => "127.0.0.1:9464",
+            Opt::RpmUrl => "https://h/config",
             Opt::Congestion => "reno",
             _ => "1",
         };
@@ -377,6 +378,16 @@ fn every_option_parses() {
                 let m = r.unwrap_err().message;
                 assert!(
                     m.contains("-R cannot be used with it") || m.contains("needs --bounceback"),
+                    "{m}"
+                );
+            }
+            // --rpm-url names its server (no -c); the others need their option.
+            Opt::RpmUrl | Opt::Insecure | Opt::TlsCert | Opt::TlsKey => {
+                let m = r.unwrap_err().message;
+                assert!(
+                    m.contains("cannot be used with it")
+                        || m.contains("needs --rpm-url")
+                        || m.contains("needs --rpm-http"),
                     "{m}"
                 );
             }
