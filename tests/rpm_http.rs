@@ -374,7 +374,7 @@ fn visits_take_the_servers_test_slots() {
     let (srv, port) = rpm_server(&["--metrics", &maddr]);
     let cfg = config_url(port);
     // An iperf3 test holds the only slot: a visitor is told to come back.
-    let mut iperf = srv.spawn_client(&["-t", "3"]);
+    let iperf = srv.spawn_client(&["-t", "3"]);
     assert!(srv.wait_stdout_until(Duration::from_secs(10), |s| s
         .contains("Accepted connection")));
     let (code, head, body) = curl(&["--http2"], &cfg);
