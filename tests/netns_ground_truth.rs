@@ -37,6 +37,7 @@ mod netns_queue_iperf2;
 mod netns_queue_iperf2_tcp;
 mod netns_queue_rpm;
 mod netns_queue_tcp;
+mod netns_rpm_http;
 mod netns_tcp;
 mod netns_udp;
 #[path = "common/peer_log.rs"]

@@ -13,6 +13,7 @@ pub(crate) mod kernel;
 pub(crate) mod mesh_rig;
 pub(crate) mod pcap;
 pub(crate) mod queue;
+pub(crate) mod rpm_rig;
 pub(crate) mod wake_probe;
 
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -95,16 +95,33 @@ fn run_stage(
     let hard_end = start + budget + params.id / 2;
     apply(link, &plan.start())?;
     let mut k = 1u32;
+    let mut taken = start;
     loop {
         if !ticks.wait_until(start + params.id * k) {
             return Ok(StageEnd::Interrupted);
         }
         k += 1;
-        let data = link.take_interval()?;
+        let now = ticks.now();
+        let mut data = link.take_interval()?;
+        per_interval(&mut data, now.saturating_duration_since(taken), params.id);
+        taken = now;
         apply(link, &plan.interval(data))?;
         if plan.is_ended() || ticks.now() >= hard_end {
             return Ok(StageEnd::Done);
         }
+    }
+}
+
+/// The bytes of a span counted as if it were one interval: the planner reads
+/// goodput as bytes over ID, and a tick that came late (a busy host) would
+/// otherwise add its lateness's bytes to that interval's goodput.
+fn per_interval(data: &mut IntervalData, span: Duration, id: Duration) {
+    if span.is_zero() || span == id {
+        return;
+    }
+    let k = id.as_secs_f64() / span.as_secs_f64();
+    for b in [&mut data.down_bytes, &mut data.up_bytes] {
+        *b = (*b as f64 * k).round() as u64;
     }
 }
 

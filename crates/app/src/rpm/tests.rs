@@ -228,3 +228,20 @@ fn a_failed_connection_aborts_with_the_stages_before_it() {
     assert_eq!(run.stages.len(), 1);
     assert_eq!(link.log.last().map(String::as_str), Some("end"));
 }
+
+#[test]
+fn a_late_tick_does_not_count_its_lateness_as_goodput() {
+    let id = Duration::from_secs(1);
+    let mut d = IntervalData {
+        down_bytes: 12_600_000,
+        up_bytes: 1_050_000,
+        samples: Samples::default(),
+    };
+    // 5% late: the bytes of 1.05 s are 1 s's at the rate they came.
+    per_interval(&mut d, Duration::from_millis(1050), id);
+    assert_eq!((d.down_bytes, d.up_bytes), (12_000_000, 1_000_000));
+    // On time (or a clock that did not move): as counted.
+    per_interval(&mut d, id, id);
+    per_interval(&mut d, Duration::ZERO, id);
+    assert_eq!(d.down_bytes, 12_000_000);
+}

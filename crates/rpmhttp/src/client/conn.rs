@@ -21,6 +21,12 @@ use crate::tls;
 const STREAM_WINDOW: u32 = 8 << 20;
 /// The connection's window.
 const CONN_WINDOW: u32 = 32 << 20;
+/// Unsent bytes the kernel may hold per connection, and what one stream may
+/// queue in HTTP/2: a self probe on an upload's connection waits behind this
+/// much of the client's own data, not behind a send buffer of megabytes, so
+/// it times the path's queue (the server keeps as little, `server/conn.rs`).
+const NOTSENT_LOWAT: usize = 16 * 1024;
+const SEND_BUFFER: usize = 64 * 1024;
 
 /// What connecting took.
 #[derive(Clone, Copy, Debug)]
@@ -68,6 +74,7 @@ impl Dialer {
         let tcp = TcpStream::connect(self.addr).await?;
         let t1 = Instant::now();
         let _ = tcp.set_nodelay(true);
+        let _ = rperf3_sys::sockopt::set_notsent_lowat(&tcp, NOTSENT_LOWAT);
         let sock = tcp.as_fd().try_clone_to_owned()?;
         let tls = self
             .tls
@@ -83,6 +90,7 @@ impl Dialer {
         let (send, conn) = h2::client::Builder::new()
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONN_WINDOW)
+            .max_send_buffer_size(SEND_BUFFER)
             .handshake::<_, Bytes>(tls)
             .await
             .map_err(h2_error)?;
