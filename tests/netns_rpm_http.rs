@@ -334,7 +334,7 @@ fn client_run(rig: &RouterRig, server: &'static str, url: &str) -> ClientRun {
 /// Runs goresponsiveness against `url` with at most `mnp` connections and
 /// the backlog sampled beside it; the run, the median queue of its last
 /// four seconds (its MAD intervals; for the record), ms, and what a busy
-/// host did to it. A run without a P90 RPM is run again: one in about 50
+/// host did to it. A run without a P90 RPM or without load is run again: one in about 50
 /// wrote -9223372036854775808 (a NaN made an integer: no self probe in its
 /// last intervals), a fault of the reference, not of the server.
 fn gr_run(rig: &RouterRig, url: &str, mnp: u32, tag: &str) -> (GrRun, f64, Vec<String>) {
@@ -344,10 +344,13 @@ fn gr_run(rig: &RouterRig, url: &str, mnp: u32, tag: &str) -> (GrRun, f64, Vec<S
         let run = rig.goresponsiveness(url, GR_TIMEOUT_S, mnp, tag);
         let samples = sampler.stop();
         rig.wait_drained(DRAIN);
-        if run.p90_rpm.is_nan() || run.p90_rpm <= 0.0 {
+        // It also ran once with no load connection at all (0 connections,
+        // 0 Mbit/s, P90 RPM 670 against nginx): nothing to judge either.
+        if run.p90_rpm.is_nan() || run.p90_rpm <= 0.0 || run.connections == 0 {
             eprintln!(
-                "goresponsiveness -> {tag}: no P90 RPM ({}) in try {i} of {TRIES}",
-                run.p90_rpm
+                "goresponsiveness -> {tag}: no P90 RPM ({}) or no load ({} connections) \
+                 in try {i} of {TRIES}",
+                run.p90_rpm, run.connections
             );
             continue;
         }
