@@ -5,6 +5,7 @@
 //! pair wakes the receiver's poll. The bell is non-blocking on both ends: a full
 //! bell already rings, so a sender never waits.
 
+use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -122,7 +123,7 @@ pub(super) enum ToHost {
         id: u64,
     },
     /// A visitor of a side service (RPM over HTTP/2).
-    Visit(super::side::VisitMsg),
+    Visit(VisitMsg),
     /// The test is over and its output written: the slot is free. The thread
     /// may still be closing its connection.
     Released {
@@ -131,6 +132,39 @@ pub(super) enum ToHost {
         /// Whether it counts as a test (for `-1`).
         counted: bool,
     },
+}
+
+/// The host's answer to a side service's visitor: its test number, or `None`
+/// when busy.
+pub type Answer = Box<dyn FnOnce(Option<u64>) + Send>;
+
+/// A visitor's messages to the host.
+pub(super) enum VisitMsg {
+    /// Wants a slot.
+    Arrive {
+        /// Its address (fairness and per-address counts are the host's).
+        ip: IpAddr,
+        /// Called with the answer.
+        answer: Answer,
+    },
+    /// Its visit ended.
+    Left {
+        /// Its test number.
+        id: u64,
+        /// Bytes it sent the server.
+        received: u64,
+        /// Bytes the server sent it.
+        sent: u64,
+    },
+}
+
+impl fmt::Debug for VisitMsg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Arrive { ip, .. } => write!(f, "Arrive({ip})"),
+            Self::Left { id, .. } => write!(f, "Left({id})"),
+        }
+    }
 }
 
 #[cfg(test)]

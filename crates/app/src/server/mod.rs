@@ -41,11 +41,11 @@ use crate::interrupt::Interrupt;
 use crate::Outcome;
 use admission::{Admission, Ticket};
 use budget::StreamBudget;
+use mail::VisitMsg;
 use mail::{Inbox, Mailbox, ToHost, ToSession};
 use metrics::{http::Endpoint, Metrics};
 use pending::Pending;
 use sctp::SctpListener;
-use side::VisitMsg;
 use udp::UdpRouter;
 
 /// Most data streams (threads) all tests together may have.

@@ -11,10 +11,8 @@ use std::io;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::mail::{Mailbox, ToHost};
-
-/// The host's answer to a visitor: its test number, or `None` when busy.
-pub type Answer = Box<dyn FnOnce(Option<u64>) + Send>;
+pub use super::mail::Answer;
+use super::mail::{Mailbox, ToHost, VisitMsg};
 
 /// Starts a side service with the gate it admits visitors through; what it
 /// returns runs the service until dropped.
@@ -57,34 +55,5 @@ impl TestGate {
         let _ = self
             .to_host
             .send(ToHost::Visit(VisitMsg::Left { id, received, sent }));
-    }
-}
-
-/// A visitor's messages to the host.
-pub(super) enum VisitMsg {
-    /// Wants a slot.
-    Arrive {
-        /// Its address (fairness and per-address counts are the host's).
-        ip: IpAddr,
-        /// Called with the answer.
-        answer: Answer,
-    },
-    /// Its visit ended.
-    Left {
-        /// Its test number.
-        id: u64,
-        /// Bytes it sent the server.
-        received: u64,
-        /// Bytes the server sent it.
-        sent: u64,
-    },
-}
-
-impl fmt::Debug for VisitMsg {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Arrive { ip, .. } => write!(f, "Arrive({ip})"),
-            Self::Left { id, .. } => write!(f, "Left({id})"),
-        }
     }
 }

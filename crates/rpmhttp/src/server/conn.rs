@@ -2,7 +2,7 @@
 //! step on its deadline.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
@@ -11,7 +11,7 @@ use tokio::task::JoinSet;
 use tokio::time::{sleep_until, timeout_at, Instant};
 use tokio_rustls::server::TlsStream;
 
-use super::{admit, respond, Ctx};
+use super::{admit, respond, Ctx, Moved};
 use crate::tls::HTTP11;
 
 /// Unsent bytes the kernel may hold per connection: the rest waits in the
@@ -33,13 +33,6 @@ const SEND_BUFFER: usize = 64 * 1024;
 const MAX_STREAMS: u32 = 128;
 /// Request headers larger than this end the stream.
 const MAX_HEADERS: u32 = 16 * 1024;
-
-/// Bytes a connection moved, the server's view.
-#[derive(Default)]
-pub(super) struct Moved {
-    pub(super) received: AtomicU64,
-    pub(super) sent: AtomicU64,
-}
 
 /// Serves `tcp` from `peer` until the client leaves or a deadline passes.
 pub(super) async fn serve(ctx: &Arc<Ctx>, tcp: TcpStream, peer: SocketAddr) {

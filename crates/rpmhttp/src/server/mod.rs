@@ -12,7 +12,7 @@ mod respond;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -113,6 +113,13 @@ impl Ctx {
     fn visitors(&self) -> MutexGuard<'_, Visitors<oneshot::Sender<Option<u64>>>> {
         self.visitors.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// Bytes a connection moved, the server's view.
+#[derive(Default)]
+struct Moved {
+    received: AtomicU64,
+    sent: AtomicU64,
 }
 
 /// The running server: it serves until dropped.

@@ -13,8 +13,7 @@ use http::header::{ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFT
 use http::{Method, Request, Response, StatusCode};
 use tokio::time::timeout;
 
-use super::conn::Moved;
-use super::Ctx;
+use super::{Ctx, Moved};
 use crate::endpoints::{self, Endpoint};
 use crate::visitors::REFUSAL_HOLD;
 
