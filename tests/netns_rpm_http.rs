@@ -7,7 +7,7 @@
 //! from the ends' routes).
 //!
 //! The references: Debian's nginx set up as Apple's published RPM server
-//! (`../shared/spec/rpm-server`), and goresponsiveness, the open-source Go
+//! (`tests/fixtures/rpm-server`), and goresponsiveness, the open-source Go
 //! client (`../shared/peers`). The truth: the idle round trip (`ping`) plus
 //! the tbf's backlog over its rate, sampled over the stage's last intervals.
 //!

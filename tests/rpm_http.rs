@@ -207,10 +207,10 @@ struct Reference {
 impl Reference {
     fn start(port: u16) -> Option<Self> {
         let script =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/spec/rpm-server/start.sh");
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rpm-server/start.sh");
         if !common::require(
             script.is_file(),
-            "the reference RPM server (../shared/spec/rpm-server)",
+            "the reference RPM server (tests/fixtures/rpm-server)",
         ) || !require_tool("nginx")
         {
             return None;

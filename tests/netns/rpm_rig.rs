@@ -19,7 +19,7 @@
 //! queueing delay each packet of the loaded direction waits.
 //!
 //! In the server namespace it starts the reference RPM server (Debian's nginx
-//! and an upload sink, `../shared/spec/rpm-server/start.sh`) and rperf3's own
+//! and an upload sink, `tests/fixtures/rpm-server/start.sh`) and rperf3's own
 //! (`rperf3 -s --rpm-http ADDR:PORT`); in the client namespace it runs
 //! goresponsiveness (`../shared/peers/goresponsiveness`) and rperf3's client
 //! (`rperf3 --rpm-url URL`). Dropping the rig (even while a test panics) stops
@@ -118,11 +118,11 @@ fn goresponsiveness() -> PathBuf {
     )
 }
 
-/// The reference server's start script: `RPM_SERVER_START` if set, else
-/// `../shared/spec/rpm-server/start.sh` beside the checkout.
+/// The reference server's start script: `RPM_SERVER_START` if set, else the
+/// repository's copy (`tests/fixtures/rpm-server`).
 fn start_script() -> PathBuf {
     std::env::var_os("RPM_SERVER_START").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/spec/rpm-server/start.sh"),
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rpm-server/start.sh"),
         PathBuf::from,
     )
 }
