@@ -154,6 +154,23 @@ fn goresponsiveness_measures_both_directions_against_our_server() {
     }
 }
 
+/// `rperf3 --rpm-url URL --insecure` for `stages`, `secs` each: its `-J` document.
+fn measure(url: &str, stages: &str, secs: &str) -> Value {
+    let args = [
+        "--rpm-url",
+        url,
+        "--insecure",
+        "--rpm-stages",
+        stages,
+        "--rpm-time",
+        secs,
+        "-J",
+    ];
+    let out = run_client(&args, Duration::from_secs(60));
+    out.assert_ok();
+    out.json()
+}
+
 /// Our client's `-J` document: each stage's figures, and the start's URL.
 fn check_client_doc(doc: &Value, url: &str, stages: &[&str]) {
     assert_eq!(doc["start"]["url"], url, "{doc:#}");
@@ -180,21 +197,8 @@ fn check_client_doc(doc: &Value, url: &str, stages: &[&str]) {
 fn our_client_measures_against_our_server() {
     let (srv, port) = rpm_server(&[]);
     let url = config_url(port);
-    let out = run_client(
-        &[
-            "--rpm-url",
-            &url,
-            "--insecure",
-            "--rpm-stages",
-            "down,up",
-            "--rpm-time",
-            "4",
-            "-J",
-        ],
-        Duration::from_secs(60),
-    );
-    out.assert_ok();
-    check_client_doc(&out.json(), &url, &["downlink", "uplink"]);
+    let doc = measure(&url, "down,up", "4");
+    check_client_doc(&doc, &url, &["downlink", "uplink"]);
     drop(srv);
 }
 
@@ -252,21 +256,8 @@ fn our_client_measures_against_the_nginx_reference() {
         return;
     };
     let url = config_url(port);
-    let out = run_client(
-        &[
-            "--rpm-url",
-            &url,
-            "--insecure",
-            "--rpm-stages",
-            "down,up",
-            "--rpm-time",
-            "4",
-            "-J",
-        ],
-        Duration::from_secs(60),
-    );
-    out.assert_ok();
-    check_client_doc(&out.json(), &url, &["downlink", "uplink"]);
+    let doc = measure(&url, "down,up", "4");
+    check_client_doc(&doc, &url, &["downlink", "uplink"]);
     // A config with Apple's spelling of the keys only is read as well.
     let cfg = r.dir.join("root/api/v1/config");
     let text = std::fs::read_to_string(&cfg).unwrap();
@@ -276,21 +267,8 @@ fn our_client_measures_against_the_nginx_reference() {
     assert_eq!(urls.len(), 3);
     std::fs::write(r.dir.join("root/api/v1/apple"), doc.to_string()).unwrap();
     let apple = format!("https://127.0.0.1:{port}/api/v1/apple");
-    let out = run_client(
-        &[
-            "--rpm-url",
-            &apple,
-            "--insecure",
-            "--rpm-stages",
-            "down",
-            "--rpm-time",
-            "3",
-            "-J",
-        ],
-        Duration::from_secs(60),
-    );
-    out.assert_ok();
-    assert!(out.json()["downlink"]["throughput_bps"].as_f64().unwrap() > 1e8);
+    let doc = measure(&apple, "down", "3");
+    assert!(doc["downlink"]["throughput_bps"].as_f64().unwrap() > 1e8);
 }
 
 #[test]
