@@ -4,7 +4,7 @@
 //! connections, behind their queued data.
 
 use std::io;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -44,7 +44,6 @@ struct Shared {
     samples: Mutex<Samples>,
     /// Probe pairs per second, as f64 bits.
     rate: AtomicU64,
-    in_flight: AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -89,7 +88,6 @@ impl HttpLink {
             tally: Tally::default(),
             samples: Mutex::new(Samples::default()),
             rate: AtomicU64::new(0f64.to_bits()),
-            in_flight: AtomicUsize::new(0),
         })
     }
 
@@ -178,27 +176,28 @@ async fn load_conn(s: &Arc<Shared>, load: Load) -> io::Result<()> {
     }
 }
 
-/// Sends probe pairs at the planner's rate until the stage ends.
+/// Sends probe pairs at the planner's rate until the stage ends. The probes
+/// are this task's own: when the stage aborts it, the set drops and ends
+/// every probe still waiting, with its connection.
 async fn probe_loop(s: Arc<Shared>) {
+    let mut probes = JoinSet::new();
     let mut n = 0usize;
     loop {
+        while probes.try_join_next().is_some() {}
         let rate = f64::from_bits(s.rate.load(Ordering::Relaxed));
         if rate <= 0.0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         }
         let next = tokio::time::Instant::now() + Duration::from_secs_f64(1.0 / rate);
-        if s.in_flight.load(Ordering::Relaxed) + 2 <= MAX_IN_FLIGHT {
-            s.in_flight.fetch_add(2, Ordering::Relaxed);
+        if probes.len() + 2 <= MAX_IN_FLIGHT {
             let f = s.clone();
-            tokio::spawn(async move {
+            probes.spawn(async move {
                 let _ = tokio::time::timeout(PROBE_LIMIT, foreign(&f)).await;
-                f.in_flight.fetch_sub(1, Ordering::Relaxed);
             });
             let l = s.clone();
-            tokio::spawn(async move {
+            probes.spawn(async move {
                 let _ = tokio::time::timeout(PROBE_LIMIT, self_probe(&l, n)).await;
-                l.in_flight.fetch_sub(1, Ordering::Relaxed);
             });
             n = n.wrapping_add(1);
         }
