@@ -58,7 +58,7 @@ fn iperf2_quickack_our_client_asks_a_stock_server() {
         &client_args(port, &["--tcp-quickack", "-e"]),
         CLIENT_TIMEOUT,
     );
-    let srv = strace::stop_traced(tracer);
+    let srv = strace::stop_traced_after_report(tracer);
     let ctx = format!("--- client:\n{out}\n--- server:\n{srv}");
     assert_eq!(out.code(), Some(0), "{ctx}");
     assert!(out.stdout.contains(" (qack) (icwnd"), "{ctx}");
@@ -104,7 +104,7 @@ fn iperf2_quickack_our_server_sets_it_for_a_stock_client() {
         &client_args(port, &["--tcp-quickack"]),
         CLIENT_TIMEOUT,
     );
-    let srv = strace::stop_traced(tracer);
+    let srv = strace::stop_traced_after_report(tracer);
     let ctx = format!("--- client:\n{out}\n--- server:\n{srv}");
     assert_eq!(out.code(), Some(0), "{ctx}");
     assert!(
@@ -124,7 +124,7 @@ fn iperf2_without_quickack_our_server_reads_without_it() {
     let log = scratch_file("no-qack-our-server.strace");
     let (tracer, port) = traced_server(&ours(), &log);
     let out = run_program(&stock, &client_args(port, &[]), CLIENT_TIMEOUT);
-    let srv = strace::stop_traced(tracer);
+    let srv = strace::stop_traced_after_report(tracer);
     let ctx = format!("--- client:\n{out}\n--- server:\n{srv}");
     assert_eq!(out.code(), Some(0), "{ctx}");
     assert!(!srv.stdout.contains("(qack)"), "{ctx}");

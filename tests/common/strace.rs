@@ -37,6 +37,18 @@ pub(crate) fn traced_server(program: &Path, extra: &[&str], log: &Path) -> (Proc
     (tracer, port)
 }
 
+/// Waits (20 s at most) for a traced iperf 2 server's report of the test
+/// it served, the sign that its reads are done, then stops it as
+/// [`stop_traced`] does. Interrupted while a slowed, traced server still
+/// reads, it counts fewer reads than the test made, or holds its thread
+/// past the second signal and strace dies without its summary.
+pub(crate) fn stop_traced_after_report(tracer: Proc) -> Output {
+    tracer.wait_stdout_until(Duration::from_secs(20), |s| {
+        s.lines().any(|l| l.contains(" sec ") && l.ends_with("bits/sec"))
+    });
+    stop_traced(tracer)
+}
+
 /// Interrupts a traced server: strace holds SIGINT back from itself, so the
 /// server, its child, gets it, and strace writes the summary when it exits.
 /// A 2.2.1 server that still counts a thread running waits for it until a
