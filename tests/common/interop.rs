@@ -99,10 +99,20 @@ pub(crate) struct Kernel {
 /// the `iperf3` binary given, each in the role `pairing` says, against a
 /// one-off `-J` server.
 pub(crate) fn run_with(iperf3: &Path, pairing: Pairing, client_args: &[&str]) -> Run {
-    let ours = rperf3();
+    run_with_ours(&rperf3(), iperf3, pairing, client_args)
+}
+
+/// [`run_with`], with `ours` (a wrapper that sets rperf3's environment,
+/// say) in rperf3's part.
+pub(crate) fn run_with_ours(
+    ours: &Path,
+    iperf3: &Path,
+    pairing: Pairing,
+    client_args: &[&str],
+) -> Run {
     let mut r = match pairing {
-        Pairing::OursToIperf3 => run_between(&ours, iperf3, client_args),
-        Pairing::Iperf3ToOurs => run_between(iperf3, &ours, client_args),
+        Pairing::OursToIperf3 => run_between(ours, iperf3, client_args),
+        Pairing::Iperf3ToOurs => run_between(iperf3, ours, client_args),
     }
     .with_pairing(pairing);
     r.iperf3_threads = threaded(iperf3);

@@ -44,7 +44,8 @@ pub(crate) fn traced_server(program: &Path, extra: &[&str], log: &Path) -> (Proc
 /// past the second signal and strace dies without its summary.
 pub(crate) fn stop_traced_after_report(tracer: Proc) -> Output {
     tracer.wait_stdout_until(Duration::from_secs(20), |s| {
-        s.lines().any(|l| l.contains(" sec ") && l.ends_with("bits/sec"))
+        s.lines()
+            .any(|l| l.contains(" sec ") && l.ends_with("bits/sec"))
     });
     stop_traced(tracer)
 }

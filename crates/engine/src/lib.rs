@@ -16,6 +16,7 @@ pub mod budget;
 pub mod control;
 pub mod counters;
 pub mod file;
+pub mod mux;
 pub mod pacing;
 pub mod payload;
 pub mod tcp;

@@ -11,19 +11,18 @@ use rperf3_sys::zerocopy::PayloadFile;
 
 /// Sends `buf`-sized blocks until stopped or the budget is used up. With `file`
 /// (the same payload in a file), blocks go out with sendfile: the kernel takes
-/// page references instead of copying the buffer each time. With a pacer, the
-/// rate is checked once per `burst` blocks (`-b rate/N`): iperf3 writes the N
-/// blocks back to back, so the kernel can coalesce small ones.
+/// page references instead of copying the buffer each time. With `pacing`
+/// (iperf3's: [`Pacing::before_each`]), the rate is checked once per burst
+/// of blocks (`-b rate/N`): iperf3 writes the N blocks back to back, so the
+/// kernel can coalesce small ones.
 pub fn send_loop(
     sock: &TcpStream,
     mut buf: &[u8],
     file: Option<&PayloadFile>,
-    pacer: Option<Pacer>,
-    burst: u32,
+    pacing: Option<Pacing>,
     ctl: &RunControl,
     counters: &StreamCounters,
 ) -> io::Result<()> {
-    let pacing = pacer.map(|p| Pacing::before_each(p, Instant::now(), burst));
     send_blocks(sock, &mut buf, file, pacing, ctl, counters)
 }
 
@@ -128,6 +127,14 @@ impl Pacing {
         }
     }
 
+    /// The same pacing, sending no block due at or after `end` (the test's
+    /// end): the peer then measures the rate, not the rate plus a block
+    /// that was due as the test ended. (Blocks stay whole: a stock iperf3
+    /// receiver counts a block once all of it has come.)
+    pub fn ending(self, end: Option<Instant>) -> Self {
+        Self { end, ..self }
+    }
+
     /// iperf 2's pacing: each block waits until the rate allows all of it, so
     /// the peer measures the rate rather than the rate plus the first block
     /// (1% at 50 Mbit/s over 2 s with 128 KiB writes); from the test's start,
@@ -164,7 +171,10 @@ pub fn send_blocks(
                 } else {
                     0
                 };
-            if let Some(end) = p.end.filter(|&e| p.origin + p.pacer.due(due) > e) {
+            // iperf 2 times a block by its end (one due at the end still
+            // goes), iperf3 by its start.
+            let at = p.origin + p.pacer.due(due);
+            if let Some(end) = p.end.filter(|&e| at > e || (at == e && !p.whole_block)) {
                 ctl.nap(end.saturating_duration_since(Instant::now()));
                 return Ok(());
             }
@@ -337,7 +347,7 @@ mod tests {
         let h = std::thread::spawn(move || recv_loop(&rx, 1000, RecvMode::Copy, &c2, &*r2));
         let ctl = RunControl::new(Some(Budget::new(BudgetUnit::Bytes, 123_456)));
         let sc = StreamCounters::default();
-        send_loop(&tx, &[7u8; 10_000], None, None, 1, &ctl, &sc).unwrap();
+        send_loop(&tx, &[7u8; 10_000], None, None, &ctl, &sc).unwrap();
         tx.shutdown(Shutdown::Write).unwrap();
         h.join().unwrap().unwrap();
         assert_eq!(sc.snapshot().bytes, 123_456);
@@ -353,7 +363,7 @@ mod tests {
         let f = PayloadFile::new(&payload).unwrap();
         let ctl = RunControl::new(Some(Budget::new(BudgetUnit::Bytes, 10_000)));
         let sc = StreamCounters::default();
-        send_loop(&tx, &payload, Some(&f), None, 1, &ctl, &sc).unwrap();
+        send_loop(&tx, &payload, Some(&f), None, &ctl, &sc).unwrap();
         tx.shutdown(Shutdown::Write).unwrap();
         let mut got = Vec::new();
         rx.read_to_end(&mut got).unwrap();
@@ -372,15 +382,8 @@ mod tests {
         let (c2, s2) = (ctl.clone(), sc.clone());
         // 8 Mbit/s = 1 MB/s; after ~200 ms about 200 kB (+ one block).
         let h = std::thread::spawn(move || {
-            send_loop(
-                &tx,
-                &[0u8; 1000],
-                None,
-                Some(Pacer::new(8_000_000)),
-                1,
-                &c2,
-                &s2,
-            )
+            let pacing = Pacing::before_each(Pacer::new(8_000_000), Instant::now(), 1);
+            send_loop(&tx, &[0u8; 1000], None, Some(pacing), &c2, &s2)
         });
         let sink = std::thread::spawn(move || {
             let mut b = [0u8; 65536];
@@ -396,6 +399,41 @@ mod tests {
     }
 
     #[test]
+    fn a_paced_sender_with_an_end_sends_the_rate_exactly() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let tx = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (rx, _) = l.accept().unwrap();
+        let sink = std::thread::spawn(move || {
+            let mut b = [0u8; 65536];
+            let mut r = &rx;
+            while r.read(&mut b).map(|n| n > 0).unwrap_or(false) {}
+        });
+        // 1 MB/s for 250 ms in 30 000-byte blocks: those due at 0, 30, ...,
+        // 240 ms; the one due at 270 ms is past the end.
+        let t0 = Instant::now();
+        let pacing = Pacing::before_each(Pacer::new(8_000_000), t0, 1)
+            .ending(Some(t0 + Duration::from_millis(250)));
+        let ctl = Arc::new(RunControl::new(None));
+        let sc = StreamCounters::default();
+        send_loop(&tx, &[0u8; 30_000], None, Some(pacing), &ctl, &sc).unwrap();
+        assert_eq!(
+            sc.snapshot(),
+            crate::counters::CounterSnapshot {
+                bytes: 270_000,
+                blocks: 9
+            }
+        );
+        // It returned at the end, not before.
+        assert!(
+            t0.elapsed() >= Duration::from_millis(249),
+            "{:?}",
+            t0.elapsed()
+        );
+        tx.shutdown(Shutdown::Both).unwrap();
+        sink.join().unwrap();
+    }
+
+    #[test]
     fn burst_sends_n_blocks_before_checking_the_rate() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let tx = TcpStream::connect(l.local_addr().unwrap()).unwrap();
@@ -407,15 +445,8 @@ mod tests {
             let tx = tx.try_clone().unwrap();
             // 100 bytes/s: the first pass may send, the next is due a second later.
             let h = std::thread::spawn(move || {
-                send_loop(
-                    &tx,
-                    &[0u8; 100],
-                    None,
-                    Some(Pacer::new(800)),
-                    burst,
-                    &c2,
-                    &s2,
-                )
+                let pacing = Pacing::before_each(Pacer::new(800), Instant::now(), burst);
+                send_loop(&tx, &[0u8; 100], None, Some(pacing), &c2, &s2)
             });
             std::thread::sleep(Duration::from_millis(100));
             ctl.stop();

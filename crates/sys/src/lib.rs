@@ -25,6 +25,7 @@ pub mod net;
 pub mod poll;
 pub mod process;
 pub mod random;
+pub mod ready;
 pub mod rusage;
 pub mod sctp;
 pub mod sockopt;

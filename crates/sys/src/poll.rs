@@ -39,7 +39,7 @@ pub fn wait_ready(fds: &[(BorrowedFd<'_>, bool)], timeout: Duration) -> io::Resu
 }
 
 /// `timeout` in poll's milliseconds.
-fn poll_timeout(timeout: Duration) -> PollTimeout {
+pub(crate) fn poll_timeout(timeout: Duration) -> PollTimeout {
     let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
     // Round sub-millisecond waits up so a caller's deadline loop makes progress.
     let ms = if ms == 0 && !timeout.is_zero() { 1 } else { ms };

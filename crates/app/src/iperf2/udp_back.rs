@@ -161,6 +161,7 @@ pub(crate) fn send_back(
             pacer: Some(Pacer::new(rate)),
             burst: 1,
             counters_64bit: true,
+            end: None,
         },
         bytes: match req.end {
             TestEnd::Bytes(n) => Some(n),

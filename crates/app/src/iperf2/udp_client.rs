@@ -478,6 +478,7 @@ impl<'a> Test<'a> {
             pacer: self.rate.map(Pacer::new),
             burst: 1,
             counters_64bit: true,
+            end: None,
         };
         let bytes = match c.end {
             End2::Bytes(b) => Some(b),

@@ -310,6 +310,7 @@ fn start_sender(
             })),
             burst: 1,
             counters_64bit: true,
+            end: None,
         },
         bytes: match f.req.end {
             TestEnd::Bytes(n) => Some(n),

@@ -103,6 +103,7 @@ mod tests {
             pacer: None,
             burst: 1,
             counters_64bit: true,
+            end: None,
         };
         // What follows the 16-byte header is the caller's, in every datagram.
         let payload: Vec<u8> = (0..64u8).collect();

@@ -3,7 +3,10 @@
 //! SCTP, UDP, the `-F` file or bounceback, and for TCP whether a sender uses
 //! sendfile and how a receiver reads.
 
+use std::time::Instant;
+
 use rperf3_engine::pacing::Pacer;
+use rperf3_engine::tcp::Pacing;
 use rperf3_engine::tcp::RecvMode;
 
 use crate::measurement::bounceback::BbSpec;
@@ -33,6 +36,16 @@ pub(crate) struct SendSpec {
     pub(crate) zerocopy: bool,
     /// `--bounceback`: TCP streams carry transactions instead of bulk data.
     pub(crate) bounceback: Option<BbSpec>,
+    /// Paced senders send nothing due at or after this (the test's end).
+    pub(crate) pace_end: Option<Instant>,
+}
+
+impl SendSpec {
+    /// iperf3's pacing for a TCP sender starting now, if `-b` is set.
+    pub(crate) fn tcp_pacing(&self) -> Option<Pacing> {
+        self.pacer
+            .map(|p| Pacing::before_each(p, Instant::now(), self.burst).ending(self.pace_end))
+    }
 }
 
 /// How many TCP streams one side of a test sends and receives on: how a
@@ -170,6 +183,7 @@ mod tests {
             file: None,
             zerocopy: false,
             bounceback: None,
+            pace_end: None,
         }
     }
 

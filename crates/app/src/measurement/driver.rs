@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use rperf3_proto::*;
 use rperf3_report::Reporter;
 
+use crate::measurement::choice::SendSpec;
 use crate::measurement::ctrl::{Ctrl, Read0};
 use crate::measurement::plan::TestPlan;
 use crate::measurement::run::TestRun;
@@ -241,7 +242,17 @@ impl<M: Machine> Driver<M> {
     /// joined when the run is dropped.
     pub(crate) fn run_workers(&mut self) -> Result<(), IperfError> {
         if let (Test::Running(run), Some(plan)) = (&mut self.test, &self.plan) {
-            run.spawn_workers(&plan.send)
+            // A time-bound test's paced senders send nothing due at or after
+            // its end (the client's end; the server's is its own TEST_START
+            // plus the same time, a round trip earlier).
+            let time = u64::try_from(plan.params.time).unwrap_or(0);
+            let pace_end =
+                (time > 0).then(|| run.started_at() + Duration::from_secs(time) + plan.omit);
+            let send = SendSpec {
+                pace_end,
+                ..plan.send.clone()
+            };
+            run.spawn_workers(&send)
                 .map_err(|e| IperfError::from_io(IE_PTHREAD_CREATE, &e))?;
         }
         Ok(())

@@ -10,6 +10,7 @@ pub(crate) mod ctrl;
 pub(crate) mod diskfile;
 pub(crate) mod driver;
 pub(crate) mod plan;
+pub(crate) mod pool;
 pub(crate) mod ratelimit;
 pub(crate) mod run;
 pub(crate) mod sampler;

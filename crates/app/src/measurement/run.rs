@@ -22,9 +22,10 @@ use rperf3_report::input::{
 use crate::config::RateLimit;
 use crate::latency::prober::Prober;
 use crate::measurement::bounceback::BbTally;
-use crate::measurement::choice::{SendSpec, TcpCrowd};
+use crate::measurement::choice::{SendSpec, TcpCrowd, WorkerPlan};
 use crate::measurement::cpu::CpuMeter;
 use crate::measurement::diskfile::DiskFile;
+use crate::measurement::pool::{self, Pooling};
 use crate::measurement::ratelimit::RateGuard;
 use crate::measurement::sampler::Sampler;
 use crate::measurement::streams::LiveStream;
@@ -45,6 +46,8 @@ pub(crate) struct TestRun {
     pub streams: Vec<LiveStream>,
     ctl: Arc<RunControl>,
     workers: Vec<Worker>,
+    /// Each stream's worker (an index into `workers`): streams may share one.
+    worker_of: Vec<usize>,
     sampler: Sampler,
     ticker: Ticker,
     cpu: CpuMeter,
@@ -114,6 +117,7 @@ impl TestRun {
             streams,
             ctl: Arc::new(RunControl::new(budget)),
             workers: Vec::new(),
+            worker_of: Vec::new(),
             sampler,
             ticker: Ticker::new(now, interval, omit),
             cpu: CpuMeter::start(),
@@ -206,7 +210,8 @@ impl TestRun {
         self.started
     }
 
-    /// TEST_RUNNING: one worker thread per stream.
+    /// TEST_RUNNING: a worker thread per stream, or I/O workers shared by
+    /// many bulk TCP streams (`pool.rs`).
     pub(crate) fn spawn_workers(&mut self, send: &SendSpec) -> io::Result<()> {
         self.diskfile.clone_from(&send.file);
         let payload = SharedPayload::default();
@@ -218,14 +223,47 @@ impl TestRun {
             p.load_started(self.tcp_senders());
         }
         let crowd = TcpCrowd::of(&self.streams);
-        for s in &self.streams {
-            self.workers.push(workers::spawn(
-                s,
-                s.plan_worker(send, crowd),
+        let plans: Vec<WorkerPlan> = self
+            .streams
+            .iter()
+            .map(|s| s.plan_worker(send, crowd))
+            .collect();
+        self.worker_of = vec![usize::MAX; self.streams.len()];
+        let over = pool::override_from_env();
+        for sending in [true, false] {
+            let members: Vec<(usize, WorkerPlan)> = plans
+                .iter()
+                .enumerate()
+                .filter(|&(i, &p)| {
+                    let s = &self.streams[i];
+                    s.info.sender == sending && pool::can_share(s, p)
+                })
+                .map(|(i, &p)| (i, p))
+                .collect();
+            let Pooling::Workers(k) = pool::pooling(members.len(), over) else {
+                continue;
+            };
+            let spawned = pool::spawn(
+                &self.streams,
+                &members,
+                k,
                 &self.ctl,
                 send,
-                &payload,
-            )?);
+                payload.bytes(send),
+            )?;
+            for (w, driven) in spawned {
+                for i in driven {
+                    self.worker_of[i] = self.workers.len();
+                }
+                self.workers.push(w);
+            }
+        }
+        for (i, s) in self.streams.iter().enumerate() {
+            if self.worker_of[i] == usize::MAX {
+                self.worker_of[i] = self.workers.len();
+                self.workers
+                    .push(workers::spawn(s, plans[i], &self.ctl, send, &payload)?);
+            }
         }
         Ok(())
     }
@@ -347,9 +385,9 @@ impl TestRun {
     pub(crate) fn senders_done(&self) -> bool {
         self.streams
             .iter()
-            .zip(&self.workers)
+            .zip(&self.worker_of)
             .filter(|(s, _)| s.info.sender)
-            .all(|(_, w)| w.finished())
+            .all(|(_, &w)| self.workers.get(w).is_none_or(Worker::finished))
     }
 
     /// Whether any stream sends.

@@ -108,6 +108,7 @@ pub(crate) fn send_spec(p: &TestParams) -> crate::measurement::choice::SendSpec 
             .as_ref()
             .filter(|b| b.version == rperf3_proto::bounceback::BOUNCEBACK_VERSION)
             .map(crate::measurement::bounceback::BbSpec::of),
+        pace_end: None,
     }
 }
 

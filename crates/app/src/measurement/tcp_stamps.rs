@@ -11,11 +11,9 @@ use std::cell::RefCell;
 use std::io;
 use std::net::TcpStream;
 use std::sync::Mutex;
-use std::time::Instant;
 
 use rperf3_engine::control::RunControl;
 use rperf3_engine::counters::StreamCounters;
-use rperf3_engine::pacing::Pacer;
 use rperf3_engine::tcp::{recv_loop, send_blocks, Blocks, Pacing, RecvMode, RecvTally};
 use rperf3_latency::{wall_ns, OneWay};
 use rperf3_proto::tcp_stamp::{write_stamp, BlockStamps};
@@ -37,13 +35,11 @@ impl Blocks for Stamped {
 pub(crate) fn send_loop_stamped(
     sock: &TcpStream,
     buf: &[u8],
-    pacer: Option<Pacer>,
-    burst: u32,
+    pacing: Option<Pacing>,
     ctl: &RunControl,
     counters: &StreamCounters,
 ) -> io::Result<()> {
     let mut blocks = Stamped(buf.to_vec());
-    let pacing = pacer.map(|p| Pacing::before_each(p, Instant::now(), burst));
     send_blocks(sock, &mut blocks, None, pacing, ctl, counters)
 }
 
@@ -108,7 +104,6 @@ mod tests {
             &tx,
             &[0x55; 1000],
             None,
-            1,
             &tx_ctl,
             &StreamCounters::default(),
         )

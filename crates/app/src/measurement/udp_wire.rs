@@ -136,6 +136,7 @@ mod tests {
                 pacer: None,
                 burst: 1,
                 counters_64bit: wide,
+                end: None,
             };
             send_loop(&tx, &[0u8; 64], spec, (&ctl, &c), false).unwrap();
             assert_eq!(c.snapshot().blocks, 5);
@@ -225,6 +226,7 @@ mod tests {
             pacer: None,
             burst: 1,
             counters_64bit: false,
+            end: None,
         };
         let before = wall_since_epoch();
         send_loop(

@@ -1,5 +1,6 @@
 //! Each stream's worker as `choice.rs` decided it: the shared payload and the
-//! thread that runs the loop (TCP, SCTP, UDP, the `-F` file, bounceback).
+//! thread that runs the loop (TCP, SCTP, UDP, the `-F` file, bounceback);
+//! streams that share an I/O worker instead are `pool.rs`'s.
 
 use std::io;
 use std::sync::{Arc, OnceLock};
@@ -45,7 +46,7 @@ pub(crate) fn spawn(
     let name = format!("stream-{}", s.info.id);
     let ctl = ctl.clone();
     let sender = s.info.sender;
-    let (pacer, burst) = (send.pacer, send.burst);
+    let pacer = send.pacer;
     match (&s.sock, plan) {
         (DataSock::Tcp(t) | DataSock::Sctp(t), WorkerPlan::FileSend | WorkerPlan::FileRecv) => {
             let (t, file) = (t.clone(), send.file.as_ref().map(|d| d.file.clone()));
@@ -67,19 +68,12 @@ pub(crate) fn spawn(
                 .then(|| PayloadFile::new(&buf).ok())
                 .flatten();
             let stamped = s.owd.is_some() && matches!(plan, WorkerPlan::TcpSend { .. });
+            let pacing = send.tcp_pacing();
             Worker::spawn(name, ctl, true, move |c| {
                 if stamped {
-                    tcp_stamps::send_loop_stamped(&t, &buf, pacer, burst, c, &counters)
+                    tcp_stamps::send_loop_stamped(&t, &buf, pacing, c, &counters)
                 } else {
-                    rperf3_engine::tcp::send_loop(
-                        &t,
-                        &buf,
-                        file.as_ref(),
-                        pacer,
-                        burst,
-                        c,
-                        &counters,
-                    )
+                    rperf3_engine::tcp::send_loop(&t, &buf, file.as_ref(), pacing, c, &counters)
                 }
             })
         }
@@ -97,8 +91,9 @@ pub(crate) fn spawn(
             let spec = UdpSendSpec {
                 len: blksize,
                 pacer,
-                burst,
+                burst: send.burst,
                 counters_64bit: send.counters_64bit,
+                end: send.pace_end,
             };
             let wall = s.owd.is_some();
             Worker::spawn(name, ctl, true, move |c| {
@@ -150,6 +145,7 @@ mod tests {
             file: None,
             zerocopy: false,
             bounceback: None,
+            pace_end: None,
         }
     }
 

@@ -63,7 +63,7 @@ impl LoadSet {
         let counters = Arc::new(StreamCounters::default());
         let name = format!("rpm-send-{}", self.socks.len());
         let w = Worker::spawn(name, self.ctl.clone(), true, move |ctl| {
-            send_loop(&mine, &payload, None, None, 1, ctl, &counters)
+            send_loop(&mine, &payload, None, None, ctl, &counters)
         })?;
         self.acked_taken.push(base);
         self.socks.push((sock, true));
