@@ -27,6 +27,7 @@ mod interop_tcp;
 mod interop_udp;
 mod interop_v6;
 mod iperf2_bounceback_calls;
+mod iperf2_bulk_paths;
 mod iperf2_cli;
 mod iperf2_connect_only;
 mod iperf2_enhanced;

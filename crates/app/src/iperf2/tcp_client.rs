@@ -24,11 +24,12 @@ use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
 use super::tcp_bounceback;
 use super::tcp_bursts::Bursts;
 use super::tcp_connect_only;
-use super::tcp_io::{pacer_for, pattern};
+use super::tcp_io::{pacer_for, pattern, ReadHow};
 use super::tcp_isoch::FramePlan;
 use super::tcp_setup::{self, apply_opts, Wake};
 use super::workers::{SendPlan, Source, Workers};
 use super::Outcome2;
+use crate::measurement::choice::{paces_itself, sendfile_suits};
 use crate::Interrupt;
 use rperf3_proto2::PACED_GRACE;
 
@@ -341,7 +342,7 @@ impl<'a> Client<'a> {
     /// What a sender sends; frames are scheduled from `origin` to `end`. A
     /// `-F` file that cannot be opened falls back to the pattern, with iperf
     /// 2's two lines.
-    fn source(&self, origin: Instant, end: Option<Instant>) -> Source {
+    fn source(&self, origin: Instant, end: Option<Instant>, sendfile: bool) -> Source {
         if let (Some(start), Some(spec)) = (self.frames, self.cl.isoch) {
             return Source::Frames(FramePlan {
                 spec,
@@ -351,7 +352,10 @@ impl<'a> Client<'a> {
                 end,
             });
         }
-        let pat = || Source::Pattern(Arc::new(pattern(self.len)));
+        let pat = || Source::Pattern {
+            block: Arc::new(pattern(self.len)),
+            sendfile,
+        };
         match &self.cl.input {
             // 2.2.1 fills stamped writes with 0xA5.
             Input2::Pattern => match self.trip {
@@ -413,7 +417,10 @@ impl<'a> Client<'a> {
         for (id, s, _, connected) in &streams {
             let addrs = addrs_of(s);
             if sends {
-                let source = self.source(start, time.map(|t| start + t));
+                let sendfile = sendfile_suits(self.len as usize, streams.len(), || {
+                    net::tcp_congestion(s).is_some_and(|c| paces_itself(&c))
+                });
+                let source = self.source(start, time.map(|t| start + t), sendfile);
                 let timer = self.c.histograms.then_some(self.c.hist_bins);
                 let st = Arc::new(FlowStats::sender(self.len, self.frames.is_some(), timer));
                 senders.push((*id, st.clone()));
@@ -458,7 +465,11 @@ impl<'a> Client<'a> {
                 let waker = wake.waker().map_err(|e| e.to_string())?;
                 w.recv(
                     s,
-                    (self.len, !sends, self.c.tcp_quickack),
+                    (
+                        self.len,
+                        !sends,
+                        ReadHow::of(self.c.tcp_quickack, p == 1, self.c.enhanced),
+                    ),
                     &st,
                     (iv.ender(), key(*id, Dir::Recv)),
                     waker,

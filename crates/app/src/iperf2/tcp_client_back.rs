@@ -39,7 +39,7 @@ impl Client<'_> {
         let waker = wake.waker().map_err(|e| e.to_string())?;
         w.recv(
             s,
-            (self.len, true, false),
+            (self.len, true, ReadHow::Plain),
             &st,
             (iv.ender(), key(id, Dir::Recv)),
             waker,

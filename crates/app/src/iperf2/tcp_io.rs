@@ -11,27 +11,61 @@ use std::time::{Duration, Instant};
 use rperf3_engine::control::RunControl;
 use rperf3_engine::pacing::Pacer;
 use rperf3_engine::tcp::{self, Pacing, ReadBlocks, RecvMode};
+use rperf3_sys::zerocopy::PayloadFile;
 
 use super::flow_stats::{FlowStats, Reads};
 use super::tcp_bursts::recv_bursts;
 
+/// How a receiver reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadHow {
+    /// What has arrived, up to a block.
+    Plain,
+    /// `--tcp-quickack`: TCP_QUICKACK set before each read.
+    QuickAck,
+    /// A lone receiver whose reads nobody shows (no `-e`): on a mark of one
+    /// block, as the iperf3 personality's (the sending core wakes it once a
+    /// block, not once a segment; nothing waits unread past 10 ms, and the
+    /// peer's FIN wakes it at once).
+    OnMark,
+}
+
+impl ReadHow {
+    /// A receiver's reads: `quickack` asked for, or `alone` (the only stream
+    /// of its test) with reads nobody shows (`enhanced` off).
+    pub(crate) fn of(quickack: bool, alone: bool, enhanced: bool) -> Self {
+        match (quickack, alone && !enhanced) {
+            (true, _) => Self::QuickAck,
+            (false, true) => Self::OnMark,
+            (false, false) => Self::Plain,
+        }
+    }
+}
+
 /// Reads `len`-byte blocks and counts them until the peer closes, the socket is
-/// shut down (how a controller ends a blocked reader), or the run is stopped;
-/// with `quickack` (`--tcp-quickack`), TCP_QUICKACK is set before each read.
+/// shut down (how a controller ends a blocked reader), or the run is stopped.
 pub(crate) fn recv_loop(
     sock: &TcpStream,
-    (len, quickack): (u32, bool),
+    (len, how): (u32, ReadHow),
     ctl: &RunControl,
     stats: &FlowStats,
 ) -> io::Result<()> {
+    let quickack = how == ReadHow::QuickAck;
     if stats.trip.is_some() || stats.frames {
         if quickack {
             let _ = rperf3_sys::sockopt::set_quickack(sock);
         }
         return recv_bursts(sock, len, ctl, stats, stats.trip.as_ref());
     }
+    let marked =
+        how == ReadHow::OnMark && rperf3_sys::sockopt::set_recv_lowat(sock, len as usize).is_ok();
+    let mode = if marked {
+        RecvMode::OnMark
+    } else {
+        RecvMode::Copy
+    };
     let reads = Reads { stats, quickack };
-    tcp::recv_loop(sock, len as usize, RecvMode::Copy, ctl, &reads)
+    tcp::recv_loop(sock, len as usize, mode, ctl, &reads)
 }
 
 /// iperf 2's pacing for `rate_bps` (none for 0): the rate counts from `origin`
@@ -41,16 +75,18 @@ pub(crate) fn pacer_for(rate_bps: u64, origin: Instant, end: Option<Instant>) ->
     (rate_bps > 0).then(|| Pacing::whole_blocks(Pacer::new(rate_bps), origin, end))
 }
 
-/// Sends `buf` again and again until stopped or the `-n` budget in `ctl` is
-/// used up, counting each write; an error counts as a failed write.
+/// Sends `buf` again and again (with `file`, the same bytes from the file
+/// with sendfile) until stopped or the `-n` budget in `ctl` is used up,
+/// counting each write; an error counts as a failed write.
 pub(crate) fn send_loop(
     sock: &TcpStream,
     mut buf: &[u8],
+    file: Option<&PayloadFile>,
     pace: Option<Pacing>,
     ctl: &RunControl,
     stats: &FlowStats,
 ) -> io::Result<()> {
-    let r = tcp::send_blocks(sock, &mut buf, None, pace, ctl, stats);
+    let r = tcp::send_blocks(sock, &mut buf, file, pace, ctl, stats);
     if r.is_err() {
         stats.errors.fetch_add(1, Ordering::Relaxed);
     }

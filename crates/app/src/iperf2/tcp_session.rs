@@ -22,11 +22,12 @@ use super::connect_back::connect_back;
 use super::flow_stats::FlowStats;
 use super::interval::{addrs_of, key, Dir, FlowSpec, Intervals, SumKind};
 use super::tcp_bursts::Bursts;
-use super::tcp_io::{pacer_for, pattern};
+use super::tcp_io::{pacer_for, pattern, ReadHow};
 use super::tcp_isoch::FramePlan;
 use super::tcp_setup::{self, Wake};
 use super::tcp_shared::{Group, Member, Pending, Shared, Tracked};
 use super::workers::{SendPlan, Source, Workers};
+use crate::measurement::choice::{paces_itself, sendfile_suits};
 
 /// How long a client has to send its whole test header (iperf 2.1.8's limit).
 pub(crate) const HEADER_LIMIT: Duration = Duration::from_secs(4);
@@ -326,7 +327,12 @@ impl<'a> Test<'a> {
             (None, Some(t)) => {
                 Source::Reader(Box::new(Bursts::new(vec![0xA5; len as usize], t)), len)
             }
-            (None, None) => Source::Pattern(Arc::new(pattern(len))),
+            (None, None) => Source::Pattern {
+                block: Arc::new(pattern(len)),
+                sendfile: sendfile_suits(len as usize, r.map_or(1, |r| r.streams as usize), || {
+                    net::tcp_congestion(&self.s).is_some_and(|c| paces_itself(&c))
+                }),
+            },
         };
         SendPlan {
             source,
@@ -428,7 +434,9 @@ impl<'a> Test<'a> {
             );
             if let Ok(wk) = wake.waker() {
                 let qa = self.quickack();
-                let _ = w.recv(&self.s, (self.len, !send, qa), &st, (gr.iv.ender(), k), wk);
+                let alone = self.req.as_ref().is_some_and(|r| r.streams == 1);
+                let how = ReadHow::of(qa, alone, self.sh.cfg.common.enhanced);
+                let _ = w.recv(&self.s, (self.len, !send, how), &st, (gr.iv.ender(), k), wk);
             }
         }
         let mut frames = None;

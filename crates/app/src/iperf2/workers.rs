@@ -22,11 +22,18 @@ use super::tcp_io;
 use super::tcp_isoch::{send_frames, FramePlan};
 use super::tcp_setup::wake;
 use rperf3_engine::tcp::Pacing;
+use rperf3_sys::zerocopy::PayloadFile;
 
 /// What a sender sends.
 pub(crate) enum Source {
-    /// The pattern, `-l` bytes a write.
-    Pattern(Arc<Vec<u8>>),
+    /// The pattern, `-l` bytes a write; with `sendfile`, sent from a file
+    /// that holds it (see `measurement::choice::sendfile_suits`).
+    Pattern {
+        /// One block.
+        block: Arc<Vec<u8>>,
+        /// Sent with sendfile.
+        sendfile: bool,
+    },
     /// A reader (`-F` file, `-I` stdin), `len` bytes a write.
     Reader(Box<dyn Read + Send>, u32),
     /// `--isochronous`: frames at the frame rate.
@@ -85,7 +92,10 @@ impl Workers {
             .name("iperf2-send".into())
             .spawn(move || {
                 let r = match plan.source {
-                    Source::Pattern(buf) => tcp_io::send_loop(&s, &buf, plan.pacer, &c, &st),
+                    Source::Pattern { block, sendfile } => {
+                        let file = sendfile.then(|| PayloadFile::new(&block).ok()).flatten();
+                        tcp_io::send_loop(&s, &block, file.as_ref(), plan.pacer, &c, &st)
+                    }
                     Source::Frames(f) => {
                         let r = send_frames(&s, f, &c, &st);
                         if r.is_err() {
@@ -117,14 +127,14 @@ impl Workers {
         Ok(())
     }
 
-    /// Starts a receiver reading `len`-byte blocks from `sock`; with `fin`
-    /// (nothing else writes on it), the peer's FIN is answered with ours at
-    /// once, so a peer draining to our FIN is not kept waiting; with
-    /// `quickack`, TCP_QUICKACK is set before each read.
+    /// Starts a receiver reading `len`-byte blocks from `sock` as `how`
+    /// says; with `fin` (nothing else writes on it), the peer's FIN is
+    /// answered with ours at once, so a peer draining to our FIN is not kept
+    /// waiting.
     pub(crate) fn recv(
         &mut self,
         sock: &Arc<TcpStream>,
-        (len, fin, quickack): (u32, bool, bool),
+        (len, fin, how): (u32, bool, tcp_io::ReadHow),
         stats: &Arc<FlowStats>,
         (ender, key): (Ender, u64),
         waker: UnixStream,
@@ -140,7 +150,7 @@ impl Workers {
         let t = std::thread::Builder::new()
             .name("iperf2-recv".into())
             .spawn(move || {
-                let r = tcp_io::recv_loop(&s, (len, quickack), &c, &st);
+                let r = tcp_io::recv_loop(&s, (len, how), &c, &st);
                 ender.done(key);
                 if fin && r.is_ok() {
                     let _ = s.shutdown(Shutdown::Write);

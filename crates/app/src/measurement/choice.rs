@@ -153,14 +153,25 @@ impl Choice<'_> {
             (Kind::Sctp, true) => WorkerPlan::SctpSend,
             (Kind::Sctp, false) => WorkerPlan::Recv(RecvMode::Copy),
             (Kind::Tcp, true) => WorkerPlan::TcpSend {
-                sendfile: self.send.blksize >= MIN_ZEROCOPY_BLOCK
-                    && (self.send.zerocopy || self.crowd.senders <= 1 || !kernel_paces()),
+                sendfile: self.send.zerocopy && self.send.blksize >= MIN_ZEROCOPY_BLOCK
+                    || sendfile_suits(self.send.blksize, self.crowd.senders, kernel_paces),
             },
             (Kind::Tcp, false) if self.send.skip_rx_copy => WorkerPlan::Recv(RecvMode::Discard),
             (Kind::Tcp, false) if self.crowd.receivers == 1 => WorkerPlan::Recv(RecvMode::OnMark),
             (Kind::Tcp, false) => WorkerPlan::Recv(RecvMode::Copy),
         }
     }
+}
+
+/// Whether a TCP sender of `blksize` blocks, one of `senders` on its side,
+/// sends with sendfile unasked (see [`Choice::decide`]); both personalities'
+/// bulk senders follow it. `kernel_paces` is asked only when it decides.
+pub(crate) fn sendfile_suits(
+    blksize: usize,
+    senders: usize,
+    kernel_paces: impl FnOnce() -> bool,
+) -> bool {
+    blksize >= MIN_ZEROCOPY_BLOCK && (senders <= 1 || !kernel_paces())
 }
 
 /// Congestion controls that pace their own sending (BBR and its versions).
