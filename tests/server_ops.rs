@@ -197,7 +197,15 @@ fn a_stock_client_sees_the_rate_limit_error() {
     let srv = Server::start(&["--server-bitrate-limit", "100M/2"]);
     let mut clients = vec![std::path::PathBuf::from("iperf3")];
     clients.extend(iperf3_321());
-    for prog in clients {
+    for (i, prog) in clients.into_iter().enumerate() {
+        // The previous test has been cleaned up (its workers joined after its
+        // client left on the error) once the server listens again: a client
+        // arriving before that is refused busy, as with any test running.
+        assert!(
+            srv.wait_banners(i + 1, Duration::from_secs(10)),
+            "{}",
+            srv.stdout()
+        );
         let t = Instant::now();
         let out = run_program(
             &prog,
