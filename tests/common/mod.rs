@@ -193,13 +193,21 @@ impl Server {
     /// stay on the real clock.
     pub(crate) fn start_faketime(offset: &str, args: &[&str]) -> Self {
         let bin = rperf3().display().to_string();
+        // The library itself rather than the `faketime` program, which forks:
+        // killing it at the test's end would leave the server running.
+        let lib = run_program(
+            "faketime",
+            &["-f", "+0", "printenv", "LD_PRELOAD"],
+            CLIENT_TIMEOUT,
+        );
+        let preload = format!("LD_PRELOAD={}", lib.stdout.trim());
+        let fake = format!("FAKETIME={offset}");
         // Only the wall clock: with a faked monotonic clock too, libfaketime's
         // sleeps leave a paced sender asleep.
         let wrap = [
+            preload.as_str(),
+            fake.as_str(),
             "FAKETIME_DONT_FAKE_MONOTONIC=1",
-            "faketime",
-            "-f",
-            offset,
             &bin,
         ];
         Self::start_with(Path::new("env"), &wrap, args, |p, a| Proc::spawn(p, a))
