@@ -190,7 +190,7 @@ fn send_turn(l: &mut Live, payload: &[u8], stopping: bool, ctl: &RunControl) -> 
         }
         let r = match file {
             Some(f) => f.send(&*l.s.sock, l.off, l.block),
-            None => (&*l.s.sock).write_some(&payload[l.off..l.block]),
+            None => io::Write::write(&mut &*l.s.sock, &payload[l.off..l.block]),
         };
         match r {
             Ok(k) if k > 0 => {
@@ -235,17 +235,6 @@ fn recv_turn(l: &mut Live, mode: RecvMode, buf: &mut [u8]) -> io::Result<Turn> {
         }
     }
     Ok(Turn::Yield)
-}
-
-/// One write call of what the socket takes now.
-trait WriteSome {
-    fn write_some(self, buf: &[u8]) -> io::Result<usize>;
-}
-
-impl WriteSome for &TcpStream {
-    fn write_some(mut self, buf: &[u8]) -> io::Result<usize> {
-        io::Write::write(&mut self, buf)
-    }
 }
 
 #[cfg(test)]
