@@ -82,11 +82,15 @@ fn password() -> Result<String, String> {
     if !stdin.is_terminal() {
         return Err("no password: set IPERF3_PASSWORD or run on a terminal".into());
     }
-    print!("Password: ");
-    let _ = std::io::stdout().flush();
     let mut line = String::new();
-    let read = rperf3_sys::term::without_echo(|| stdin.lock().read_line(&mut line))
-        .map_err(|e| format!("cannot turn the terminal's echo off: {e}"))?;
+    // The prompt comes only once echo is off: a user (or a script) who types
+    // on seeing it must neither be echoed nor flushed away by the switch.
+    let read = rperf3_sys::term::without_echo(|| {
+        print!("Password: ");
+        let _ = std::io::stdout().flush();
+        stdin.lock().read_line(&mut line)
+    })
+    .map_err(|e| format!("cannot turn the terminal's echo off: {e}"))?;
     // The user's Enter was not echoed.
     println!();
     read.map_err(|e| format!("cannot read the password: {e}"))?;
