@@ -155,7 +155,7 @@ fn run_between(client_prog: &Path, server_prog: &Path, client_args: &[&str]) -> 
             .flatten()
             .filter_map(|c| c.get("local_port")?.as_u64()?.try_into().ok())
             .collect();
-        watch.wait(NS_PORT, &ports)
+        watch.wait(&ns, NS_PORT, &ports)
     } else {
         Vec::new()
     };

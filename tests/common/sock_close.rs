@@ -68,8 +68,10 @@ impl CloseWatch {
 
     /// Waits until every socket of the connections from `client_ports` to
     /// `server_port` has been destroyed (both ends of each), and returns all
-    /// the sockets seen so far; fails the test after `DEADLINE`.
-    pub(crate) fn wait(&self, server_port: u16, client_ports: &[u16]) -> Vec<Closed> {
+    /// the sockets seen so far; fails the test after `DEADLINE`, with the
+    /// sockets `ns` still holds then (a socket still there is a program's or
+    /// the kernel's; one gone is an event `ss` missed).
+    pub(crate) fn wait(&self, ns: &LoNs, server_port: u16, client_ports: &[u16]) -> Vec<Closed> {
         let all_seen = |text: &str| {
             let seen = parse(text);
             client_ports.iter().all(|&c| {
@@ -78,12 +80,14 @@ impl CloseWatch {
                     .all(|&(l, p)| seen.iter().any(|s| (s.local_port, s.peer_port) == (l, p)))
             })
         };
-        assert!(
-            self.proc.wait_stdout_until(DEADLINE, all_seen),
-            "not every socket of ports {client_ports:?} to {server_port} was destroyed \
-             within {DEADLINE:?}; seen:\n{}",
-            self.proc.stdout()
-        );
+        if !self.proc.wait_stdout_until(DEADLINE, all_seen) {
+            let left = ns.run(Path::new("ss"), &["-tanieomH"]);
+            panic!(
+                "not every socket of ports {client_ports:?} to {server_port} was destroyed \
+                 within {DEADLINE:?}; the namespace's sockets now:\n{left}\nseen:\n{}",
+                self.proc.stdout()
+            );
+        }
         parse(&self.proc.stdout())
     }
 
