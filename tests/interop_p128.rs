@@ -75,9 +75,6 @@ fn issue16_p128_rperf3_client_against_stock_servers() {
 }
 
 #[test]
-#[ignore = "known bug: in shared workers, `-R` against a stock server now and then leaves the \
-            client's sockets open past the close watch's 10 s (2 of about 6 runs); run with \
-            --ignored while fixing it"]
 fn issue27_p128_in_shared_workers_against_stock_peers() {
     let _gate = load::heavy();
     let ours = with_shared_workers(2);

@@ -104,11 +104,15 @@ pub fn run(streams: Vec<MuxStream>, payload: &[u8], ctl: &RunControl) -> io::Res
     }
     let mut buf = vec![0u8; payload.len().max(1)];
     loop {
-        let stopping = ctl.stopped();
         let now = Instant::now();
         let mut next_due: Option<Instant> = None;
         let mut any_ready = false;
         for l in live.iter_mut().filter(|l| !l.done) {
+            // Looked at for each stream: a pass over many can outlast the
+            // test, and the sockets are shut soon after the stop; a read then
+            // empties a queue whose window the kernel no longer reopens,
+            // leaving the peer's sender probing a zero window.
+            let stopping = ctl.stopped();
             if let Some(d) = l.due {
                 if d > now && !stopping {
                     next_due = Some(next_due.map_or(d, |n| n.min(d)));
@@ -121,7 +125,7 @@ pub fn run(streams: Vec<MuxStream>, payload: &[u8], ctl: &RunControl) -> io::Res
             }
             let turn = match l.s.way {
                 Way::Send { .. } => send_turn(l, payload, stopping, ctl),
-                Way::Recv(mode) if !stopping => recv_turn(l, mode, &mut buf),
+                Way::Recv(mode) if !stopping => recv_turn(l, mode, &mut buf, ctl),
                 Way::Recv(_) => Ok(Turn::Done),
             };
             match turn {
@@ -132,7 +136,7 @@ pub fn run(streams: Vec<MuxStream>, payload: &[u8], ctl: &RunControl) -> io::Res
                     next_due = Some(next_due.map_or(d, |n| n.min(d)));
                 }
                 Ok(Turn::Done) => l.done = true,
-                Err(_) if stopping => l.done = true,
+                Err(_) if stopping || ctl.stopped() => l.done = true,
                 Err(e) => return Err(e),
             }
         }
@@ -214,11 +218,15 @@ fn send_turn(l: &mut Live, payload: &[u8], stopping: bool, ctl: &RunControl) -> 
     }
 }
 
-/// Reads until the socket is empty, the turn's bytes are used or the peer
-/// has closed.
-fn recv_turn(l: &mut Live, mode: RecvMode, buf: &mut [u8]) -> io::Result<Turn> {
+/// Reads until the socket is empty, the turn's bytes are used, the peer
+/// has closed or the run stops (nothing is read after a stop, as a receiving
+/// thread checks before each read).
+fn recv_turn(l: &mut Live, mode: RecvMode, buf: &mut [u8], ctl: &RunControl) -> io::Result<Turn> {
     let mut moved = 0usize;
     while moved < TURN_BYTES {
+        if ctl.stopped() {
+            return Ok(Turn::Done);
+        }
         let r = match mode {
             RecvMode::Discard => rperf3_sys::net::recv_discard(&l.s.sock, buf),
             RecvMode::Copy | RecvMode::OnMark => (&*l.s.sock).read(buf),
@@ -242,6 +250,7 @@ mod tests {
     use super::*;
     use crate::budget::{Budget, BudgetUnit};
     use crate::pacing::Pacer;
+    use std::io::Write;
     use std::net::{Shutdown, TcpListener};
 
     fn pair() -> (TcpStream, TcpStream) {
@@ -360,6 +369,52 @@ mod tests {
         }
         h.join().unwrap().unwrap();
         assert!(t.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn nothing_is_read_after_a_stop_even_mid_pass() {
+        // Sixteen streams with full queues: the worker's first pass reads
+        // each in turn, and the stop lands in it, as soon as the first stream
+        // has been read. Only the read under way then may still count (one
+        // buffer), as in a receiving thread: the sockets are shut right after
+        // a stop, and a queue read after that never reopens its window to the
+        // peer, whose sender is left probing a zero window.
+        let len = 65_536;
+        let (mut receivers, mut counters, mut peers, mut queued) = (vec![], vec![], vec![], 0);
+        for _ in 0..16 {
+            let (tx, rx) = pair();
+            tx.set_nonblocking(true).unwrap();
+            let block = [7u8; 65_536];
+            loop {
+                match (&tx).write(&block) {
+                    Ok(n) => queued += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            peers.push(tx);
+            let (r, c) = stream(rx, Way::Recv(RecvMode::Copy));
+            receivers.push(r);
+            counters.push(c);
+        }
+        let total = |cs: &[Arc<StreamCounters>]| cs.iter().map(|c| c.snapshot().bytes).sum::<u64>();
+        let ctl = Arc::new(RunControl::new(None));
+        let c2 = ctl.clone();
+        let h = std::thread::spawn(move || run(receivers, &vec![0u8; len], &c2));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while counters[0].snapshot().bytes == 0 {
+            assert!(Instant::now() < deadline, "the worker read nothing");
+            std::hint::spin_loop();
+        }
+        ctl.stop();
+        let at_stop = total(&counters);
+        h.join().unwrap().unwrap();
+        let after = total(&counters) - at_stop;
+        assert!(
+            after <= len as u64,
+            "{after} bytes read after the stop ({at_stop} before, {queued} queued)"
+        );
+        drop(peers);
     }
 
     #[test]
