@@ -4,7 +4,7 @@
 #
 # Usage: benches/compare.sh [--cases tcp1,tcp2,...] [--rounds N] [--time T]
 #                           [--port P] [--out DIR] [--extra "ARGS"]
-# Cases: tcp1 tcp2 tcp4 tcp8 tcp32 tcpR tcpZ udp1448 udp64 gsro1448 gsro64 tcp128 udp128 bidir128
+# Cases: tcp1 tcp2 tcp4 tcp8 tcp32 tcp64 tcpR tcpZ udp1448 udp64 gsro1448 gsro64 tcp128 udp128 bidir128
 #   (default: all; gsro* need an iperf3 with --gsro and are left out otherwise)
 # --extra adds client arguments to every case for both programs (e.g. "-C cubic").
 # Environment: RPERF3=path (skip the release build), IPERF3=path (any iperf3 binary;
@@ -15,7 +15,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 stats="$here/compare_stats.py"
 
-all_cases="tcp1,tcp2,tcp4,tcp8,tcp32,tcpR,tcpZ,udp1448,udp64,gsro1448,gsro64,tcp128,udp128,bidir128"
+all_cases="tcp1,tcp2,tcp4,tcp8,tcp32,tcp64,tcpR,tcpZ,udp1448,udp64,gsro1448,gsro64,tcp128,udp128,bidir128"
 cases=""
 rounds=5
 secs=5
@@ -53,6 +53,7 @@ case_args() {
         tcp4) echo "-P 4" ;;
         tcp8) echo "-P 8" ;;
         tcp32) echo "-P 32" ;;
+        tcp64) echo "-P 64" ;;
         tcpR) echo "-R" ;;
         tcpZ) echo "-Z --skip-rx-copy" ;;
         udp1448) echo "-u -b 0 -l 1448" ;;

@@ -25,6 +25,7 @@ CASES = {
     "tcp4": "TCP, -P 4",
     "tcp8": "TCP, -P 8",
     "tcp32": "TCP, -P 32",
+    "tcp64": "TCP, -P 64",
     "tcpZ": "TCP, -Z --skip-rx-copy (both)",
     "gsro1448": "UDP, -b 0 -l 1448; iperf3 with --gsro, rperf3 with its defaults",
     "gsro64": "UDP, -b 0 -l 64; iperf3 with --gsro, rperf3 with its defaults",

@@ -14,13 +14,14 @@ use crate::common::{require_tool, run_program, scratch_file, strace, Server, CLI
 /// every 10 ms (about 290 seen for either side).
 const FIXED: u64 = 400;
 
-/// (writes, all calls) of an `strace -f -c` summary: `sendto` carries each
-/// request or reply, `total` is every call of every thread.
+/// (writes, all calls) of an strace log (a `-c` summary or a streamed
+/// trace): `sendto` carries each request or reply, `total` is every call of
+/// every thread.
 fn calls(log: &Path) -> (u64, u64) {
     let count = |name: &str| {
         strace::calls(log, name).unwrap_or_else(|| {
             panic!(
-                "no {name} row in the strace summary:\n{}",
+                "no {name} calls in the strace log:\n{}",
                 std::fs::read_to_string(log).unwrap_or_default()
             )
         })

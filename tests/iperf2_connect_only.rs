@@ -142,8 +142,12 @@ fn iperf2_a_stock_connect_only_client_leaves_our_server_serving() {
         tot,
         "{ctx}"
     );
+    // The report's end is the test's real length: 0.30 s, or a little more
+    // on a busy host (0.31 was seen).
     assert!(
-        s.stdout.contains("0.00-0.30 sec"),
+        s.stdout
+            .lines()
+            .any(|l| l.contains(" 0.00-0.3") && l.ends_with("bits/sec")),
         "the next test was not served\n{ctx}"
     );
 }

@@ -55,6 +55,7 @@ mod latency_data_owd;
 mod latency_interop;
 mod latency_probe;
 mod logging;
+mod many_streams;
 mod mesh;
 mod metrics;
 mod metrics_delays;

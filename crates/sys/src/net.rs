@@ -358,6 +358,11 @@ pub fn set_buffer_sizes(s: &impl AsFd, size: usize) -> io::Result<()> {
     r.set_recv_buffer_size(size)
 }
 
+/// Sets SO_SNDBUF (the kernel doubles it, and stops growing it).
+pub fn set_send_buffer(s: &impl AsFd, size: usize) -> io::Result<()> {
+    SockRef::from(s).set_send_buffer_size(size)
+}
+
 /// Raises SO_RCVBUF to at least `size` bytes (the kernel caps it at
 /// `net.core.rmem_max`); never lowers it. Returns the size now in effect.
 pub fn raise_recv_buffer(s: &impl AsFd, size: usize) -> io::Result<usize> {

@@ -1,15 +1,16 @@
 //! Which TCP streams share I/O workers instead of a thread each, and the
 //! workers that drive them (`rperf3_engine::mux`).
 //!
-//! A thread per stream is the default at every stream count: on loopback, 2
-//! cores, it measured faster than a worker per core at `-P 8` (1.6x), `-P 32`
-//! (1.17x) and `-P 128 --bidir` (1.6x), and alike at `-P 128` (0.96x; see the
-//! design notes: a thread that reads right after the sender wrote finds the
-//! bytes in its core's cache; a worker serving many streams reads what was
-//! written long before). Shared workers hold about half the memory at
-//! `-P 128` and two threads instead of 128, so a host of many tests may want
-//! them: `RPERF3_IO_WORKERS=N` in the environment puts every stream that can
-//! share into `N` workers per direction; unset or `0`, a thread per stream.
+//! Unasked, a direction of at least [`SHARE_FROM`] streams shares a worker
+//! per core, fewer streams a thread each: on loopback, 2 cores, with the
+//! short-path send buffers (`choice::short_path_send_buffer`), workers
+//! measured 1.6x iperf3 3.21's rate at `-P 128` where threads made 0.93x,
+//! 1.37x against 1.25x at `-P 64`, and threads led at `-P 32` (1.45x against
+//! 1.28-1.37x) and `-P 8` (1.53x against 1.04x): a thread woken by its own
+//! stream reads bytes the writer just put in the core's cache, and that wins
+//! until the threads are too many to schedule (design notes, "Many
+//! streams"). `RPERF3_IO_WORKERS=N` in the environment puts every stream
+//! that can share into `N` workers per direction; `0`, a thread per stream.
 
 use std::io;
 use std::sync::Arc;
@@ -32,13 +33,23 @@ pub(crate) enum Pooling {
     Workers(usize),
 }
 
-/// The choice for a direction with `n` streams that can share, given the
-/// environment's `over` (`RPERF3_IO_WORKERS`).
-pub(crate) fn pooling(n: usize, over: Option<usize>) -> Pooling {
+/// Streams of one direction from which they share workers unasked.
+pub(crate) const SHARE_FROM: usize = 64;
+
+/// The choice for a direction with `n` streams that can share on a host of
+/// `cores`, given the environment's `over` (`RPERF3_IO_WORKERS`).
+pub(crate) fn pooling(n: usize, cores: usize, over: Option<usize>) -> Pooling {
     match over {
-        Some(k @ 1..) if n > 0 => Pooling::Workers(k.min(n)),
+        Some(0) => Pooling::Threads,
+        Some(k) if n > 0 => Pooling::Workers(k.min(n)),
+        None if n >= SHARE_FROM => Pooling::Workers(cores.clamp(1, n)),
         _ => Pooling::Threads,
     }
+}
+
+/// The cores this process may run on (its affinity, `-A` included).
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// `RPERF3_IO_WORKERS`, when set to a number.
@@ -125,12 +136,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_thread_per_stream_unless_the_environment_asks_for_workers() {
-        assert_eq!(pooling(1, None), Pooling::Threads);
-        assert_eq!(pooling(128, None), Pooling::Threads);
-        assert_eq!(pooling(128, Some(0)), Pooling::Threads);
-        assert_eq!(pooling(128, Some(2)), Pooling::Workers(2));
-        assert_eq!(pooling(1, Some(2)), Pooling::Workers(1));
-        assert_eq!(pooling(0, Some(3)), Pooling::Threads);
+    fn workers_per_core_from_64_streams_unless_the_environment_says() {
+        assert_eq!(pooling(1, 2, None), Pooling::Threads);
+        assert_eq!(pooling(63, 2, None), Pooling::Threads);
+        assert_eq!(pooling(64, 2, None), Pooling::Workers(2));
+        assert_eq!(pooling(128, 16, None), Pooling::Workers(16));
+        assert_eq!(pooling(128, 0, None), Pooling::Workers(1));
+        assert_eq!(pooling(128, 2, Some(0)), Pooling::Threads);
+        assert_eq!(pooling(8, 2, Some(2)), Pooling::Workers(2));
+        assert_eq!(pooling(1, 2, Some(2)), Pooling::Workers(1));
+        assert_eq!(pooling(0, 2, Some(3)), Pooling::Threads);
     }
 }

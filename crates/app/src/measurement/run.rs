@@ -240,7 +240,7 @@ impl TestRun {
                 })
                 .map(|(i, &p)| (i, p))
                 .collect();
-            let Pooling::Workers(k) = pool::pooling(members.len(), over) else {
+            let Pooling::Workers(k) = pool::pooling(members.len(), pool::cores(), over) else {
                 continue;
             };
             let spawned = pool::spawn(

@@ -109,6 +109,7 @@ pub(crate) fn send_spec(p: &TestParams) -> crate::measurement::choice::SendSpec 
             .filter(|b| b.version == rperf3_proto::bounceback::BOUNCEBACK_VERSION)
             .map(crate::measurement::bounceback::BbSpec::of),
         pace_end: None,
+        window_given: p.window > 0,
     }
 }
 

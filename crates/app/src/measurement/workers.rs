@@ -146,6 +146,7 @@ mod tests {
             zerocopy: false,
             bounceback: None,
             pace_end: None,
+            window_given: false,
         }
     }
 
