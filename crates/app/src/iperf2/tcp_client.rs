@@ -29,7 +29,7 @@ use super::tcp_isoch::FramePlan;
 use super::tcp_setup::{self, apply_opts, Wake};
 use super::workers::{SendPlan, Source, Workers};
 use super::Outcome2;
-use crate::measurement::choice::{paces_itself, sendfile_suits};
+use crate::measurement::choice::{paces_itself, sendfile_suits, size_sender};
 use crate::Interrupt;
 use rperf3_proto2::PACED_GRACE;
 
@@ -417,6 +417,7 @@ impl<'a> Client<'a> {
         for (id, s, _, connected) in &streams {
             let addrs = addrs_of(s);
             if sends {
+                size_sender(s, streams.len(), self.c.window.is_some());
                 let sendfile = sendfile_suits(self.len as usize, streams.len(), || {
                     net::tcp_congestion(s).is_some_and(|c| paces_itself(&c))
                 });

@@ -27,7 +27,7 @@ use super::tcp_isoch::FramePlan;
 use super::tcp_setup::{self, Wake};
 use super::tcp_shared::{Group, Member, Pending, Shared, Tracked};
 use super::workers::{SendPlan, Source, Workers};
-use crate::measurement::choice::{paces_itself, sendfile_suits};
+use crate::measurement::choice::{paces_itself, sendfile_suits, size_sender};
 
 /// How long a client has to send its whole test header (iperf 2.1.8's limit).
 pub(crate) const HEADER_LIMIT: Duration = Duration::from_secs(4);
@@ -314,6 +314,12 @@ impl<'a> Test<'a> {
             r.isoch_settings
                 .map_or_else(IsochSpec::default, IsochSpec::from_wire)
         });
+        if frames.is_none() && stamps.is_none() {
+            // Bulk: the client's streams are each served here, and together
+            // get what the client's own senders would.
+            let streams = r.map_or(1, |r| r.streams as usize);
+            size_sender(&self.s, streams, self.sh.cfg.common.window.is_some());
+        }
         let source = match (frames, stamps) {
             // --isochronous -R or full duplex: frames as the client's
             // settings say, each burst stamped like the client's.

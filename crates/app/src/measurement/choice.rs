@@ -176,37 +176,56 @@ pub(crate) fn sendfile_suits(
     blksize >= MIN_ZEROCOPY_BLOCK && (senders <= 1 || !kernel_paces())
 }
 
-/// Handshake round trips below this (microseconds) make a path short: the
-/// same host, a container beside it, the same rack.
-pub(crate) const SHORT_PATH_RTT_US: u32 = 500;
-
 /// What one side's TCP senders keep in their send buffers together on a
-/// short path: over a round trip under [`SHORT_PATH_RTT_US`] it carries at
-/// least 134 Gbit/s, so no short path's rate is held below what it can carry.
+/// short path, at most.
 const SHORT_PATH_SEND_BUFFERS: usize = 8 << 20;
 
-/// The least send buffer a stream is given (SO_SNDBUF; the kernel doubles it).
+/// The least and the most send buffer a stream is given there (SO_SNDBUF;
+/// the kernel doubles it).
 const MIN_SEND_BUFFER: usize = 64 << 10;
+const MAX_SEND_BUFFER: usize = 512 << 10;
+
+/// The rate (bits/s) the buffers together must carry over the path's round
+/// trip: more than a 100 Gbit/s NIC, so no path is held below what it can
+/// carry.
+const SHORT_PATH_CARRIES: u64 = 128_000_000_000;
 
 /// The send buffer (SO_SNDBUF) for each of `senders` TCP senders on a side
 /// whose stream saw `handshake_rtt_us` when it connected, unless `-w` chose
-/// one (`window_given`) or the kernel's own sizing is as good.
+/// one (`window_given`) or the kernel's own sizing is kept: one or two
+/// senders, or a path too long for the buffers to carry
+/// [`SHORT_PATH_CARRIES`] over its round trip (at most about 520 us: the same
+/// host, a container beside it, the same rack).
 ///
 /// The kernel grows each sender's buffer to 4 MiB, and a buffer holds bytes
 /// written long before they leave: on loopback the receiver then copies them
 /// out of memory rather than the cache, and with many streams that is where
-/// the time goes. Sharing 8 MiB among them measured `-P 8` 1.53x, `-P 32`
-/// 1.45x and `-P 64` 1.25x the rate of iperf3 3.21 (1.04, 1.02 and about 1.0
-/// with the kernel's sizing; design notes, "Many streams"). One or two
-/// senders get 4 MiB each anyway, as the kernel gives them.
+/// the time goes. 8 MiB shared among the senders, 64 KiB to 512 KiB each,
+/// measured `-P 4` 1.27x, `-P 8` 1.17x the rate of 8 MiB shared without a
+/// ceiling, which made `-P 8` 1.16x, `-P 32` 1.30x and `-P 128` 1.55x iperf3
+/// 3.21's (design notes, "Many streams").
 pub(crate) fn short_path_send_buffer(
     senders: usize,
     handshake_rtt_us: u32,
     window_given: bool,
 ) -> Option<usize> {
-    let short = (1..SHORT_PATH_RTT_US).contains(&handshake_rtt_us);
-    (short && !window_given && senders > 2)
-        .then(|| (SHORT_PATH_SEND_BUFFERS / senders).max(MIN_SEND_BUFFER))
+    if window_given || senders < 3 || handshake_rtt_us == 0 {
+        return None;
+    }
+    let each = (SHORT_PATH_SEND_BUFFERS / senders).clamp(MIN_SEND_BUFFER, MAX_SEND_BUFFER);
+    let bits = (each.saturating_mul(senders) as u64).saturating_mul(8);
+    let carries = bits.saturating_mul(1_000_000) / u64::from(handshake_rtt_us);
+    (carries >= SHORT_PATH_CARRIES).then_some(each)
+}
+
+/// Gives a TCP sender, one of `senders` on its side, its short-path send
+/// buffer if [`short_path_send_buffer`] says so; both personalities' bulk
+/// senders follow it. Best effort: the kernel's sizing is left otherwise.
+pub(crate) fn size_sender(sock: &std::net::TcpStream, senders: usize, window_given: bool) {
+    let rtt = rperf3_sys::tcp_info::tcp_info(sock).map_or(0, |i| i.rtt);
+    if let Some(size) = short_path_send_buffer(senders, rtt, window_given) {
+        let _ = rperf3_sys::net::set_send_buffer(sock, size);
+    }
 }
 
 /// Congestion controls that pace their own sending (BBR and its versions).
@@ -389,24 +408,24 @@ mod tests {
 
     #[test]
     fn short_paths_share_eight_mib_of_send_buffers_among_three_senders_or_more() {
-        // Loopback's 10 us: 8 MiB over the senders, never under 64 KiB.
-        assert_eq!(short_path_send_buffer(8, 10, false), Some(1 << 20));
+        // Loopback's 10 us: 8 MiB over the senders, 64 KiB to 512 KiB each.
+        assert_eq!(short_path_send_buffer(3, 10, false), Some(512 << 10));
+        assert_eq!(short_path_send_buffer(8, 10, false), Some(512 << 10));
         assert_eq!(short_path_send_buffer(32, 10, false), Some(256 << 10));
         assert_eq!(short_path_send_buffer(128, 10, false), Some(64 << 10));
         assert_eq!(short_path_send_buffer(1000, 10, false), Some(64 << 10));
-        assert_eq!(short_path_send_buffer(3, 499, false), Some((8 << 20) / 3));
         // One or two senders: the kernel's 4 MiB each.
         assert_eq!(short_path_send_buffer(2, 10, false), None);
         assert_eq!(short_path_send_buffer(1, 10, false), None);
-        // A longer path, or no round trip known: the kernel's sizing.
-        assert_eq!(short_path_send_buffer(128, SHORT_PATH_RTT_US, false), None);
+        // What they hold together must carry 128 Gbit/s over the round trip:
+        // 2 MiB for four senders up to 131 us, 8 MiB up to 524 us.
+        assert_eq!(short_path_send_buffer(4, 131, false), Some(512 << 10));
+        assert_eq!(short_path_send_buffer(4, 132, false), None);
+        assert_eq!(short_path_send_buffer(128, 524, false), Some(64 << 10));
+        assert_eq!(short_path_send_buffer(128, 525, false), None);
         assert_eq!(short_path_send_buffer(128, 20_000, false), None);
+        // No round trip known, or -w chose.
         assert_eq!(short_path_send_buffer(128, 0, false), None);
-        // -w chose.
         assert_eq!(short_path_send_buffer(128, 10, true), None);
-        // What they hold together carries 134 Gbit/s over the longest short
-        // round trip.
-        let bits = (SHORT_PATH_SEND_BUFFERS * 8) as f64 / (f64::from(SHORT_PATH_RTT_US) * 1e-6);
-        assert!(bits > 134e9, "{bits}");
     }
 }

@@ -17,7 +17,7 @@ use rperf3_sys::net::unmap;
 use rperf3_sys::tcp_info::{tcp_info, TcpInfo};
 
 use crate::measurement::choice::{
-    paces_itself, short_path_send_buffer, Choice, Kind, SendSpec, TcpCrowd, WorkerPlan,
+    paces_itself, size_sender, Choice, Kind, SendSpec, TcpCrowd, WorkerPlan,
 };
 
 /// The protocol stream id of the `index`-th stream (0-based): 1, 3, 4, 5, ...
@@ -173,11 +173,7 @@ impl LiveStream {
                 .is_some_and(|cc| paces_itself(&cc))
         });
         if let (true, Some(sock)) = (self.info.sender, self.tcp_socket()) {
-            let rtt = tcp_info(sock).map_or(0, |i| i.rtt);
-            if let Some(size) = short_path_send_buffer(crowd.senders, rtt, send.window_given) {
-                // Best effort: the kernel's sizing is what is left otherwise.
-                let _ = rperf3_sys::net::set_send_buffer(sock, size);
-            }
+            size_sender(sock, crowd.senders, send.window_given);
         }
         let plan = match plan {
             // A timed TCP stream stamps each block in user space, and reads
