@@ -214,30 +214,55 @@ fn senders_choose_sendfile_or_writes_by_streams_and_congestion_control() {
 
 /// (SO_RCVLOWAT settings, non-blocking reads) of an rperf3 client run with
 /// `args`.
-fn receive_calls(srv: &Server, args: &[&str]) -> (Vec<String>, usize) {
+fn receive_calls(srv: &Server, args: &[&str]) -> (Vec<String>, Vec<String>) {
     let log = traced_client(srv, args, "setsockopt,recvfrom");
     let marks = calls_with(&log, "setsockopt", "SO_RCVLOWAT");
-    let reads = calls_with(&log, "recvfrom", "MSG_DONTWAIT").len();
+    let reads = calls_with(&log, "recvfrom", "MSG_DONTWAIT");
     (marks, reads)
 }
 
-/// A side that receives on one TCP stream reads on a mark of one block and
-/// lowers it for the final drain; with several streams it reads plainly.
+/// A side that receives on one or two TCP streams reads on a mark of 512 KiB
+/// (a block of 128 KiB is smaller), 512 KiB at a time, and lowers the mark
+/// for the final drain; with three streams it reads plainly. With
+/// `--skip-rx-copy` it discards on the mark.
 #[test]
-fn a_lone_receiver_reads_on_a_mark_of_one_block() {
+fn one_or_two_receivers_read_on_a_mark_of_512_kib() {
     if !require_tool("strace") {
         return;
     }
     let srv = Server::start(&[]);
     let (marks, reads) = receive_calls(&srv, &["-R"]);
     assert!(
-        marks.len() == 2 && marks[0].contains("[131072]") && marks[1].contains("[1]"),
+        marks.len() == 2 && marks[0].contains("[524288]") && marks[1].contains("[1]"),
         "{marks:?}"
     );
-    assert!(reads > 100, "{reads} non-blocking reads");
-    let (marks, reads) = receive_calls(&srv, &["-R", "-P", "2"]);
+    // The final drain reads what is left, in smaller reads.
+    let other: Vec<_> = reads
+        .iter()
+        .filter(|r| !r.contains(", 524288, MSG_DONTWAIT"))
+        .collect();
     assert!(
-        marks.is_empty() && reads == 0,
-        "-P 2: {marks:?}, {reads} reads"
+        reads.len() > 100 && other.len() <= 2,
+        "{} reads, not of 512 KiB: {other:?}",
+        reads.len()
+    );
+    let (marks, reads) = receive_calls(&srv, &["-R", "-P", "2"]);
+    let marked = marks.iter().filter(|m| m.contains("[524288]")).count();
+    assert!(
+        marked == 2 && reads.len() > 100,
+        "-P 2: {marks:?}, {} reads",
+        reads.len()
+    );
+    let (marks, reads) = receive_calls(&srv, &["-R", "-P", "3"]);
+    assert!(
+        marks.is_empty() && reads.is_empty(),
+        "-P 3: {marks:?}, {} reads",
+        reads.len()
+    );
+    let (marks, reads) = receive_calls(&srv, &["-R", "--skip-rx-copy"]);
+    let discards = reads.iter().filter(|r| r.contains("MSG_TRUNC")).count();
+    assert!(
+        marks.len() == 2 && marks[0].contains("[524288]") && discards > 100,
+        "--skip-rx-copy: {marks:?}, {discards} discards on the mark"
     );
 }

@@ -229,7 +229,9 @@ fn recv_turn(l: &mut Live, mode: RecvMode, buf: &mut [u8], ctl: &RunControl) -> 
             return Ok(Turn::Done);
         }
         let r = match mode {
-            RecvMode::Discard => rperf3_sys::net::recv_discard(&l.s.sock, buf),
+            RecvMode::Discard | RecvMode::DiscardOnMark => {
+                rperf3_sys::net::recv_discard(&l.s.sock, buf)
+            }
             RecvMode::Copy | RecvMode::OnMark => (&*l.s.sock).read(buf),
         };
         match r {

@@ -249,6 +249,16 @@ pub enum RecvMode {
     /// counted at once, and none waits longer than `MARK_WAIT` (a slow path
     /// still shows a smooth rate in each interval).
     OnMark,
+    /// `--skip-rx-copy` on a mark: waits as [`RecvMode::OnMark`] does, then
+    /// discards what is there without waiting.
+    DiscardOnMark,
+}
+
+impl RecvMode {
+    /// Whether the socket's SO_RCVLOWAT paces the reads.
+    pub fn on_mark(self) -> bool {
+        matches!(self, RecvMode::OnMark | RecvMode::DiscardOnMark)
+    }
 }
 
 /// The longest an `OnMark` receiver leaves arrived bytes unread.
@@ -287,6 +297,8 @@ pub fn recv_loop(
             RecvMode::Discard => rperf3_sys::net::recv_discard(sock, &mut buf),
             RecvMode::OnMark => rperf3_sys::poll::readable(&sock, MARK_WAIT)
                 .and_then(|_| rperf3_sys::net::recv_ready(sock, &mut buf)),
+            RecvMode::DiscardOnMark => rperf3_sys::poll::readable(&sock, MARK_WAIT)
+                .and_then(|_| rperf3_sys::net::recv_discard_ready(sock, &mut buf)),
         };
         match r {
             Ok(0) => return Ok(()),

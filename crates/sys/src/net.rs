@@ -283,6 +283,15 @@ pub fn recv_discard(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
         .map_err(io::Error::from)
 }
 
+/// Discards what `s` holds now, up to `buf.len()` bytes, without waiting
+/// (MSG_TRUNC | MSG_DONTWAIT): `WouldBlock` when nothing is there.
+pub fn recv_discard_ready(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    use nix::sys::socket::MsgFlags;
+    use std::os::fd::AsRawFd;
+    let flags = MsgFlags::MSG_TRUNC | MsgFlags::MSG_DONTWAIT;
+    nix::sys::socket::recv(s.as_raw_fd(), buf, flags).map_err(io::Error::from)
+}
+
 /// Receives what `s` holds now, up to `buf.len()` bytes, without waiting
 /// (MSG_DONTWAIT): `WouldBlock` when nothing is there.
 pub fn recv_ready(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {

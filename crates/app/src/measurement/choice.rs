@@ -126,11 +126,12 @@ impl Choice<'_> {
     ///   pacing timers instead, which costs more (`-P 2` 0.66x iperf3 3.21's
     ///   rate with sendfile, 1.22x with writes; one stream 1.25x with
     ///   sendfile, 1.0x with writes; see the design notes).
-    /// - A TCP receiver discards with `--skip-rx-copy`; alone on its side it
-    ///   reads on a mark of one block (the sending core, which on loopback
-    ///   also runs the receive path, then wakes it once a block instead of once
-    ///   a segment: one stream 1.64x, `-R` 1.58x the rate of plain reads); with
-    ///   several receivers the mark cost 15% at `-P 2`, so they copy.
+    /// - A TCP receiver discards with `--skip-rx-copy` (MSG_TRUNC). One of at
+    ///   most [`MARKED_RECEIVERS`] on its side reads (or discards) on a mark,
+    ///   [`read_mark`]: the sending core, which on loopback also runs the
+    ///   receive path, then wakes it once a mark instead of once a segment.
+    ///   With more receivers their reads leave the cache (`-P 4` 0.94x, `-P 8`
+    ///   0.70x the rate of plain reads), so they copy what is there.
     /// - `--bounceback` turns every TCP stream into a transaction loop (the
     ///   client's streams are its senders), whatever else is set.
     pub(crate) fn decide(&self, kernel_paces: impl FnOnce() -> bool) -> WorkerPlan {
@@ -158,8 +159,15 @@ impl Choice<'_> {
                 sendfile: self.send.zerocopy && self.send.blksize >= MIN_ZEROCOPY_BLOCK
                     || sendfile_suits(self.send.blksize, self.crowd.senders, kernel_paces),
             },
+            (Kind::Tcp, false)
+                if self.send.skip_rx_copy && self.crowd.receivers <= MARKED_RECEIVERS =>
+            {
+                WorkerPlan::Recv(RecvMode::DiscardOnMark)
+            }
             (Kind::Tcp, false) if self.send.skip_rx_copy => WorkerPlan::Recv(RecvMode::Discard),
-            (Kind::Tcp, false) if self.crowd.receivers == 1 => WorkerPlan::Recv(RecvMode::OnMark),
+            (Kind::Tcp, false) if self.crowd.receivers <= MARKED_RECEIVERS => {
+                WorkerPlan::Recv(RecvMode::OnMark)
+            }
             (Kind::Tcp, false) => WorkerPlan::Recv(RecvMode::Copy),
         }
     }
@@ -174,6 +182,24 @@ pub(crate) fn sendfile_suits(
     kernel_paces: impl FnOnce() -> bool,
 ) -> bool {
     blksize >= MIN_ZEROCOPY_BLOCK && (senders <= 1 || !kernel_paces())
+}
+
+/// The most TCP receivers on a side that read on a mark: `-P 2` 1.17x the
+/// rate of plain reads.
+const MARKED_RECEIVERS: usize = 2;
+
+/// The least a lone TCP receiver's mark (SO_RCVLOWAT) and read size.
+const LEAST_READ_MARK: usize = 512 << 10;
+
+/// A lone TCP receiver's mark and read size for `blksize` blocks: at least
+/// [`LEAST_READ_MARK`]. The sending core, which on loopback also runs the
+/// receive path, wakes the reader once a mark; a 512 KiB read copied into a
+/// buffer that stays in a core's cache (1 MiB L2 here) measured 2.1x the
+/// rate of 128 KiB marks and reads with one stream, 1.6x with `-R`; 1 MiB
+/// was no faster and 2 MiB fell to 0.4x (the buffer left the cache). The
+/// read size is not in iperf3's output; `-l` still sets the blocks sent.
+pub(crate) fn read_mark(blksize: usize) -> usize {
+    blksize.max(LEAST_READ_MARK)
 }
 
 /// What one side's TCP senders keep in their send buffers together on a
@@ -306,24 +332,38 @@ mod tests {
     }
 
     #[test]
-    fn tcp_receivers_read_on_a_mark_only_alone() {
+    fn tcp_receivers_read_on_a_mark_only_one_or_two_on_a_side() {
         let s = spec(128 * 1024);
         let recv = |c| plan(Kind::Tcp, false, &s, c, false);
         assert_eq!(recv(crowd(0, 1)), WorkerPlan::Recv(RecvMode::OnMark));
-        assert_eq!(recv(crowd(0, 2)), WorkerPlan::Recv(RecvMode::Copy));
+        assert_eq!(recv(crowd(3, 2)), WorkerPlan::Recv(RecvMode::OnMark));
+        assert_eq!(recv(crowd(0, 3)), WorkerPlan::Recv(RecvMode::Copy));
         let skip = SendSpec {
             skip_rx_copy: true,
             ..spec(128 * 1024)
         };
+        let discard = |c| plan(Kind::Tcp, false, &skip, c, false);
         assert_eq!(
-            plan(Kind::Tcp, false, &skip, crowd(0, 1), false),
-            WorkerPlan::Recv(RecvMode::Discard)
+            discard(crowd(0, 1)),
+            WorkerPlan::Recv(RecvMode::DiscardOnMark)
         );
+        assert_eq!(
+            discard(crowd(0, 2)),
+            WorkerPlan::Recv(RecvMode::DiscardOnMark)
+        );
+        assert_eq!(discard(crowd(0, 3)), WorkerPlan::Recv(RecvMode::Discard));
         // SCTP reads plainly: no mark, no MSG_TRUNC.
         assert_eq!(
             plan(Kind::Sctp, false, &skip, crowd(0, 0), false),
             WorkerPlan::Recv(RecvMode::Copy)
         );
+    }
+
+    #[test]
+    fn a_read_mark_is_at_least_512_kib_and_at_least_a_block() {
+        assert_eq!(read_mark(1), 512 << 10);
+        assert_eq!(read_mark(128 << 10), 512 << 10);
+        assert_eq!(read_mark(1 << 20), 1 << 20);
     }
 
     #[test]

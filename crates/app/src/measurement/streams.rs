@@ -17,7 +17,7 @@ use rperf3_sys::net::unmap;
 use rperf3_sys::tcp_info::{tcp_info, TcpInfo};
 
 use crate::measurement::choice::{
-    paces_itself, size_sender, Choice, Kind, SendSpec, TcpCrowd, WorkerPlan,
+    paces_itself, read_mark, size_sender, Choice, Kind, SendSpec, TcpCrowd, WorkerPlan,
 };
 
 /// The protocol stream id of the `index`-th stream (0-based): 1, 3, 4, 5, ...
@@ -186,16 +186,23 @@ impl LiveStream {
             }
             p => p,
         };
-        if plan != WorkerPlan::Recv(RecvMode::OnMark) {
+        let WorkerPlan::Recv(mode) = plan else {
+            return plan;
+        };
+        if !mode.on_mark() {
             return plan;
         }
+        let mark = read_mark(send.blksize);
         let marked = self
             .tcp_socket()
-            .is_some_and(|s| rperf3_sys::sockopt::set_recv_lowat(s, send.blksize).is_ok());
+            .is_some_and(|s| rperf3_sys::sockopt::set_recv_lowat(s, mark).is_ok());
         if !marked {
-            return WorkerPlan::Recv(RecvMode::Copy);
+            return WorkerPlan::Recv(match mode {
+                RecvMode::DiscardOnMark => RecvMode::Discard,
+                _ => RecvMode::Copy,
+            });
         }
-        self.recv_mark.store(send.blksize, Ordering::Relaxed);
+        self.recv_mark.store(mark, Ordering::Relaxed);
         plan
     }
 

@@ -12,7 +12,7 @@ use rperf3_engine::worker::Worker;
 use rperf3_sys::zerocopy::PayloadFile;
 
 use crate::measurement::bounceback;
-use crate::measurement::choice::{SendSpec, WorkerPlan};
+use crate::measurement::choice::{read_mark, SendSpec, WorkerPlan};
 use crate::measurement::streams::{DataSock, LiveStream};
 use crate::measurement::{tcp_stamps, udp_wire};
 
@@ -83,7 +83,14 @@ pub(crate) fn spawn(
             let owd = s.owd.clone().filter(|_| mode == RecvMode::Copy);
             Worker::spawn(name, ctl, false, move |c| match &owd {
                 Some(o) => tcp_stamps::recv_loop_stamped(&t, blksize, c, &counters, o),
-                None => rperf3_engine::tcp::recv_loop(&t, blksize, mode, c, &*counters),
+                None => {
+                    let read = if mode.on_mark() {
+                        read_mark(blksize)
+                    } else {
+                        blksize
+                    };
+                    rperf3_engine::tcp::recv_loop(&t, read, mode, c, &*counters)
+                }
             })
         }
         (DataSock::Udp(u), WorkerPlan::UdpSend) => {
