@@ -59,6 +59,9 @@ struct Live {
     s: MuxStream,
     /// The kernel may take (or give) bytes now.
     ready: bool,
+    /// The peer hung up or the socket failed: read to the end, since that
+    /// is not reported twice.
+    ended: bool,
     done: bool,
     /// Bytes of the block in hand already written, and the block's length
     /// (0: no block in hand).
@@ -95,6 +98,7 @@ pub fn run(streams: Vec<MuxStream>, payload: &[u8], ctl: &RunControl) -> io::Res
         live.push(Live {
             s,
             ready: true,
+            ended: false,
             done: false,
             off: 0,
             block: 0,
@@ -151,9 +155,10 @@ pub fn run(streams: Vec<MuxStream>, payload: &[u8], ctl: &RunControl) -> io::Res
                 d.saturating_duration_since(Instant::now()).min(STOP_LOOK)
             })
         };
-        set.wait(wait, |t| {
+        set.wait(wait, |t, ended| {
             if let Some(l) = live.get_mut(t as usize) {
                 l.ready = true;
+                l.ended |= ended;
             }
         })?;
     }
@@ -199,12 +204,19 @@ fn send_turn(l: &mut Live, payload: &[u8], stopping: bool, ctl: &RunControl) -> 
         };
         match r {
             Ok(k) if k > 0 => {
+                let short = l.off + k < l.block;
                 l.off += k;
                 moved += k;
                 if l.off == l.block {
                     l.s.counters.add(l.block as u64);
                     l.sent += l.block as u64;
                     l.block = 0;
+                }
+                // The kernel took less than offered: its buffer is full,
+                // and it reports when there is room (as after EAGAIN), so
+                // the call that would only say so is saved.
+                if short && !l.ended {
+                    return Ok(Turn::Blocked);
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Turn::Blocked),
@@ -239,6 +251,13 @@ fn recv_turn(l: &mut Live, mode: RecvMode, buf: &mut [u8], ctl: &RunControl) -> 
             Ok(n) => {
                 l.s.counters.add(n as u64);
                 moved += n;
+                // Less than asked for: the queue is empty now, and what
+                // arrives next is reported; the read that would only say
+                // so is saved. Not after a hang-up, whose end of stream is
+                // reported once (perhaps with the data just read).
+                if n < buf.len() && !l.ended {
+                    return Ok(Turn::Blocked);
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Turn::Blocked),
             Err(e) if read_again(&e) => {}
@@ -310,6 +329,27 @@ mod tests {
         }
         // Blocks are whole but for the budget's last.
         assert!(sc.iter().map(|c| c.snapshot().blocks).sum::<u64>() >= budget / 10_000);
+    }
+
+    #[test]
+    fn a_short_read_before_the_end_of_stream_still_sees_the_end() {
+        // Data and the peer's close arrive before the worker first looks:
+        // the short read that takes the data ends the turn, and the hang-up
+        // was already reported with the data's readiness.
+        let (mut tx, rx) = pair();
+        tx.write_all(&[1u8; 1000]).unwrap();
+        tx.shutdown(Shutdown::Write).unwrap();
+        let (r, c) = stream(rx, Way::Recv(RecvMode::Copy));
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let ctl = RunControl::new(None);
+            done_tx
+                .send(run(vec![r], &[0u8; 8192], &ctl).is_ok())
+                .unwrap();
+        });
+        let ok = done_rx.recv_timeout(Duration::from_secs(10));
+        assert_eq!(ok, Ok(true), "the worker did not end on the peer's close");
+        assert_eq!(c.snapshot().bytes, 1000);
     }
 
     #[test]

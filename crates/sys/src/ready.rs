@@ -39,8 +39,11 @@ impl ReadySet {
     }
 
     /// Waits up to `timeout` (zero: only looks) and calls `ready` with the
-    /// token of each socket that became ready. EINTR counts as nothing ready.
-    pub fn wait(&mut self, timeout: Duration, mut ready: impl FnMut(u64)) -> io::Result<()> {
+    /// token of each socket that became ready, and whether the peer hung up
+    /// or the socket failed (a caller that stops at a short read must then
+    /// read on to the end: the hang-up will not be reported again). EINTR
+    /// counts as nothing ready.
+    pub fn wait(&mut self, timeout: Duration, mut ready: impl FnMut(u64, bool)) -> io::Result<()> {
         let n = match self
             .epoll
             .wait(&mut self.events, crate::poll::poll_timeout(timeout))
@@ -49,8 +52,9 @@ impl ReadySet {
             Err(nix::errno::Errno::EINTR) => 0,
             Err(e) => return Err(io::Error::from(e)),
         };
+        let ended = EpollFlags::EPOLLRDHUP | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR;
         for ev in &self.events[..n] {
-            ready(ev.data());
+            ready(ev.data(), ev.events().intersects(ended));
         }
         Ok(())
     }
@@ -65,7 +69,7 @@ mod tests {
 
     fn tokens(set: &mut ReadySet, timeout: Duration) -> Vec<u64> {
         let mut got = Vec::new();
-        set.wait(timeout, |t| got.push(t)).unwrap();
+        set.wait(timeout, |t, _| got.push(t)).unwrap();
         got.sort_unstable();
         got
     }
@@ -86,6 +90,21 @@ mod tests {
         assert!(tokens(&mut set, Duration::ZERO).is_empty());
         b.write_all(b"y").unwrap();
         assert_eq!(tokens(&mut set, Duration::from_secs(5)), vec![7]);
+    }
+
+    #[test]
+    fn a_hang_up_is_told_apart_from_data() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let mut set = ReadySet::new(8).unwrap();
+        set.add(&a, 3, false).unwrap();
+        let mut seen = Vec::new();
+        b.write_all(b"x").unwrap();
+        set.wait(Duration::from_secs(5), |t, end| seen.push((t, end)))
+            .unwrap();
+        drop(b);
+        set.wait(Duration::from_secs(5), |t, end| seen.push((t, end)))
+            .unwrap();
+        assert_eq!(seen, vec![(3, false), (3, true)]);
     }
 
     #[test]

@@ -39,6 +39,10 @@ use crate::rpm::load::LoadSet;
 /// as iperf3 cancels its sender threads.
 const SENDER_GRACE: Duration = Duration::from_millis(100);
 
+/// The longest the end waits for receivers on a mark to take their last read:
+/// a mark's wait ([`rperf3_engine::tcp::MARK_WAIT`]) and the read.
+const MARKED_GRACE: Duration = Duration::from_millis(30);
+
 /// A running (or finished) test's data side.
 #[derive(Debug)]
 pub(crate) struct TestRun {
@@ -423,7 +427,11 @@ impl TestRun {
             // Probes end with the test; what they measured by now counts.
             p.stop();
         }
-        self.wait_senders(SENDER_GRACE);
+        self.wait_until(SENDER_GRACE, Self::senders_done);
+        // A receiver on a mark takes its last read (up to the mark's size)
+        // before the tail below the mark is drained and the final count is
+        // taken, so that read is in the count too.
+        self.wait_until(MARKED_GRACE, Self::marked_receivers_done);
         for s in &self.streams {
             s.drain_below_mark();
         }
@@ -436,10 +444,19 @@ impl TestRun {
         last
     }
 
-    /// Waits up to `grace` for senders to finish their last block.
-    fn wait_senders(&self, grace: Duration) {
+    /// Whether the workers of the receivers reading on a mark have ended.
+    fn marked_receivers_done(&self) -> bool {
+        self.streams
+            .iter()
+            .zip(&self.worker_of)
+            .filter(|(s, _)| s.reads_on_a_mark())
+            .all(|(_, &w)| self.workers.get(w).is_none_or(Worker::finished))
+    }
+
+    /// Waits up to `grace` for `done`.
+    fn wait_until(&self, grace: Duration, done: fn(&Self) -> bool) {
         let deadline = Instant::now() + grace;
-        while !self.senders_done() && Instant::now() < deadline {
+        while !done(self) && Instant::now() < deadline {
             // Workers finish one block at most; polling briefly beats a condvar here.
             std::thread::sleep(Duration::from_millis(1));
         }

@@ -206,6 +206,11 @@ impl LiveStream {
         plan
     }
 
+    /// Whether this TCP receiver reads on a mark.
+    pub(crate) fn reads_on_a_mark(&self) -> bool {
+        self.recv_mark.load(Ordering::Relaxed) > 0
+    }
+
     /// Before the final sample: reads the tail a receiver's mark kept back.
     pub(crate) fn drain_below_mark(&self) {
         let mark = self.recv_mark.load(Ordering::Relaxed);
