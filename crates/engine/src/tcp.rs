@@ -257,7 +257,7 @@ pub enum RecvMode {
 impl RecvMode {
     /// Whether the socket's SO_RCVLOWAT paces the reads.
     pub fn on_mark(self) -> bool {
-        matches!(self, RecvMode::OnMark | RecvMode::DiscardOnMark)
+        matches!(self, Self::OnMark | Self::DiscardOnMark)
     }
 }
 
