@@ -202,8 +202,11 @@ fn senders_choose_sendfile_or_writes_by_streams_and_congestion_control() {
     let srv = Server::start(&[]);
     let (sf, wr) = send_calls(&srv, &["-P", "2", "-C", "bbr"]);
     assert!(sf == 0 && wr > 100, "-P 2 BBR: {sf} sendfile, {wr} writes");
+    let (sf, wr) = send_calls(&srv, &["-P", "7", "-C", "bbr"]);
+    assert!(sf == 0 && wr > 100, "-P 7 BBR: {sf} sendfile, {wr} writes");
     for args in [
         &["-P", "2", "-C", "bbr", "-Z"][..],
+        &["-P", "8", "-C", "bbr"],
         &["-P", "2", "-C", "cubic"],
         &["-C", "bbr"],
     ] {

@@ -120,12 +120,13 @@ impl Choice<'_> {
     ///   [`MIN_ZEROCOPY_BLOCK`] (small sendfile calls leave as small
     ///   segments, where small writes coalesce as iperf3's do, `-l 100 -b
     ///   R/N`), always with `-Z`, and otherwise not when the congestion control
-    ///   paces in the kernel and this side sends on several streams: the copy
+    ///   paces in the kernel and this side sends on a few streams: the copy
     ///   sendfile saves is then not what limits, its senders fill their queues
     ///   at once and sleep, and the data goes out from ACK processing and
     ///   pacing timers instead, which costs more (`-P 2` 0.66x iperf3 3.21's
     ///   rate with sendfile, 1.22x with writes; one stream 1.25x with
-    ///   sendfile, 1.0x with writes; see the design notes).
+    ///   sendfile, 1.0x with writes; see the design notes); from
+    ///   [`SENDFILE_CROWD`] senders the copy is what limits again.
     /// - A TCP receiver discards with `--skip-rx-copy` (MSG_TRUNC). One of at
     ///   most [`MARKED_RECEIVERS`] on its side reads (or discards) on a mark,
     ///   [`read_mark`]: the sending core, which on loopback also runs the
@@ -181,8 +182,15 @@ pub(crate) fn sendfile_suits(
     senders: usize,
     kernel_paces: impl FnOnce() -> bool,
 ) -> bool {
-    blksize >= MIN_ZEROCOPY_BLOCK && (senders <= 1 || !kernel_paces())
+    blksize >= MIN_ZEROCOPY_BLOCK && (senders <= 1 || senders >= SENDFILE_CROWD || !kernel_paces())
 }
+
+/// From this many TCP senders on a side, sendfile again under a pacing
+/// congestion control: with short-path send buffers (BBR, loopback, against
+/// writes) `-P 8` 1.14x, `-P 32` 1.22x, `-P 64` 1.17x, `-P 128` 1.06x,
+/// `-P 128 --bidir` 1.23x the rate; `-P 4` 0.88x and `-P 2` 0.74x, so fewer
+/// write.
+const SENDFILE_CROWD: usize = 8;
 
 /// The most TCP receivers on a side that read on a mark: `-P 2` 1.17x the
 /// rate of plain reads.
@@ -302,7 +310,11 @@ mod tests {
         assert_eq!(plan(Kind::Tcp, true, &big, crowd(1, 0), true), sendfile);
         // Several under a pacing congestion control: writes; under cubic: sendfile.
         assert_eq!(plan(Kind::Tcp, true, &big, crowd(2, 0), true), writes);
-        assert_eq!(plan(Kind::Tcp, true, &big, crowd(8, 0), false), sendfile);
+        assert_eq!(plan(Kind::Tcp, true, &big, crowd(7, 0), true), writes);
+        assert_eq!(plan(Kind::Tcp, true, &big, crowd(2, 0), false), sendfile);
+        // A crowd under a pacing one: sendfile again.
+        assert_eq!(plan(Kind::Tcp, true, &big, crowd(8, 0), true), sendfile);
+        assert_eq!(plan(Kind::Tcp, true, &big, crowd(128, 0), true), sendfile);
         // -Z always sends with sendfile.
         let z = SendSpec {
             zerocopy: true,
