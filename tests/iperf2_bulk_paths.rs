@@ -95,8 +95,8 @@ fn iperf2_a_lone_receiver_reads_on_a_mark_and_counts_every_byte() {
     };
     let (trace, sent, got, ctx) = traced_receiver(&stock, &[]);
     assert!(
-        trace.contains("SO_RCVLOWAT, [131072]"),
-        "no mark of one block\n{trace}\n{ctx}"
+        trace.contains("SO_RCVLOWAT, [524288]"),
+        "no mark of 512 KiB\n{trace}\n{ctx}"
     );
     assert!(sent.len() == 1 && got.len() == 1, "{ctx}");
     assert_eq!(sent[0], got[0], "sent and received bytes\n{ctx}");

@@ -128,9 +128,10 @@ fn iperf2_without_quickack_our_server_reads_without_it() {
     let ctx = format!("--- client:\n{out}\n--- server:\n{srv}");
     assert_eq!(out.code(), Some(0), "{ctx}");
     assert!(!srv.stdout.contains("(qack)"), "{ctx}");
+    // A lone receiver without `-e` reads on a mark: every 10 ms at this rate.
     let (sets, reads) = counts(&log);
     assert!(
-        reads >= 200 && sets < 20,
+        reads >= 50 && sets < 20,
         "{sets} setsockopt calls for {reads} reads\n{ctx}"
     );
 }

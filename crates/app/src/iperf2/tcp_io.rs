@@ -15,6 +15,7 @@ use rperf3_sys::zerocopy::PayloadFile;
 
 use super::flow_stats::{FlowStats, Reads};
 use super::tcp_bursts::recv_bursts;
+use crate::measurement::choice::read_mark;
 
 /// How a receiver reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,10 +24,10 @@ pub(crate) enum ReadHow {
     Plain,
     /// `--tcp-quickack`: TCP_QUICKACK set before each read.
     QuickAck,
-    /// A lone receiver whose reads nobody shows (no `-e`): on a mark of one
-    /// block, as the iperf3 personality's (the sending core wakes it once a
-    /// block, not once a segment; nothing waits unread past 10 ms, and the
-    /// peer's FIN wakes it at once).
+    /// A lone receiver whose reads nobody shows (no `-e`): on a mark, as the
+    /// iperf3 personality's (`measurement::choice::read_mark`: the sending
+    /// core wakes it once a mark, not once a segment; nothing waits unread
+    /// past 10 ms, and the peer's FIN wakes it at once).
     OnMark,
 }
 
@@ -57,15 +58,15 @@ pub(crate) fn recv_loop(
         }
         return recv_bursts(sock, len, ctl, stats, stats.trip.as_ref());
     }
-    let marked =
-        how == ReadHow::OnMark && rperf3_sys::sockopt::set_recv_lowat(sock, len as usize).is_ok();
-    let mode = if marked {
-        RecvMode::OnMark
+    let mark = read_mark(len as usize);
+    let marked = how == ReadHow::OnMark && rperf3_sys::sockopt::set_recv_lowat(sock, mark).is_ok();
+    let (mode, size) = if marked {
+        (RecvMode::OnMark, mark)
     } else {
-        RecvMode::Copy
+        (RecvMode::Copy, len as usize)
     };
     let reads = Reads { stats, quickack };
-    tcp::recv_loop(sock, len as usize, mode, ctl, &reads)
+    tcp::recv_loop(sock, size, mode, ctl, &reads)
 }
 
 /// iperf 2's pacing for `rate_bps` (none for 0): the rate counts from `origin`
