@@ -203,8 +203,8 @@ const LEAST_READ_MARK: usize = 512 << 10;
 /// [`LEAST_READ_MARK`]. The sending core, which on loopback also runs the
 /// receive path, wakes the reader once a mark; a 512 KiB read copied into a
 /// buffer that stays in a core's cache (1 MiB L2 here) measured 2.1x the
-/// rate of 128 KiB marks and reads with one stream, 1.6x with `-R`; 1 MiB
-/// was no faster and 2 MiB fell to 0.4x (the buffer left the cache). The
+/// rate of the 128 KiB mark with one stream; 256 KiB gave 0.80x of it, 1 MiB
+/// no more, 2 MiB 0.4x (the buffer left the cache; design notes, "Marks"). The
 /// read size is not in iperf3's output; `-l` still sets the blocks sent.
 pub(crate) fn read_mark(blksize: usize) -> usize {
     blksize.max(LEAST_READ_MARK)
