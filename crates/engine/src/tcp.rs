@@ -295,10 +295,19 @@ pub fn recv_loop(
         let r = match mode {
             RecvMode::Copy => sock.read(&mut buf),
             RecvMode::Discard => rperf3_sys::net::recv_discard(sock, &mut buf),
-            RecvMode::OnMark => rperf3_sys::poll::readable(&sock, MARK_WAIT)
-                .and_then(|_| rperf3_sys::net::recv_ready(sock, &mut buf)),
-            RecvMode::DiscardOnMark => rperf3_sys::poll::readable(&sock, MARK_WAIT)
-                .and_then(|_| rperf3_sys::net::recv_discard_ready(sock, &mut buf)),
+            RecvMode::OnMark | RecvMode::DiscardOnMark => {
+                let waited = rperf3_sys::poll::readable(&sock, MARK_WAIT);
+                // A wait that ended with the stop reads nothing: the test's
+                // end drains what is there at once, and what arrives later,
+                // during a wait of up to MARK_WAIT, is not the test's.
+                if ctl.stopped() {
+                    break;
+                }
+                waited.and_then(|_| match mode {
+                    RecvMode::OnMark => rperf3_sys::net::recv_ready(sock, &mut buf),
+                    _ => rperf3_sys::net::recv_discard_ready(sock, &mut buf),
+                })
+            }
         };
         match r {
             Ok(0) => return Ok(()),

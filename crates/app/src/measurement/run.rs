@@ -39,8 +39,9 @@ use crate::rpm::load::LoadSet;
 /// as iperf3 cancels its sender threads.
 const SENDER_GRACE: Duration = Duration::from_millis(100);
 
-/// The longest the end waits for receivers on a mark to take their last read:
-/// a mark's wait ([`rperf3_engine::tcp::MARK_WAIT`]) and the read.
+/// The longest the end waits for receivers on a mark to end their last read
+/// (woken by the lowered mark; a mark's wait,
+/// [`rperf3_engine::tcp::MARK_WAIT`], at worst).
 const MARKED_GRACE: Duration = Duration::from_millis(30);
 
 /// A running (or finished) test's data side.
@@ -423,14 +424,18 @@ impl TestRun {
         // it (a paced sender may be asleep until its next datagram is due).
         let now = Instant::now();
         self.ctl.stop();
+        for s in &self.streams {
+            // A receiver waiting for its mark wakes now, not at its wait's end.
+            s.lower_mark();
+        }
         if let Some(p) = &mut self.latency {
             // Probes end with the test; what they measured by now counts.
             p.stop();
         }
         self.wait_until(SENDER_GRACE, Self::senders_done);
-        // A receiver on a mark takes its last read (up to the mark's size)
-        // before the tail below the mark is drained and the final count is
-        // taken, so that read is in the count too.
+        // A receiver on a mark ends its last read (up to the mark's size)
+        // before the tail is drained and the final count taken, so that read
+        // is in the count too, and no later one.
         self.wait_until(MARKED_GRACE, Self::marked_receivers_done);
         for s in &self.streams {
             s.drain_below_mark();

@@ -211,6 +211,14 @@ impl LiveStream {
         self.recv_mark.load(Ordering::Relaxed) > 0
     }
 
+    /// At the stop: lowers a receiver's mark to a byte, which wakes it if
+    /// it waits for the mark with bytes there.
+    pub(crate) fn lower_mark(&self) {
+        if let (DataSock::Tcp(s), true) = (&self.sock, self.reads_on_a_mark()) {
+            let _ = rperf3_sys::sockopt::set_recv_lowat(s, 1);
+        }
+    }
+
     /// Before the final sample: reads the tail a receiver's mark kept back.
     pub(crate) fn drain_below_mark(&self) {
         let mark = self.recv_mark.load(Ordering::Relaxed);
