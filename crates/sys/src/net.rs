@@ -6,6 +6,7 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAdd
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
+use nix::sys::socket::MsgFlags;
 use socket2::{Domain, SockRef, Socket, Type};
 
 /// Address family restriction (`-4` / `-6`).
@@ -278,26 +279,24 @@ pub fn out_of_resources(e: &io::Error) -> bool {
 /// Receives up to `buf.len()` bytes of a TCP stream and throws them away in
 /// the kernel (MSG_TRUNC): nothing is copied into `buf`.
 pub fn recv_discard(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    nix::sys::socket::recv(s.as_raw_fd(), buf, nix::sys::socket::MsgFlags::MSG_TRUNC)
-        .map_err(io::Error::from)
+    recv_flags(s, buf, MsgFlags::MSG_TRUNC)
 }
 
 /// Discards what `s` holds now, up to `buf.len()` bytes, without waiting
 /// (MSG_TRUNC | MSG_DONTWAIT): `WouldBlock` when nothing is there.
 pub fn recv_discard_ready(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    use nix::sys::socket::MsgFlags;
-    use std::os::fd::AsRawFd;
-    let flags = MsgFlags::MSG_TRUNC | MsgFlags::MSG_DONTWAIT;
-    nix::sys::socket::recv(s.as_raw_fd(), buf, flags).map_err(io::Error::from)
+    recv_flags(s, buf, MsgFlags::MSG_TRUNC | MsgFlags::MSG_DONTWAIT)
 }
 
 /// Receives what `s` holds now, up to `buf.len()` bytes, without waiting
 /// (MSG_DONTWAIT): `WouldBlock` when nothing is there.
 pub fn recv_ready(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    recv_flags(s, buf, MsgFlags::MSG_DONTWAIT)
+}
+
+fn recv_flags(s: &TcpStream, buf: &mut [u8], flags: MsgFlags) -> io::Result<usize> {
     use std::os::fd::AsRawFd;
-    nix::sys::socket::recv(s.as_raw_fd(), buf, nix::sys::socket::MsgFlags::MSG_DONTWAIT)
-        .map_err(io::Error::from)
+    nix::sys::socket::recv(s.as_raw_fd(), buf, flags).map_err(io::Error::from)
 }
 
 /// Takes one datagram and returns its full length (even past the few bytes

@@ -206,9 +206,15 @@ impl LiveStream {
         plan
     }
 
+    /// This TCP receiver's mark, which is also its read size, if it reads on
+    /// one.
+    pub(crate) fn mark(&self) -> Option<usize> {
+        Some(self.recv_mark.load(Ordering::Relaxed)).filter(|&m| m > 0)
+    }
+
     /// Whether this TCP receiver reads on a mark.
     pub(crate) fn reads_on_a_mark(&self) -> bool {
-        self.recv_mark.load(Ordering::Relaxed) > 0
+        self.mark().is_some()
     }
 
     /// At the stop: lowers a receiver's mark to a byte, which wakes it if

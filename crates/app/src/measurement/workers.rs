@@ -12,7 +12,7 @@ use rperf3_engine::worker::Worker;
 use rperf3_sys::zerocopy::PayloadFile;
 
 use crate::measurement::bounceback;
-use crate::measurement::choice::{read_mark, SendSpec, WorkerPlan};
+use crate::measurement::choice::{SendSpec, WorkerPlan};
 use crate::measurement::streams::{DataSock, LiveStream};
 use crate::measurement::{tcp_stamps, udp_wire};
 
@@ -81,16 +81,11 @@ pub(crate) fn spawn(
             let t = t.clone();
             // --skip-rx-copy reads no byte: its data is not timed.
             let owd = s.owd.clone().filter(|_| mode == RecvMode::Copy);
+            // A receiver on a mark reads the mark's size at a time.
+            let read = s.mark().unwrap_or(blksize);
             Worker::spawn(name, ctl, false, move |c| match &owd {
                 Some(o) => tcp_stamps::recv_loop_stamped(&t, blksize, c, &counters, o),
-                None => {
-                    let read = if mode.on_mark() {
-                        read_mark(blksize)
-                    } else {
-                        blksize
-                    };
-                    rperf3_engine::tcp::recv_loop(&t, read, mode, c, &*counters)
-                }
+                None => rperf3_engine::tcp::recv_loop(&t, read, mode, c, &*counters),
             })
         }
         (DataSock::Udp(u), WorkerPlan::UdpSend) => {
