@@ -304,6 +304,16 @@ impl<'a> Test<'a> {
         Some((bytes.ok()?, start))
     }
 
+    /// Gives `sock`, about to send `plan`, its short-path send buffer when
+    /// the plan is bulk: the client's streams are each served here, and
+    /// together get what the client's own senders would.
+    fn size_for(&self, sock: &TcpStream, plan: &SendPlan) {
+        if matches!(plan.source, Source::Pattern { .. }) {
+            let streams = self.req.as_ref().map_or(1, |r| r.streams as usize);
+            size_sender(sock, streams, self.sh.cfg.common.window.is_some());
+        }
+    }
+
     /// `stamps`: the start a `--trip-times` sender's bursts carry.
     fn send_plan(&self, drain: bool, start: Instant, stamps: Option<Timeval>) -> SendPlan {
         let r = self.req.as_ref();
@@ -314,12 +324,6 @@ impl<'a> Test<'a> {
             r.isoch_settings
                 .map_or_else(IsochSpec::default, IsochSpec::from_wire)
         });
-        if frames.is_none() && stamps.is_none() {
-            // Bulk: the client's streams are each served here, and together
-            // get what the client's own senders would.
-            let streams = r.map_or(1, |r| r.streams as usize);
-            size_sender(&self.s, streams, self.sh.cfg.common.window.is_some());
-        }
         let source = match (frames, stamps) {
             // --isochronous -R or full duplex: frames as the client's
             // settings say, each burst stamped like the client's.
@@ -464,14 +468,10 @@ impl<'a> Test<'a> {
                 let _ = self.s.set_write_timeout(None);
                 sent.then_some(t)
             });
+            let plan = self.send_plan(!recv, start, stamps);
+            self.size_for(&self.s, &plan);
             if let Ok(wk) = wake.waker() {
-                let _ = w.send(
-                    &self.s,
-                    self.send_plan(!recv, start, stamps),
-                    &st,
-                    (gr.iv.ender(), k),
-                    wk,
-                );
+                let _ = w.send(&self.s, plan, &st, (gr.iv.ender(), k), wk);
             }
         }
         if let Mode::Dual { port } = mode {
@@ -559,14 +559,10 @@ impl<'a> Test<'a> {
             k,
             FlowSpec::of(Tag2::ReverseId(id), Dir::Send, &st, &b, addrs_of(&b)),
         );
+        let plan = self.send_plan(true, Instant::now(), None);
+        self.size_for(&b, &plan);
         if let Ok(wk) = wake.waker() {
-            let _ = w.send(
-                &b,
-                self.send_plan(true, Instant::now(), None),
-                &st,
-                (gr.iv.ender(), k),
-                wk,
-            );
+            let _ = w.send(&b, plan, &st, (gr.iv.ender(), k), wk);
         }
     }
 }
