@@ -66,6 +66,26 @@ end_phase() {
 	fi
 }
 
+# cluster_live_pid PIDS_DIR: print "NAME (pid N)" of the first recorded
+# process that still runs (same PID and start time, as the rig records them:
+# "PID STARTTIME", field 22 of /proc/PID/stat); false when none does.
+cluster_live_pid() {
+	local f pid start stat
+	for f in "$1"/*; do
+		[ -f "$f" ] || continue
+		read -r pid start <"$f" || continue
+		[ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || continue
+		stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+		stat=${stat##*) }
+		# After the name: state is field 3, start time field 22.
+		[ "$(echo "$stat" | awk '{ print $20 }')" = "$start" ] || continue
+		[ "$(echo "$stat" | awk '{ print $1 }')" != Z ] || continue
+		echo "${f##*/} (pid $pid)"
+		return 0
+	done
+	return 1
+}
+
 kc() { kubectl --kubeconfig "$RK8S_CACHE/kubeconfig" "$@"; }
 
 diagnose() {
@@ -252,8 +272,19 @@ node_series_gone() {
 command -v kubectl >/dev/null || fail "kubectl is required (the rig's up.sh uses it too)"
 command -v curl >/dev/null || fail "curl is required"
 
+# A cluster directory whose recorded processes are all gone is what an
+# interrupted run (a killed job, a restarted machine) leaves behind: clear it
+# with down.sh. One with a live process belongs to another run: leave it.
 if [ -e "$RK8S_CACHE/cluster" ]; then
-	fail "a cluster is up already ($RK8S_CACHE/cluster exists): another run? stop it with $RIG/down.sh first"
+	if live=$(cluster_live_pid "$RK8S_CACHE/cluster/pids"); then
+		fail "a cluster is up already ($RK8S_CACHE/cluster, $live is running): another run? stop it with $RIG/down.sh first"
+	fi
+	phase "stale cluster state (no recorded process alive): down.sh"
+	bash "$RIG/down.sh" >"$TMP/stale-down.log" 2>&1 || {
+		cat "$TMP/stale-down.log" >&2
+		fail "down.sh could not clear the stale state in $RK8S_CACHE/cluster"
+	}
+	[ ! -e "$RK8S_CACHE/cluster" ] || fail "down.sh left $RK8S_CACHE/cluster behind"
 fi
 
 phase "tools (helm)"

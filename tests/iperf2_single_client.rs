@@ -4,7 +4,8 @@
 //! Report, and the server is still there to be stopped. The second client
 //! starts while the first flow still waits out its FIN: ours holds its
 //! datagrams on the socket until then and loses none; 2.2.1's server misses
-//! most of them (26 of 28 in a 0.3 s test).
+//! most of them (26 of 28 in a 0.3 s test), on a busy host sometimes the
+//! last one too, and then our client has no Server Report from it.
 
 use std::path::Path;
 
@@ -15,10 +16,18 @@ fn serves_one_after_another(server: &Path) {
     for n in 1..=2 {
         let c = srv.client(&ours(), &["-u", "-t", "0.3", "-b", "1M"]);
         assert_eq!(c.code(), Some(0), "client {n}\n{c}");
-        let r = server_report(&c.stdout)
-            .unwrap_or_else(|| panic!("client {n} has no Server Report\n{c}"));
-        if server == ours() {
-            assert_eq!(r.lost, Some(0), "client {n}\n{c}");
+        match server_report(&c.stdout) {
+            Some(r) if server == ours() => assert_eq!(r.lost, Some(0), "client {n}\n{c}"),
+            Some(_) => {}
+            // 2.2.1's server may miss the second flow's last datagram too
+            // (it misses most of them while the first flow waits out its
+            // FIN): then its client says why it has no report, and only that.
+            None if server != ours() && n == 2 => assert!(
+                format!("{}{}", c.stdout, c.stderr)
+                    .contains("WARNING: did not receive ack of last datagram after"),
+                "client {n} has neither a Server Report nor the missing ack's warning\n{c}"
+            ),
+            None => panic!("client {n} has no Server Report\n{c}"),
         }
         assert!(srv.is_running(), "the server exited after client {n}");
     }

@@ -168,7 +168,10 @@ async fn load_conn(s: &Arc<Shared>, load: Load) -> io::Result<()> {
         .map_err(|_| io::Error::other("a load connection took too long to open"))??;
     s.tally.add_loaded(c.send.clone());
     match load {
-        Load::Down => load::download(c.send, &s.res.large, &s.tally).await,
+        Load::Down => {
+            s.tally.add_download(c.sock);
+            load::download(c.send, &s.res.large).await
+        }
         Load::Up => {
             s.tally.add_upload(c.sock);
             load::upload(c.send, &s.res.upload).await
