@@ -271,3 +271,27 @@ fn one_or_two_receivers_read_on_a_mark_of_512_kib() {
         "--skip-rx-copy: {marks:?}, {discards} discards on the mark"
     );
 }
+
+/// Pauses of the receiving I/O workers (`mux::GATHER_PAUSE`, 200 us) in an
+/// rperf3 client run with `args`.
+fn gathering_pauses(srv: &Server, args: &[&str]) -> usize {
+    let log = traced_client(srv, args, "nanosleep,clock_nanosleep");
+    calls_with(&log, "nanosleep", "tv_nsec=200000}").len()
+}
+
+/// A side that only receives, on I/O workers (64 streams), pauses to gather
+/// bytes when few streams woke a worker; a `--bidir` side, which also sends,
+/// never does, and neither do threads per stream.
+#[test]
+fn receiving_workers_pause_to_gather_only_where_the_side_does_not_send() {
+    if !require_tool("strace") {
+        return;
+    }
+    let srv = Server::start(&[]);
+    let pauses = gathering_pauses(&srv, &["-R", "-P", "64"]);
+    assert!(pauses > 10, "-R -P 64: {pauses} pauses");
+    let pauses = gathering_pauses(&srv, &["--bidir", "-P", "64"]);
+    assert_eq!(pauses, 0, "--bidir -P 64");
+    let pauses = gathering_pauses(&srv, &["-R", "-P", "8"]);
+    assert_eq!(pauses, 0, "-R -P 8 (a thread per stream)");
+}

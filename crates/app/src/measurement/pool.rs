@@ -70,11 +70,13 @@ pub(crate) fn can_share(s: &LiveStream, plan: WorkerPlan) -> bool {
 
 /// Starts `k` I/O workers for `members` (indexes into `streams`, all one
 /// direction), dealing the streams out in turn; returns each worker with the
-/// streams it drives.
+/// streams it drives. Receiving workers pause to gather bytes when few
+/// streams woke them if `gather` (`mux::GATHER_PAUSE`).
 pub(crate) fn spawn(
     streams: &[LiveStream],
     members: &[(usize, WorkerPlan)],
     k: usize,
+    gather: bool,
     ctl: &Arc<RunControl>,
     send: &SendSpec,
     payload: Arc<[u8]>,
@@ -124,7 +126,11 @@ pub(crate) fn spawn(
         let payload = payload.clone();
         let name = format!("io-{}-{w}", if sending { "send" } else { "recv" });
         let worker = Worker::spawn(name, ctl.clone(), sending, move |c| {
-            mux::run(group, &payload, c)
+            if gather {
+                mux::run_gathering(group, &payload, c)
+            } else {
+                mux::run(group, &payload, c)
+            }
         })?;
         out.push((worker, members));
     }

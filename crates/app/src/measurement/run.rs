@@ -252,6 +252,9 @@ impl TestRun {
                 &self.streams,
                 &members,
                 k,
+                // Only a side that does not also send: the pause cost
+                // `--bidir` up to a tenth of its rate.
+                !self.has_senders(),
                 &self.ctl,
                 send,
                 payload.bytes(send),
