@@ -49,16 +49,17 @@ fn send_buffers(ss: &str, port: u16) -> Vec<u64> {
 /// Our client sending `-P 8` (plus `extra`) to a stock iperf3 server in a
 /// namespace of its own; the send buffers of its sockets to the server while
 /// the test runs (the control connection's among them).
-fn client_send_buffers(extra: &[&str]) -> Option<Vec<u64>> {
+fn client_send_buffers(streams: usize, extra: &[&str]) -> Option<Vec<u64>> {
     let stock = iperf3_321().or_else(|| require_tool("iperf3").then(|| "iperf3".into()))?;
     let ns = LoNs::new()?;
     let mut srv = ns.spawn(&stock, &["-s", "-p", "5201", "-1"]);
     lo_ns::await_listening(&mut srv, 5201);
+    let p = streams.to_string();
     let mut args = vec![
         "-c",
         "127.0.0.1",
         "-P",
-        "8",
+        &p,
         "-t",
         "2",
         "-i",
@@ -75,15 +76,15 @@ fn client_send_buffers(extra: &[&str]) -> Option<Vec<u64>> {
     let tb = send_buffers(&ss.stdout, 5201);
     assert_eq!(
         tb.len(),
-        9,
-        "eight streams and the control connection:\n{ss}"
+        streams + 1,
+        "{streams} streams and the control connection:\n{ss}"
     );
     Some(tb)
 }
 
 #[test]
 fn issue27_eight_senders_on_a_short_path_hold_512_kib_each() {
-    let Some(tb) = client_send_buffers(&[]) else {
+    let Some(tb) = client_send_buffers(8, &[]) else {
         return;
     };
     // SO_SNDBUF 512 KiB each, doubled by the kernel; the control connection
@@ -92,9 +93,20 @@ fn issue27_eight_senders_on_a_short_path_hold_512_kib_each() {
     assert_eq!(held, 8, "send buffers: {tb:?}");
 }
 
+/// 8 MiB over 128 senders would be 64 KiB each; they hold the least,
+/// 128 KiB (doubled by the kernel).
+#[test]
+fn issue27_128_senders_on_a_short_path_hold_128_kib_each() {
+    let Some(tb) = client_send_buffers(128, &[]) else {
+        return;
+    };
+    let held = tb.iter().filter(|&&b| b == 256 << 10).count();
+    assert_eq!(held, 128, "send buffers: {tb:?}");
+}
+
 #[test]
 fn issue27_the_window_option_keeps_the_users_send_buffers() {
-    let Some(tb) = client_send_buffers(&["-w", "256K"]) else {
+    let Some(tb) = client_send_buffers(8, &["-w", "256K"]) else {
         return;
     };
     let held = tb.iter().filter(|&&b| b == 512 << 10).count();

@@ -215,8 +215,11 @@ pub(crate) fn read_mark(blksize: usize) -> usize {
 const SHORT_PATH_SEND_BUFFERS: usize = 8 << 20;
 
 /// The least and the most send buffer a stream is given there (SO_SNDBUF;
-/// the kernel doubles it).
-const MIN_SEND_BUFFER: usize = 64 << 10;
+/// the kernel doubles it). The least was 64 KiB: 128 KiB carried `-P 128
+/// --bidir` 1.19-1.22x and `-P 128` 1.00-1.02x as fast (two runs of five
+/// rounds); its streams hold two full segments in flight, not one, and
+/// 512 KiB, where the buffers leave the cache, made 0.74x.
+const MIN_SEND_BUFFER: usize = 128 << 10;
 const MAX_SEND_BUFFER: usize = 512 << 10;
 
 /// The rate (bits/s) the buffers together must carry over the path's round
@@ -228,8 +231,8 @@ const SHORT_PATH_CARRIES: u64 = 128_000_000_000;
 /// whose stream saw `handshake_rtt_us` when it connected, unless `-w` chose
 /// one (`window_given`) or the kernel's own sizing is kept: one or two
 /// senders, or a path too long for the buffers to carry
-/// [`SHORT_PATH_CARRIES`] over its round trip (at most about 520 us: the same
-/// host, a container beside it, the same rack).
+/// [`SHORT_PATH_CARRIES`] over its round trip (at most about 520 us for up
+/// to 64 senders: the same host, a container beside it, the same rack).
 ///
 /// The kernel grows each sender's buffer to 4 MiB, and a buffer holds bytes
 /// written long before they leave: on loopback the receiver then copies them
@@ -237,7 +240,8 @@ const SHORT_PATH_CARRIES: u64 = 128_000_000_000;
 /// the time goes. 8 MiB shared among the senders, 64 KiB to 512 KiB each,
 /// measured `-P 4` 1.27x, `-P 8` 1.17x the rate of 8 MiB shared without a
 /// ceiling, which made `-P 8` 1.16x, `-P 32` 1.30x and `-P 128` 1.55x iperf3
-/// 3.21's (design notes, "Many streams").
+/// 3.21's (design notes, "Many streams"); the least is now 128 KiB (more
+/// than 64 senders hold more than 8 MiB together).
 pub(crate) fn short_path_send_buffer(
     senders: usize,
     handshake_rtt_us: u32,
@@ -460,21 +464,22 @@ mod tests {
 
     #[test]
     fn short_paths_share_eight_mib_of_send_buffers_among_three_senders_or_more() {
-        // Loopback's 10 us: 8 MiB over the senders, 64 KiB to 512 KiB each.
+        // Loopback's 10 us: 8 MiB over the senders, 128 KiB to 512 KiB each.
         assert_eq!(short_path_send_buffer(3, 10, false), Some(512 << 10));
         assert_eq!(short_path_send_buffer(8, 10, false), Some(512 << 10));
         assert_eq!(short_path_send_buffer(32, 10, false), Some(256 << 10));
-        assert_eq!(short_path_send_buffer(128, 10, false), Some(64 << 10));
-        assert_eq!(short_path_send_buffer(1000, 10, false), Some(64 << 10));
+        assert_eq!(short_path_send_buffer(64, 10, false), Some(128 << 10));
+        assert_eq!(short_path_send_buffer(128, 10, false), Some(128 << 10));
+        assert_eq!(short_path_send_buffer(1000, 10, false), Some(128 << 10));
         // One or two senders: the kernel's 4 MiB each.
         assert_eq!(short_path_send_buffer(2, 10, false), None);
         assert_eq!(short_path_send_buffer(1, 10, false), None);
         // What they hold together must carry 128 Gbit/s over the round trip:
-        // 2 MiB for four senders up to 131 us, 8 MiB up to 524 us.
+        // 2 MiB for four senders up to 131 us, 16 MiB for 128 up to 1048 us.
         assert_eq!(short_path_send_buffer(4, 131, false), Some(512 << 10));
         assert_eq!(short_path_send_buffer(4, 132, false), None);
-        assert_eq!(short_path_send_buffer(128, 524, false), Some(64 << 10));
-        assert_eq!(short_path_send_buffer(128, 525, false), None);
+        assert_eq!(short_path_send_buffer(128, 1048, false), Some(128 << 10));
+        assert_eq!(short_path_send_buffer(128, 1049, false), None);
         assert_eq!(short_path_send_buffer(128, 20_000, false), None);
         // No round trip known, or -w chose.
         assert_eq!(short_path_send_buffer(128, 0, false), None);
