@@ -66,24 +66,23 @@ end_phase() {
 	fi
 }
 
-# cluster_live_pid PIDS_DIR: print "NAME (pid N)" of the first recorded
-# process that still runs (same PID and start time, as the rig records them:
-# "PID STARTTIME", field 22 of /proc/PID/stat); false when none does.
+# cluster_live_pid: print "NAME (pid N)" of the first process the rig
+# recorded for its cluster that still runs, by the rig's own check
+# (`recorded_pid`: same PID and start time, not a zombie); false when none
+# does. In a subshell: the rig's helpers would replace this script's `log`.
 cluster_live_pid() {
-	local f pid start stat
-	for f in "$1"/*; do
-		[ -f "$f" ] || continue
-		read -r pid start <"$f" || continue
-		[ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || continue
-		stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
-		stat=${stat##*) }
-		# After the name: state is field 3, start time field 22.
-		[ "$(echo "$stat" | awk '{ print $20 }')" = "$start" ] || continue
-		[ "$(echo "$stat" | awk '{ print $1 }')" != Z ] || continue
-		echo "${f##*/} (pid $pid)"
-		return 0
-	done
-	return 1
+	(
+		# shellcheck source=/dev/null
+		. "$RIG/common.sh"
+		for f in "$RUN"/pids/*; do
+			[ -f "$f" ] || continue
+			if pid=$(recorded_pid "${f##*/}"); then
+				echo "${f##*/} (pid $pid)"
+				exit 0
+			fi
+		done
+		exit 1
+	)
 }
 
 kc() { kubectl --kubeconfig "$RK8S_CACHE/kubeconfig" "$@"; }
@@ -276,7 +275,7 @@ command -v curl >/dev/null || fail "curl is required"
 # interrupted run (a killed job, a restarted machine) leaves behind: clear it
 # with down.sh. One with a live process belongs to another run: leave it.
 if [ -e "$RK8S_CACHE/cluster" ]; then
-	if live=$(cluster_live_pid "$RK8S_CACHE/cluster/pids"); then
+	if live=$(cluster_live_pid); then
 		fail "a cluster is up already ($RK8S_CACHE/cluster, $live is running): another run? stop it with $RIG/down.sh first"
 	fi
 	phase "stale cluster state (no recorded process alive): down.sh"
