@@ -46,7 +46,7 @@ fn send_buffers(ss: &str, port: u16) -> Vec<u64> {
     out
 }
 
-/// Our client sending `-P 8` (plus `extra`) to a stock iperf3 server in a
+/// Our client sending `-P streams` (plus `extra`) to a stock iperf3 server in a
 /// namespace of its own; the send buffers of its sockets to the server while
 /// the test runs (the control connection's among them).
 fn client_send_buffers(streams: usize, extra: &[&str]) -> Option<Vec<u64>> {
