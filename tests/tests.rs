@@ -67,6 +67,7 @@ mod multi_test_kill;
 mod plot;
 mod prerelease;
 mod raw_server;
+mod read_placement;
 mod rpm_client;
 mod rpm_http;
 mod rpm_server;

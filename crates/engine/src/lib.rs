@@ -19,6 +19,7 @@ pub mod file;
 pub mod mux;
 pub mod pacing;
 pub mod payload;
+pub mod readbuf;
 pub mod tcp;
 pub mod udp;
 pub mod worker;

@@ -16,6 +16,7 @@ use rperf3_sys::zerocopy::PayloadFile;
 
 use crate::control::RunControl;
 use crate::counters::StreamCounters;
+use crate::readbuf::ReadBuf;
 use crate::tcp::{read_again, Pacing, RecvMode};
 
 /// The longest a worker waits without looking at the run's stop flag: a
@@ -83,6 +84,8 @@ struct Live {
     sent: u64,
     burst_left: u32,
     due: Option<Instant>,
+    /// A receiver: bytes read so far, where its buffer is placed.
+    read: u64,
 }
 
 /// What a turn of one stream ended with.
@@ -133,9 +136,10 @@ fn run_with(
             sent: 0,
             burst_left: 0,
             due: None,
+            read: 0,
         });
     }
-    let mut buf = vec![0u8; payload.len().max(1)];
+    let mut buf = ReadBuf::new(payload.len());
     // Streams the last wait woke (none before the first).
     let mut woke = usize::MAX;
     loop {
@@ -273,28 +277,36 @@ fn send_turn(l: &mut Live, payload: &[u8], stopping: bool, ctl: &RunControl) -> 
 /// Reads until the socket is empty, the turn's bytes are used, the peer
 /// has closed or the run stops (nothing is read after a stop, as a receiving
 /// thread checks before each read).
-fn recv_turn(l: &mut Live, mode: RecvMode, buf: &mut [u8], ctl: &RunControl) -> io::Result<Turn> {
+fn recv_turn(
+    l: &mut Live,
+    mode: RecvMode,
+    buf: &mut ReadBuf,
+    ctl: &RunControl,
+) -> io::Result<Turn> {
     let mut moved = 0usize;
     while moved < TURN_BYTES {
         if ctl.stopped() {
             return Ok(Turn::Done);
         }
+        let want = buf.len();
+        let into = buf.at(l.read);
         let r = match mode {
             RecvMode::Discard | RecvMode::DiscardOnMark => {
-                rperf3_sys::net::recv_discard(&l.s.sock, buf)
+                rperf3_sys::net::recv_discard(&l.s.sock, into)
             }
-            RecvMode::Copy | RecvMode::OnMark => (&*l.s.sock).read(buf),
+            RecvMode::Copy | RecvMode::OnMark => (&*l.s.sock).read(into),
         };
         match r {
             Ok(0) => return Ok(Turn::Done),
             Ok(n) => {
                 l.s.counters.add(n as u64);
+                l.read += n as u64;
                 moved += n;
                 // Less than asked for: the queue is empty now, and what
                 // arrives next is reported; the read that would only say
                 // so is saved. Not after a hang-up, whose end of stream is
                 // reported once (perhaps with the data just read).
-                if n < buf.len() && !l.ended {
+                if n < want && !l.ended {
                     return Ok(Turn::Blocked);
                 }
             }

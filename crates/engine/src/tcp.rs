@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use crate::control::RunControl;
 use crate::counters::StreamCounters;
 use crate::pacing::Pacer;
+use crate::readbuf::ReadBuf;
 use rperf3_sys::zerocopy::PayloadFile;
 
 /// Sends `buf`-sized blocks until stopped or the budget is used up. With `file`
@@ -289,12 +290,14 @@ pub fn recv_loop(
     ctl: &RunControl,
     tally: &impl RecvTally,
 ) -> io::Result<()> {
-    let mut buf = vec![0u8; blksize.max(1)];
+    let mut buf = ReadBuf::new(blksize);
+    let mut at = 0u64;
     while !ctl.stopped() {
         tally.before_read(sock);
+        let buf = buf.at(at);
         let r = match mode {
-            RecvMode::Copy => sock.read(&mut buf),
-            RecvMode::Discard => rperf3_sys::net::recv_discard(sock, &mut buf),
+            RecvMode::Copy => sock.read(buf),
+            RecvMode::Discard => rperf3_sys::net::recv_discard(sock, buf),
             RecvMode::OnMark | RecvMode::DiscardOnMark => {
                 let waited = rperf3_sys::poll::readable(&sock, MARK_WAIT);
                 // A wait that ended with the stop reads nothing: the test's
@@ -304,14 +307,17 @@ pub fn recv_loop(
                     break;
                 }
                 waited.and_then(|_| match mode {
-                    RecvMode::OnMark => rperf3_sys::net::recv_ready(sock, &mut buf),
-                    _ => rperf3_sys::net::recv_discard_ready(sock, &mut buf),
+                    RecvMode::OnMark => rperf3_sys::net::recv_ready(sock, buf),
+                    _ => rperf3_sys::net::recv_discard_ready(sock, buf),
                 })
             }
         };
         match r {
             Ok(0) => return Ok(()),
-            Ok(n) => tally.read(&buf[..n]),
+            Ok(n) => {
+                at += n as u64;
+                tally.read(&buf[..n]);
+            }
             Err(e) if read_again(&e) => {}
             Err(e) => return Err(e),
         }
@@ -337,10 +343,13 @@ pub fn read_again(e: &io::Error) -> bool {
 pub fn drain_ready(sock: &TcpStream, blksize: usize, counters: &StreamCounters) {
     let _ = rperf3_sys::sockopt::set_recv_lowat(sock, 1);
     let mut left = rperf3_sys::sockopt::bytes_waiting(sock).unwrap_or(0);
-    let mut buf = vec![0u8; blksize.clamp(1, left.max(1))];
+    let mut buf = ReadBuf::new(blksize.clamp(1, left.max(1)));
     while left > 0 {
         let want = left.min(buf.len());
-        match rperf3_sys::net::recv_ready(sock, &mut buf[..want]) {
+        // Placed by the bytes counted so far, the stream offset unless the
+        // worker is reading at the same time.
+        let at = counters.snapshot().bytes;
+        match rperf3_sys::net::recv_ready(sock, &mut buf.at(at)[..want]) {
             Ok(n @ 1..) => {
                 counters.add(n as u64);
                 left -= n;
