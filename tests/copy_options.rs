@@ -6,7 +6,9 @@ use crate::common;
 use std::time::Duration;
 
 use common::interop::{Mode, Pairing, Run};
-use common::{iperf3_321, require_tool, rperf3, run_program, scratch_file, Proc, Server};
+use common::{
+    congestion_available, iperf3_321, require_tool, rperf3, run_program, scratch_file, Proc, Server,
+};
 
 /// `prog args...` under strace, following threads, logging `calls` to a file.
 fn traced(prog: &std::path::Path, args: &[String], calls: &str) -> (Proc, std::path::PathBuf) {
@@ -160,17 +162,6 @@ fn zero_copy_sends_use_sendfile_both_ways() {
     .assert_ok();
     ours.finish(Duration::from_secs(30)).assert_ok();
     assert!(calls_of(&log, "sendfile").len() > 100, "no sendfile");
-}
-
-/// Whether this kernel offers `algo` to unprivileged sockets (a failure under
-/// CI when it does not).
-fn congestion_available(algo: &str) -> bool {
-    let list = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
-        .unwrap_or_default();
-    common::require(
-        list.split_whitespace().any(|a| a == algo),
-        &format!("{algo} congestion control in this kernel"),
-    )
 }
 
 /// The strace log of `calls` made by a successful 1 s rperf3 client test

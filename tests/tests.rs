@@ -14,6 +14,7 @@ mod blocked_output;
 mod bounceback;
 mod contrib;
 mod copy_options;
+mod corked_senders;
 mod e2e_cli;
 mod e2e_output;
 mod e2e_tcp;

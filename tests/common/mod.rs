@@ -167,6 +167,17 @@ pub(crate) fn require_tool(tool: &str) -> bool {
     false
 }
 
+/// Whether this kernel offers `algo` to unprivileged sockets (a failure under
+/// CI when it does not).
+pub(crate) fn congestion_available(algo: &str) -> bool {
+    let list = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    require(
+        list.split_whitespace().any(|a| a == algo),
+        &format!("{algo} congestion control in this kernel"),
+    )
+}
+
 /// A server on a free port, killed when dropped.
 pub(crate) struct Server {
     pub port: u16,

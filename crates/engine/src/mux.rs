@@ -166,7 +166,15 @@ fn run_with(
                 continue;
             }
             let turn = match l.s.way {
-                Way::Send { .. } => send_turn(l, payload, stopping, ctl),
+                Way::Send { ref file, .. } => {
+                    let sendfile = file.is_some();
+                    let t = send_turn(l, payload, stopping, ctl);
+                    // A sender that ended: what it corked leaves now.
+                    if sendfile && !matches!(t, Ok(Turn::Blocked | Turn::Yield | Turn::Due(_))) {
+                        crate::tcp::uncork(&l.s.sock);
+                    }
+                    t
+                }
                 Way::Recv(mode) if !stopping => recv_turn(l, mode, &mut buf, ctl),
                 Way::Recv(_) => Ok(Turn::Done),
             };

@@ -162,6 +162,28 @@ pub fn send_blocks(
     ctl: &RunControl,
     tally: &impl SendTally,
 ) -> io::Result<()> {
+    let r = send_blocks_until_end(sock, blocks, file, pacing, ctl, tally);
+    if file.is_some() {
+        uncork(sock);
+    }
+    r
+}
+
+/// A sendfile sender may have been corked (TCP_CORK, see the app's
+/// `choice::cork_suits`): what waits for a whole segment leaves now, before
+/// the test's end is said, not with the FIN.
+pub fn uncork(sock: &TcpStream) {
+    let _ = rperf3_sys::sockopt::set_cork(sock, false);
+}
+
+fn send_blocks_until_end(
+    sock: &TcpStream,
+    blocks: &mut impl Blocks,
+    file: Option<&PayloadFile>,
+    pacing: Option<Pacing>,
+    ctl: &RunControl,
+    tally: &impl SendTally,
+) -> io::Result<()> {
     let mut sent: u64 = 0;
     let mut burst_left = 0u32;
     while !ctl.stopped() {

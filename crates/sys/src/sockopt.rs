@@ -23,6 +23,27 @@ fn set_int(fd: &impl AsRawFd, level: i32, name: i32, value: i32) -> io::Result<(
     }
 }
 
+/// An int socket option's value.
+pub(crate) fn get_int(fd: &impl AsRawFd, level: i32, name: i32) -> io::Result<i32> {
+    let mut v: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are live locals of the sizes the kernel is told.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(v)
+    }
+}
+
 /// Sets the IPv4 don't-fragment flag (IP_MTU_DISCOVER = IP_PMTUDISC_DO).
 pub fn set_dont_fragment(fd: &impl AsRawFd) -> io::Result<()> {
     set_int(
@@ -36,6 +57,12 @@ pub fn set_dont_fragment(fd: &impl AsRawFd) -> io::Result<()> {
 /// Sets TCP_NODELAY (`-N`).
 pub fn set_nodelay(fd: &impl AsFd) -> io::Result<()> {
     SockRef::from(fd).set_tcp_nodelay(true)
+}
+
+/// Sets or clears TCP_CORK: while set, a segment shorter than the MSS waits
+/// for the bytes that fill it; clearing it sends what waits at once.
+pub fn set_cork(fd: &impl AsFd, on: bool) -> io::Result<()> {
+    SockRef::from(fd).set_tcp_cork(on)
 }
 
 /// Sets TCP_QUICKACK: the next ACKs go at once. The kernel clears it again
@@ -88,6 +115,12 @@ pub fn set_max_pacing_rate(fd: &impl AsRawFd, bytes_per_sec: u64) -> io::Result<
     let v = u32::try_from(bytes_per_sec).unwrap_or(u32::MAX);
     // The kernel reads the 4 bytes as an unsigned value; the cast keeps the bits.
     set_int(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, v as i32)
+}
+
+/// Whether SO_MAX_PACING_RATE caps the socket (`--fq-rate`): the kernel
+/// then paces its sending, whatever the congestion control.
+pub fn pacing_capped(fd: &impl AsRawFd) -> bool {
+    get_int(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE).is_ok_and(|v| v as u32 != u32::MAX)
 }
 
 /// Sets TCP_USER_TIMEOUT (`--snd-timeout`): how long sent data may stay
@@ -210,7 +243,13 @@ mod tests {
         super::set_tos(&s, false, 0x20).unwrap();
         assert_eq!(socket2::SockRef::from(&s).tos_v4().unwrap(), 0x20);
         assert!(super::set_mss(&s, -5).is_err());
+        assert!(!super::pacing_capped(&s));
         super::set_max_pacing_rate(&s, 1_000_000).unwrap();
+        assert!(super::pacing_capped(&s));
+        super::set_cork(&s, true).unwrap();
+        assert!(socket2::SockRef::from(&s).tcp_cork().unwrap());
+        super::set_cork(&s, false).unwrap();
+        assert!(!socket2::SockRef::from(&s).tcp_cork().unwrap());
         super::set_user_timeout(&s, 5000).unwrap();
         super::set_keepalive(&s, 30, 5, 3).unwrap();
         assert!(socket2::SockRef::from(&s).keepalive().unwrap());

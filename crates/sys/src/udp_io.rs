@@ -114,23 +114,7 @@ pub fn offload() -> Offload {
 }
 
 fn get_int(sock: &impl AsRawFd, opt: libc::c_int) -> io::Result<libc::c_int> {
-    let mut v: libc::c_int = 0;
-    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `v` and `len` are live locals of the sizes the kernel is told.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_UDP,
-            opt,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(v)
-    }
+    crate::sockopt::get_int(sock, libc::SOL_UDP, opt)
 }
 
 fn set_int(sock: &impl AsRawFd, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {

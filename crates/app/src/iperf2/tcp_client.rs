@@ -29,7 +29,7 @@ use super::tcp_isoch::FramePlan;
 use super::tcp_setup::{self, apply_opts, Wake};
 use super::workers::{SendPlan, Source, Workers};
 use super::Outcome2;
-use crate::measurement::choice::{paces_itself, sendfile_suits, size_sender};
+use crate::measurement::choice::{cork_sender, paces_itself, sendfile_suits, size_sender};
 use crate::Interrupt;
 use rperf3_proto2::PACED_GRACE;
 
@@ -430,15 +430,19 @@ impl<'a> Client<'a> {
                     key(*id, Dir::Send),
                     FlowSpec::of(Tag2::Id(*id), Dir::Send, &st, s, addrs),
                 );
+                let pacer = pacer_for(
+                    rate_bps(self.cl.rate, self.len),
+                    *connected,
+                    time.map(|t| start + t),
+                );
+                if matches!(source, Source::Pattern { sendfile: true, .. }) && pacer.is_none() {
+                    cork_sender(s, streams.len());
+                }
                 let plan = SendPlan {
                     source,
                     // The rate counts from the connection, where the peer's
                     // receiver starts its clock.
-                    pacer: pacer_for(
-                        rate_bps(self.cl.rate, self.len),
-                        *connected,
-                        time.map(|t| start + t),
-                    ),
+                    pacer,
                     bytes: match self.cl.end {
                         End2::Bytes(n) => Some(n.saturating_sub(sent_header)),
                         End2::Time(_) => None,

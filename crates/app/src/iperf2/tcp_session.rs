@@ -27,7 +27,7 @@ use super::tcp_isoch::FramePlan;
 use super::tcp_setup::{self, Wake};
 use super::tcp_shared::{Group, Member, Pending, Shared, Tracked};
 use super::workers::{SendPlan, Source, Workers};
-use crate::measurement::choice::{paces_itself, sendfile_suits, size_sender};
+use crate::measurement::choice::{cork_sender, paces_itself, sendfile_suits, size_sender};
 
 /// How long a client has to send its whole test header (iperf 2.1.8's limit).
 pub(crate) const HEADER_LIMIT: Duration = Duration::from_secs(4);
@@ -305,12 +305,16 @@ impl<'a> Test<'a> {
     }
 
     /// Gives `sock`, about to send `plan`, its short-path send buffer when
-    /// the plan is bulk: the client's streams are each served here, and
-    /// together get what the client's own senders would.
-    fn size_for(&self, sock: &TcpStream, plan: &SendPlan) {
-        if matches!(plan.source, Source::Pattern { .. }) {
+    /// the plan is bulk, and corks a full-rate sendfile sender where that
+    /// suits: the client's streams are each served here, and together get
+    /// what the client's own senders would.
+    fn prepare_sender(&self, sock: &TcpStream, plan: &SendPlan) {
+        if let Source::Pattern { sendfile, .. } = plan.source {
             let streams = self.req.as_ref().map_or(1, |r| r.streams as usize);
             size_sender(sock, streams, self.sh.cfg.common.window.is_some());
+            if sendfile && plan.pacer.is_none() {
+                cork_sender(sock, streams);
+            }
         }
     }
 
@@ -469,7 +473,7 @@ impl<'a> Test<'a> {
                 sent.then_some(t)
             });
             let plan = self.send_plan(!recv, start, stamps);
-            self.size_for(&self.s, &plan);
+            self.prepare_sender(&self.s, &plan);
             if let Ok(wk) = wake.waker() {
                 let _ = w.send(&self.s, plan, &st, (gr.iv.ender(), k), wk);
             }
@@ -560,7 +564,7 @@ impl<'a> Test<'a> {
             FlowSpec::of(Tag2::ReverseId(id), Dir::Send, &st, &b, addrs_of(&b)),
         );
         let plan = self.send_plan(true, Instant::now(), None);
-        self.size_for(&b, &plan);
+        self.prepare_sender(&b, &plan);
         if let Ok(wk) = wake.waker() {
             let _ = w.send(&b, plan, &st, (gr.iv.ender(), k), wk);
         }

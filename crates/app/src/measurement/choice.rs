@@ -266,6 +266,38 @@ pub(crate) fn size_sender(sock: &std::net::TcpStream, senders: usize, window_giv
     }
 }
 
+/// From this many TCP senders on a side, a sendfile sender corks under a
+/// pacing congestion control too (see [`cork_suits`]).
+const CORK_CROWD: usize = 24;
+
+/// Whether a TCP sender that sends with sendfile at full rate (no `-b`), one
+/// of `senders` on its side, corks its socket (TCP_CORK): a block of 128 KiB
+/// is two 65483-byte loopback segments and 106 bytes, which then wait for
+/// the next block instead of leaving as a third segment (whole segments only,
+/// a third fewer, and fewer ACKs). Not when the kernel paces the socket (BBR,
+/// `--fq-rate`) for fewer than [`CORK_CROWD`] senders: a corked tail reads as
+/// a sender with nothing to send, and the pacing rate falls (one stream
+/// 0.57x, `-P 8` 0.49x, `-P 20` 0.88x the rate uncorked; `-P 24` 1.10x,
+/// `-P 32` 1.14x, `-P 64` 1.32x, `-P 128` 1.29x, `-P 128 --bidir` 1.25x;
+/// cubic one stream 1.2x, `-P 8` 1.06x; design notes, "Corked senders").
+/// `kernel_paces` is asked only when it decides.
+pub(crate) fn cork_suits(senders: usize, kernel_paces: impl FnOnce() -> bool) -> bool {
+    senders >= CORK_CROWD || !kernel_paces()
+}
+
+/// Corks a full-rate sendfile sender's socket if [`cork_suits`] says so;
+/// best effort. The engine's send loops uncork it when they end, so the
+/// last bytes never wait.
+pub(crate) fn cork_sender(sock: &std::net::TcpStream, senders: usize) {
+    let paces = || {
+        rperf3_sys::sockopt::pacing_capped(sock)
+            || rperf3_sys::net::tcp_congestion(sock).is_some_and(|c| paces_itself(&c))
+    };
+    if cork_suits(senders, paces) {
+        let _ = rperf3_sys::sockopt::set_cork(sock, true);
+    }
+}
+
 /// Congestion controls that pace their own sending (BBR and its versions).
 pub(crate) fn paces_itself(congestion: &str) -> bool {
     congestion.starts_with("bbr")
@@ -333,6 +365,18 @@ mod tests {
             plan(Kind::Sctp, true, &big, crowd(0, 0), false),
             WorkerPlan::SctpSend
         );
+    }
+
+    #[test]
+    fn full_rate_sendfile_senders_cork_unless_few_and_paced_by_the_kernel() {
+        assert!(cork_suits(1, || false));
+        assert!(cork_suits(8, || false));
+        assert!(!cork_suits(1, || true));
+        assert!(!cork_suits(CORK_CROWD - 1, || true));
+        assert!(cork_suits(CORK_CROWD, || panic!(
+            "a crowd corks whatever paces it"
+        )));
+        assert!(cork_suits(128, || true));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use rperf3_sys::net::unmap;
 use rperf3_sys::tcp_info::{tcp_info, TcpInfo};
 
 use crate::measurement::choice::{
-    paces_itself, read_mark, size_sender, Choice, Kind, SendSpec, TcpCrowd, WorkerPlan,
+    cork_sender, paces_itself, read_mark, size_sender, Choice, Kind, SendSpec, TcpCrowd, WorkerPlan,
 };
 
 /// The protocol stream id of the `index`-th stream (0-based): 1, 3, 4, 5, ...
@@ -186,6 +186,11 @@ impl LiveStream {
             }
             p => p,
         };
+        if let (WorkerPlan::TcpSend { sendfile: true }, None, Some(sock)) =
+            (plan, send.pacer, self.tcp_socket())
+        {
+            cork_sender(sock, crowd.senders);
+        }
         let WorkerPlan::Recv(mode) = plan else {
             return plan;
         };
