@@ -277,9 +277,9 @@ const CORK_CROWD: usize = 24;
 /// a third fewer, and fewer ACKs). Not when the kernel paces the socket (BBR,
 /// `--fq-rate`) for fewer than [`CORK_CROWD`] senders: a corked tail reads as
 /// a sender with nothing to send, and the pacing rate falls (one stream
-/// 0.57x, `-P 8` 0.49x, `-P 20` 0.88x the rate uncorked; `-P 24` 1.10x,
+/// 0.57x, `-P 8` 0.49x, `-P 20` 0.89x the rate uncorked; `-P 24` 1.11x,
 /// `-P 32` 1.14x, `-P 64` 1.32x, `-P 128` 1.29x, `-P 128 --bidir` 1.25x;
-/// cubic one stream 1.2x, `-P 8` 1.06x; design notes, "Corked senders").
+/// cubic one stream 1.20x, `-P 8` 1.05x; design notes, "Corked senders").
 /// `kernel_paces` is asked only when it decides.
 pub(crate) fn cork_suits(senders: usize, kernel_paces: impl FnOnce() -> bool) -> bool {
     senders >= CORK_CROWD || !kernel_paces()
