@@ -162,28 +162,8 @@ pub fn send_blocks(
     ctl: &RunControl,
     tally: &impl SendTally,
 ) -> io::Result<()> {
-    let r = send_blocks_until_end(sock, blocks, file, pacing, ctl, tally);
-    if file.is_some() {
-        uncork(sock);
-    }
-    r
-}
-
-/// A sendfile sender may have been corked (TCP_CORK, see the app's
-/// `choice::cork_suits`): what waits for a whole segment leaves now, before
-/// the test's end is said, not with the FIN.
-pub fn uncork(sock: &TcpStream) {
-    let _ = rperf3_sys::sockopt::set_cork(sock, false);
-}
-
-fn send_blocks_until_end(
-    sock: &TcpStream,
-    blocks: &mut impl Blocks,
-    file: Option<&PayloadFile>,
-    pacing: Option<Pacing>,
-    ctl: &RunControl,
-    tally: &impl SendTally,
-) -> io::Result<()> {
+    // A sendfile sender uncorks on every way out, errors too.
+    let _uncork = file.map(|_| Uncork(sock));
     let mut sent: u64 = 0;
     let mut burst_left = 0u32;
     while !ctl.stopped() {
@@ -221,6 +201,22 @@ fn send_blocks_until_end(
         sent += buf.len() as u64;
     }
     Ok(())
+}
+
+/// A sendfile sender may have been corked (TCP_CORK, see the app's
+/// `choice::cork_suits`): what waits for a whole segment leaves now, before
+/// the test's end is said, not with the FIN.
+pub fn uncork(sock: &TcpStream) {
+    let _ = rperf3_sys::sockopt::set_cork(sock, false);
+}
+
+/// [`uncork`]s its socket when dropped.
+struct Uncork<'a>(&'a TcpStream);
+
+impl Drop for Uncork<'_> {
+    fn drop(&mut self) {
+        uncork(self.0);
+    }
 }
 
 /// Writes all of `buf` (or, with `file`, as many of the file's bytes) as one
