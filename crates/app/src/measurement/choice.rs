@@ -274,7 +274,7 @@ const CORK_CROWD: usize = 24;
 /// of `senders` on its side, corks its socket (TCP_CORK): a block of 128 KiB
 /// is two 65483-byte loopback segments and 106 bytes, which then wait for
 /// the next block instead of leaving as a third segment (whole segments only,
-/// a third fewer, and fewer ACKs). Not when the kernel paces the socket (BBR,
+/// a fifth fewer, and fewer ACKs). Not when the kernel paces the socket (BBR,
 /// `--fq-rate`) for fewer than [`CORK_CROWD`] senders: a corked tail reads as
 /// a sender with nothing to send, and the pacing rate falls (one stream
 /// 0.57x, `-P 8` 0.49x, `-P 20` 0.89x the rate uncorked; `-P 24` 1.11x,
