@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
-use std::net::{IpAddr, TcpListener};
+use std::net::{IpAddr, TcpListener, UdpSocket};
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -44,6 +44,24 @@ fn agent(name: &str, ip: &str, port: u16, peers: &Path, extra: &[&str]) -> Proc 
     ];
     args.extend_from_slice(extra);
     Proc::spawn(rperf3(), &args)
+}
+
+/// A port free for TCP and UDP on each of `net`'s first `hosts` addresses.
+/// `free_port` checks with wildcard binds, which a socket another test holds
+/// on one loopback address and port does not always stop; this checks the
+/// exact addresses the agents will bind.
+fn port_on(net: &str, hosts: u32) -> u16 {
+    loop {
+        let port = free_port();
+        let free = (1..=hosts).all(|i| {
+            let ip = format!("{net}.{i}");
+            TcpListener::bind((ip.as_str(), port)).is_ok()
+                && UdpSocket::bind((ip.as_str(), port)).is_ok()
+        });
+        if free {
+            return port;
+        }
+    }
 }
 
 /// Accepts connections and answers each like a web server would.
@@ -139,7 +157,7 @@ fn a_cycle_measures_every_pair_once_and_reports_the_odd_members_issue23() {
     }
     let net = subnet();
     let ip = |i: u32| format!("{net}.{i}");
-    let port = free_port();
+    let port = port_on(&net, 7);
     let metrics_port = free_port();
     let stock = Proc::spawn("iperf3", &["-s", "-B", &ip(5), "-p", &port.to_string()]);
     let _alien = not_iperf(&ip(7), port);
@@ -333,7 +351,7 @@ fn scrape_at(ip: &str, port: u16) -> Scrape {
 fn a_member_that_leaves_changes_the_next_cycle_and_loses_its_series_issue23() {
     let net = subnet();
     let ip = |i: u32| format!("{net}.{i}");
-    let port = free_port();
+    let port = port_on(&net, 7);
     let metrics_port = free_port();
     let peers = scratch_file("mesh-leave");
     std::fs::write(&peers, format!("a {}\nb {}\nc {}\n", ip(1), ip(2), ip(3))).unwrap();
@@ -508,7 +526,7 @@ fn bad_mesh_command_lines_are_refused_issue23() {
 fn budgets_skip_a_cycles_later_tests_and_text_lines_read_at_a_glance_issue23() {
     let net = subnet();
     let ip = |i: u32| format!("{net}.{i}");
-    let port = free_port();
+    let port = port_on(&net, 7);
     let peers = scratch_file("mesh-budget");
     std::fs::write(&peers, format!("a {}\nb {}\nc {}\n", ip(1), ip(2), ip(3))).unwrap();
     let start = anchor(2.0);
@@ -586,7 +604,7 @@ fn budgets_skip_a_cycles_later_tests_and_text_lines_read_at_a_glance_issue23() {
 fn agents_that_disagree_never_put_a_node_in_two_tests_issue23() {
     let net = subnet();
     let ip = |i: u32| format!("{net}.{i}");
-    let port = free_port();
+    let port = port_on(&net, 7);
     let four: String = (1..=4).map(|i| format!("n{i} {}\n", ip(i))).collect();
     let (common, odd) = (scratch_file("mesh-view4"), scratch_file("mesh-view5"));
     std::fs::write(&common, &four).unwrap();

@@ -237,18 +237,39 @@ fn a_gro_train_and_its_stamp_arrive_together() {
     };
     assert!(enable_rx_stamps(&b));
     let t = train();
-    let before = wall_ns();
-    send(&a, Datagrams { buf: &t, size: 100 }, true).unwrap();
-    let sent = wall_ns();
     let mut buf = vec![0u8; MAX_MSGS * GRO_SLOT];
     let mut out = [Received::default(); MAX_MSGS];
     let meta = RecvMeta {
         gro: true,
         stamps: true,
     };
-    let n = recv(&b, &mut buf, GRO_SLOT, meta, &mut out).unwrap();
-    assert_eq!((n, out[0].len, out[0].seg), (1, t.len(), 100));
-    assert!((before..=sent).contains(&out[0].at_ns), "{:?}", out[0]);
+    // Host-wide stamping is switched on by deferred kernel work (see the
+    // test above), and a parallel test closing the last stamped socket
+    // switches it off the same way: a train that lands in such a gap is
+    // stamped when read. A few tries outlast the gap; most must be right.
+    let mut late = Vec::new();
+    for _ in 0..5 {
+        let before = wall_ns();
+        send(&a, Datagrams { buf: &t, size: 100 }, true).unwrap();
+        let sent = wall_ns();
+        std::thread::sleep(Duration::from_millis(20));
+        let n = recv(&b, &mut buf, GRO_SLOT, meta, &mut out).unwrap();
+        let read = wall_ns();
+        assert_eq!((n, out[0].len, out[0].seg), (1, t.len(), 100));
+        let at = out[0].at_ns;
+        if (before..=sent).contains(&at) {
+            return;
+        }
+        assert!(
+            (before..=read).contains(&at),
+            "{:?} outside [{before}, {read}]",
+            out[0]
+        );
+        late.push(format!(
+            "stamp {at} outside [{before}, {sent}] (read at {read})"
+        ));
+    }
+    panic!("every train was stamped when read: {late:#?}");
 }
 
 #[test]
