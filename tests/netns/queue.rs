@@ -281,22 +281,24 @@ impl Sampler {
             .unwrap_or_else(|e| panic!("cannot run tc: {e}"));
         let (mut ask, answers) = (tc.stdin.take().unwrap(), tc.stdout.take().unwrap());
         let thread = std::thread::spawn(move || {
-            let mut answers = BufReader::new(answers).lines();
+            let mut answers = BufReader::new(answers);
             let show = format!("qdisc show dev {dev}\n");
+            let mut line = String::new();
             while !s.load(Ordering::Relaxed) {
                 let at = Instant::now();
-                let answer = ask
+                line.clear();
+                let read = ask
                     .write_all(show.as_bytes())
-                    .ok()
-                    .and_then(|()| answers.next());
-                let Some(Ok(line)) = answer else {
-                    // Stopping kills tc, which may end a look half way.
+                    .and_then(|()| answers.read_line(&mut line));
+                // Stopping kills tc, which may cut a line short: only a
+                // whole line is an answer.
+                if !matches!(read, Ok(n) if n > 0 && line.ends_with('\n')) {
                     assert!(
                         s.load(Ordering::Relaxed),
-                        "tc stopped answering: {answer:?}"
+                        "tc stopped answering: {read:?} {line:?}"
                     );
                     return;
-                };
+                }
                 let (bytes, packets) = backlog_json(&line);
                 v.lock().unwrap().push(Backlog { at, bytes, packets });
                 std::thread::sleep(SAMPLE_EVERY);
