@@ -390,32 +390,11 @@ pub fn recv_from_stamped(
     Ok((n, from, at_ns))
 }
 
-/// One read from a connected socket of any kind, with the wall-clock time
-/// its last packet reached the host (ns since the epoch; 0 when the kernel
-/// gave none) once [`enable_rx_stamps`] is on. On TCP the stamp is that of
-/// the newest segment the read took bytes from (the kernel carries it over
-/// when it merges queued segments), so a read that ends where a sender's
-/// write ended learns when that write had wholly arrived, whenever the
-/// reader woke.
-pub fn recv_stamped(sock: &impl AsRawFd, buf: &mut [u8]) -> io::Result<(usize, u64)> {
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    let mut cmsg = Cmsg::default();
-    let mut m = header(&mut iov, cmsg.as_mut_ptr().cast(), size_of::<Cmsg>()).msg_hdr;
-    let fd = sock.as_raw_fd();
-    // SAFETY: the header points at the live locals `iov` (into `buf`) and
-    // `cmsg` with their true sizes, alive for the call.
-    let n = retry_eintr(|| unsafe { libc::recvmsg(fd, &mut m, 0) } as libc::c_int)?;
-    Ok((n, control_data(&m).1))
-}
-
 /// The UDP_GRO segment size and the receive time (ns since the epoch) in a
 /// received message's control data, each 0 when absent.
 fn control_data(m: &libc::msghdr) -> (usize, u64) {
     let (mut seg, mut at_ns) = (0, 0);
-    // SAFETY: `m` was filled by recvmsg or recvmmsg; CMSG_FIRSTHDR/NXTHDR stay within
+    // SAFETY: `m` was filled by recvmmsg; CMSG_FIRSTHDR/NXTHDR stay within
     // msg_controllen; a UDP_GRO message carries an int and an SCM_TIMESTAMPNS
     // one a timespec, each read unaligned from its data.
     unsafe {

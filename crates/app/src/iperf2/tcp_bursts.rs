@@ -10,7 +10,6 @@ use rperf3_engine::control::RunControl;
 use rperf3_engine::tcp::read_again;
 use rperf3_latency::wall_ns;
 use rperf3_proto2::{BurstHeader, Timeval, BURST_HEADER_LEN};
-use rperf3_sys::udp_io;
 
 use super::flow_stats::FlowStats;
 use super::tcp_trip::TripLatency;
@@ -90,30 +89,14 @@ pub(crate) fn recv_bursts(
     if lat.is_some_and(|l| l.preamble) {
         have = skip_preamble(sock, ctl, stats, &mut head)?;
     }
-    // A burst's delay ends when its last segment reached the host (the
-    // kernel's stamp), not when this thread woke to read it: on a busy host
-    // the wake-up adds tenths of a millisecond. Reads stop at a burst's end,
-    // so the read that completes one carries its last segment's stamp.
-    let stamped = lat.is_some() && udp_io::enable_rx_stamps(sock);
-    let mut at_ns = 0u64;
-    let mut read = move |b: &mut [u8], at_ns: &mut u64| {
-        if stamped {
-            udp_io::recv_stamped(sock, b).map(|(n, at)| {
-                *at_ns = at;
-                n
-            })
-        } else {
-            sock.read(b)
-        }
-    };
     while !ctl.stopped() {
         let r = if plain {
             sock.read(&mut buf)
         } else if left > 0 {
             let want = left.min(buf.len());
-            read(&mut buf[..want], &mut at_ns)
+            sock.read(&mut buf[..want])
         } else {
-            read(&mut head[have..], &mut at_ns)
+            sock.read(&mut head[have..])
         };
         let n = match r {
             Ok(0) => return Ok(()),
@@ -149,9 +132,7 @@ pub(crate) fn recv_bursts(
             }
         }
         if let (0, Some(lat)) = (left, lat) {
-            // No stamp (stamping still being switched on for the host): now.
-            let arrived = i64::try_from(at_ns).ok().filter(|&t| t > 0);
-            lat.record(sent, arrived.unwrap_or_else(wall_ns));
+            lat.record(sent, wall_ns());
         }
     }
     Ok(())
