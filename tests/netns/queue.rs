@@ -281,24 +281,22 @@ impl Sampler {
             .unwrap_or_else(|e| panic!("cannot run tc: {e}"));
         let (mut ask, answers) = (tc.stdin.take().unwrap(), tc.stdout.take().unwrap());
         let thread = std::thread::spawn(move || {
-            let mut answers = BufReader::new(answers);
+            let mut answers = BufReader::new(answers).lines();
             let show = format!("qdisc show dev {dev}\n");
-            let mut line = String::new();
             while !s.load(Ordering::Relaxed) {
                 let at = Instant::now();
-                line.clear();
-                let read = ask
+                let answer = ask
                     .write_all(show.as_bytes())
-                    .and_then(|()| answers.read_line(&mut line));
-                // Stopping kills tc, which may cut a line short: only a
-                // whole line is an answer.
-                if !matches!(read, Ok(n) if n > 0 && line.ends_with('\n')) {
+                    .ok()
+                    .and_then(|()| answers.next());
+                let Some(Ok(line)) = answer else {
+                    // Stopping kills tc, which may end a look half way.
                     assert!(
                         s.load(Ordering::Relaxed),
-                        "tc stopped answering: {read:?} {line:?}"
+                        "tc stopped answering: {answer:?}"
                     );
                     return;
-                }
+                };
                 let (bytes, packets) = backlog_json(&line);
                 v.lock().unwrap().push(Backlog { at, bytes, packets });
                 std::thread::sleep(SAMPLE_EVERY);
