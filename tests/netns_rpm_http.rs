@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::netns::queue::{
-    check_lines, judge, median, queue_delay_ms, Backlog, Fifo, Sampled, LOADED_FROM, SAMPLER_STALL,
+    check_lines, judge, median, queue_delay_ms, Backlog, Fifo, Sampled, LOADED_FROM,
 };
 use crate::netns::rpm_rig::{before, last_loaded, GrRun, RouterRig, Shaped};
 use crate::netns::{self, num, with_retries, Attempt};
@@ -108,6 +108,9 @@ const DRAIN: Duration = Duration::from_secs(5);
 /// Naps ending later than this (90th percentile) are a disturbed host for
 /// round trips of milliseconds (see `host_evidence`).
 const WAKE_LATE: Duration = Duration::from_millis(1);
+/// The longest pause between two backlog samples of an undisturbed run (a
+/// sample every 20 ms plus two processes), as in `queue.rs`.
+const SAMPLER_STALL: Duration = Duration::from_millis(150);
 /// A probe round trip against the idle one plus the queue: the backlog over
 /// the rate was within 0.3% of goresponsiveness's foreign probes through the
 /// long FIFO (147.9 ms against 147.5, medians); a TCP-held queue swings

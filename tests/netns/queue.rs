@@ -9,8 +9,6 @@
 //! One UDP socket alone cannot fill the long FIFO: its send buffer caps what it
 //! parks in the qdisc. Sixteen sockets at 7 Mbit/s (112 Mbit/s in all) can.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -27,8 +25,6 @@ pub(crate) const LOAD: [&str; 5] = ["-u", "-b", "7M", "-P", "16"];
 const TOOL_TIMEOUT: Duration = Duration::from_secs(10);
 /// A backlog at least this big means a load is running.
 pub(crate) const LOADED_FROM: u64 = 3000;
-/// The pause between two looks at the backlog.
-const SAMPLE_EVERY: Duration = Duration::from_millis(20);
 /// The tbf's bucket, bytes (`burst 64kb`).
 const BURST: u64 = 64 * 1024;
 
@@ -172,7 +168,7 @@ impl QueueRig {
     /// Starts sampling the backlog of the bottleneck on `side`'s egress,
     /// `fifo` long.
     pub(crate) fn sample_backlog_on(&self, side: Side, fifo: Fifo) -> Sampler {
-        Sampler::start(self.pair.ns(side).to_string(), DEV, fifo.limit() / 2)
+        Sampler::start(self.pair.ns(side).to_string(), fifo.limit() / 2)
     }
 }
 
@@ -233,8 +229,8 @@ pub(crate) struct Backlog {
     pub(crate) packets: u64,
 }
 
-/// A background thread that asks `tc -s qdisc show` in the bottleneck's
-/// namespace every [`SAMPLE_EVERY`] and keeps every backlog it saw; beside it, how
+/// A background thread that runs `tc -s qdisc show` in the bottleneck's
+/// namespace over and over and keeps every backlog it saw; beside it, how
 /// late the host wakes a sleeping thread (a round trip ends at a read).
 pub(crate) struct Sampler {
     /// The least backlog that counts as a full queue.
@@ -242,7 +238,6 @@ pub(crate) struct Sampler {
     stop: Arc<AtomicBool>,
     seen: Arc<Mutex<Vec<Backlog>>>,
     thread: Option<JoinHandle<()>>,
-    tc: Option<Child>,
     wake: Option<WakeProbe>,
 }
 
@@ -261,45 +256,24 @@ impl std::ops::Deref for Sampled {
 }
 
 impl Sampler {
-    /// Samples the root qdisc of `dev` in namespace `ns`; a backlog of
-    /// `full_from` bytes or more counts as a full queue.
-    pub(crate) fn start(ns: String, dev: &'static str, full_from: u64) -> Self {
+    fn start(ns: String, full_from: u64) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let (s, v) = (stop.clone(), seen.clone());
-        // One `tc` in batch mode answers every look, a command line in and a
-        // JSON line out (exact bytes, where the text rounds to KiB): a
-        // process per look cost 4 ms on a quiet host and hundreds of ms on a
-        // busy one, where a filling queue then went unseen for want of looks.
-        let mut tc = Command::new("ip")
-            .args(["netns", "exec", &ns, "stdbuf", "-oL"])
-            .args(["tc", "-s", "-j", "-b", "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run tc: {e}"));
-        let (mut ask, answers) = (tc.stdin.take().unwrap(), tc.stdout.take().unwrap());
         let thread = std::thread::spawn(move || {
-            let mut answers = BufReader::new(answers).lines();
-            let show = format!("qdisc show dev {dev}\n");
+            let args = [
+                "ip", "netns", "exec", &ns, "tc", "-s", "qdisc", "show", "dev", DEV,
+            ];
             while !s.load(Ordering::Relaxed) {
                 let at = Instant::now();
-                let answer = ask
-                    .write_all(show.as_bytes())
-                    .ok()
-                    .and_then(|()| answers.next());
-                let Some(Ok(line)) = answer else {
-                    // Stopping kills tc, which may end a look half way.
-                    assert!(
-                        s.load(Ordering::Relaxed),
-                        "tc stopped answering: {answer:?}"
-                    );
-                    return;
-                };
-                let (bytes, packets) = backlog_json(&line);
+                let out = run(&args, TOOL_TIMEOUT)
+                    .unwrap_or_else(|e| panic!("cannot run tc: {e}"))
+                    .ok();
+                let (bytes, packets) = backlog(&out);
                 v.lock().unwrap().push(Backlog { at, bytes, packets });
-                std::thread::sleep(SAMPLE_EVERY);
+                // Each look costs a process or two; this keeps them to a
+                // share of one core the load hardly notices.
+                std::thread::sleep(Duration::from_millis(20));
             }
         });
         Self {
@@ -307,18 +281,7 @@ impl Sampler {
             stop,
             seen,
             thread: Some(thread),
-            tc: Some(tc),
             wake: Some(WakeProbe::start()),
-        }
-    }
-
-    /// Stops the sampling thread and its `tc`, which ends a look it is
-    /// blocked in, so this never waits on a stuck tool.
-    fn halt(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(mut tc) = self.tc.take() {
-            let _ = tc.kill();
-            let _ = tc.wait();
         }
     }
 
@@ -379,7 +342,7 @@ impl Sampler {
 
     /// Stops sampling and returns every sample.
     pub(crate) fn stop(mut self) -> Sampled {
-        self.halt();
+        self.stop.store(true, Ordering::Relaxed);
         let wake_late = self.wake.take().map(WakeProbe::stop).unwrap_or_default();
         if let Some(t) = self.thread.take() {
             t.join().expect("backlog sampler panicked");
@@ -393,7 +356,7 @@ impl Sampler {
 
 impl Drop for Sampler {
     fn drop(&mut self) {
-        self.halt();
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -403,9 +366,8 @@ impl Drop for Sampler {
 pub(crate) const TOLERANCE: f64 = 0.03;
 
 /// The longest pause between two backlog samples of a run the machine left
-/// alone: a look every 20 ms took at most 31 ms here, 36 ms beside two busy
-/// loops (a look is a line to a running `tc`, not a process).
-pub(crate) const SAMPLER_STALL: Duration = Duration::from_millis(80);
+/// alone (a sample every 20 ms plus two `ip netns exec tc` processes).
+const SAMPLER_STALL: Duration = Duration::from_millis(150);
 
 /// What in a run's samples can explain a figure off by more than
 /// [`TOLERANCE`] without rperf3 being wrong: too few samples for a median,
@@ -579,18 +541,6 @@ pub(crate) fn backlog(tc: &str) -> (u64, u64) {
     panic!("no backlog in tc output:\n{tc}")
 }
 
-/// The backlog (bytes, packets) in `tc -s -j qdisc show`'s line for one
-/// device's root qdisc.
-pub(crate) fn backlog_json(line: &str) -> (u64, u64) {
-    let v: serde_json::Value =
-        serde_json::from_str(line).unwrap_or_else(|e| panic!("tc's JSON ({e}): {line}"));
-    let q = &v[0];
-    match (q["backlog"].as_u64(), q["qlen"].as_u64()) {
-        (Some(b), Some(p)) => (b, p),
-        _ => panic!("no backlog in tc's JSON: {line}"),
-    }
-}
-
 /// The round trips (`time=0.061 ms`) of `ping`'s replies, milliseconds.
 pub(crate) fn ping_rtts(out: &str) -> Vec<f64> {
     out.lines()
@@ -616,18 +566,6 @@ mod tests {
         assert_eq!(backlog(tc), (1_120_578, 753));
         assert_eq!(backlog(" backlog 0b 0p requeues 0"), (0, 0));
         assert_eq!(backlog(" backlog 12Kb 9p requeues 0"), (12 * 1024, 9));
-    }
-
-    #[test]
-    fn backlog_of_tcs_json_line() {
-        let line = r#"[{"kind":"tbf","handle":"8607:","root":true,"refcnt":3,"options":{"rate":12500000,"burst":65525,"lat":100000},"bytes":95012,"packets":64,"drops":0,"overlimits":3,"requeues":0,"backlog":1120578,"qlen":753}]"#;
-        assert_eq!(backlog_json(line), (1_120_578, 753));
-    }
-
-    #[test]
-    #[should_panic(expected = "no backlog in tc's JSON")]
-    fn backlog_missing_from_json_is_an_error() {
-        backlog_json(r#"[{"kind":"noqueue","handle":"0:","root":true}]"#);
     }
 
     #[test]

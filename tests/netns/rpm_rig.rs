@@ -31,7 +31,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -40,7 +40,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::cmd::{run, Bg, Done};
-use super::queue::{backlog, median, ping_rtts, Backlog, Fifo, Sampler, RATE};
+use super::queue::{backlog, median, ping_rtts, Backlog, Fifo, Sampled, RATE};
+use super::wake_probe::WakeProbe;
 use super::{delete_ns, json_doc, reap_stale, unavailable, COUNTER, DEV, ETH_HEADER, PREFIX};
 
 const TOOL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -101,7 +102,6 @@ pub(crate) struct RouterRig {
     pub(crate) server_ns: String,
     pub(crate) server_ip: String,
     pub(crate) shaped: Shaped,
-    fifo: Fifo,
     /// `ping`'s round trips client to server across the idle rig, ms.
     pub(crate) idle_ping_ms: Vec<f64>,
     /// Scratch files (nginx's root, goresponsiveness's figures).
@@ -200,7 +200,6 @@ impl RouterRig {
             server_ns: format!("{id}-s"),
             server_ip: format!("10.82.{}.2", n % 256),
             shaped,
-            fifo,
             idle_ping_ms: Vec::new(),
             dir,
             gr,
@@ -382,11 +381,7 @@ impl RouterRig {
 
     /// Starts sampling the bottleneck's backlog in the background.
     pub(crate) fn sample_backlog(&self) -> Sampler {
-        Sampler::start(
-            self.router_ns.clone(),
-            self.bottleneck(),
-            self.fifo.limit() / 2,
-        )
+        Sampler::start(self.router_ns.clone(), self.bottleneck())
     }
 
     /// Waits until the bottleneck holds no more than a few packets (a load
@@ -761,6 +756,63 @@ impl Drop for RperfServer {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+}
+
+/// A background thread that reads the bottleneck's backlog (`tc -s qdisc
+/// show`) every 20 ms, and beside it how late the host wakes a sleeping
+/// thread, as `queue.rs`'s sampler does for a tbf on a veth end.
+pub(crate) struct Sampler {
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<Vec<Backlog>>>,
+    thread: Option<JoinHandle<()>>,
+    wake: Option<WakeProbe>,
+}
+
+impl Sampler {
+    fn start(ns: String, dev: &'static str) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (s, v) = (stop.clone(), seen.clone());
+        let thread = std::thread::spawn(move || {
+            let args = [
+                "ip", "netns", "exec", &ns, "tc", "-s", "qdisc", "show", "dev", dev,
+            ];
+            while !s.load(Ordering::Relaxed) {
+                let at = Instant::now();
+                let out = sh(&args);
+                let (bytes, packets) = backlog(&out);
+                v.lock().unwrap().push(Backlog { at, bytes, packets });
+                // Each look costs two processes; this keeps them to a share
+                // of one core the load hardly notices.
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        Self {
+            stop,
+            seen,
+            thread: Some(thread),
+            wake: Some(WakeProbe::start()),
+        }
+    }
+
+    /// Stops sampling; every sample, and how late the host's naps ended.
+    pub(crate) fn stop(mut self) -> Sampled {
+        self.stop.store(true, Ordering::Relaxed);
+        let wake_late = self.wake.take().map(WakeProbe::stop).unwrap_or_default();
+        if let Some(t) = self.thread.take() {
+            t.join().expect("backlog sampler panicked");
+        }
+        Sampled {
+            backlog: self.seen.lock().unwrap().clone(),
+            wake_late,
+        }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
