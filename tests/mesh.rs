@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
-use std::net::{IpAddr, TcpListener, UdpSocket};
+use std::net::{IpAddr, TcpListener};
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::common::mesh_records::{assert_nobody_twice_at_once, field, lines, served};
 use crate::common::prom::Scrape;
-use crate::common::{free_port, require_tool, rperf3, scratch_file, Proc, Signal};
+use crate::common::{free_port, free_port_on, require_tool, rperf3, scratch_file, Proc, Signal};
 
 /// A /24 of loopback addresses of its own for each test of this process.
 fn subnet() -> String {
@@ -46,22 +46,13 @@ fn agent(name: &str, ip: &str, port: u16, peers: &Path, extra: &[&str]) -> Proc 
     Proc::spawn(rperf3(), &args)
 }
 
-/// A port free for TCP and UDP on each of `net`'s first `hosts` addresses.
-/// `free_port` checks with wildcard binds, which a socket another test holds
-/// on one loopback address and port does not always stop; this checks the
-/// exact addresses the agents will bind.
+/// A port free on the first `hosts` addresses of `net`, the agents' own.
 fn port_on(net: &str, hosts: u32) -> u16 {
-    loop {
-        let port = free_port();
-        let free = (1..=hosts).all(|i| {
-            let ip = format!("{net}.{i}");
-            TcpListener::bind((ip.as_str(), port)).is_ok()
-                && UdpSocket::bind((ip.as_str(), port)).is_ok()
-        });
-        if free {
-            return port;
-        }
-    }
+    free_port_on(
+        &(1..=hosts)
+            .map(|i| format!("{net}.{i}"))
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// Accepts connections and answers each like a web server would.

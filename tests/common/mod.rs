@@ -79,6 +79,22 @@ fn port_is_free(port: u16) -> bool {
     tcp.is_ok() && udp.is_ok()
 }
 
+/// A [`free_port`] that also binds TCP and UDP on each of `ips`: the
+/// wildcard check does not always see a socket another test holds on one
+/// loopback address and port.
+pub(crate) fn free_port_on(ips: &[String]) -> u16 {
+    loop {
+        let port = free_port();
+        let free = ips.iter().all(|ip| {
+            TcpListener::bind((ip.as_str(), port)).is_ok()
+                && UdpSocket::bind((ip.as_str(), port)).is_ok()
+        });
+        if free {
+            return port;
+        }
+    }
+}
+
 /// True when the suite runs as CI (`CI=true`): a missing peer, tool or kernel
 /// capability is then a failure, never a skip.
 pub(crate) fn ci() -> bool {
