@@ -536,3 +536,62 @@ fn hostile_clients_end_on_their_deadlines_and_the_iperf3_port_serves_on() {
     }
     srv.client(&["-t", "1"]).assert_ok();
 }
+
+/// `openssl s_client -alpn h2` to `port`, `input` on its stdin: it finishes
+/// the handshake, writes `input` and leaves at its end.
+fn tls_visit(port: u16, input: &[u8]) {
+    let mut c = Command::new("openssl")
+        .args([
+            "s_client",
+            "-quiet",
+            "-no_ign_eof",
+            "-alpn",
+            "h2",
+            "-connect",
+        ])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl runs");
+    c.stdin.take().unwrap().write_all(input).unwrap();
+    let _ = c.wait();
+}
+
+#[test]
+fn a_client_gone_after_its_handshake_is_no_line_but_one_speaking_http1_is() {
+    if !require_tool("openssl") {
+        return;
+    }
+    // The debug lines show each connection's end, so the test waits for it.
+    let (srv, port) = rpm_server(&["--debug"]);
+    tls_visit(port, b"");
+    let left = "left before its HTTP/2 preface";
+    assert!(
+        srv.proc().wait_stderr_until(DEADLINE, |e| e.contains(left)),
+        "{}",
+        srv.stderr()
+    );
+    // What it says is not HTTP/2 at all: worth a line.
+    tls_visit(port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(
+        srv.proc()
+            .wait_stderr_until(DEADLINE, |e| e.contains(": not HTTP/2: ")),
+        "{}",
+        srv.stderr()
+    );
+    let err = srv.stop().stderr;
+    let notes: Vec<&str> = err.lines().filter(|l| !l.contains("debug:")).collect();
+    assert!(
+        notes
+            .iter()
+            .all(|l| !l.contains("preface") || l.contains("not HTTP/2")),
+        "{err}"
+    );
+    assert_eq!(
+        notes.iter().filter(|l| l.contains("rpm-http:")).count(),
+        1,
+        "{err}"
+    );
+}

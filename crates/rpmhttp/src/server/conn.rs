@@ -132,6 +132,12 @@ async fn run_h2(
     let life_end = start + l.life;
     let mut conn = match timeout_at(start + l.first_request, builder().handshake(tls)).await {
         Ok(Ok(c)) => c,
+        // A client that left before saying anything (a probe its client gave
+        // up on once its handshake was done; goresponsiveness does at its end).
+        Ok(Err(e)) if e.get_io().is_some_and(gone) => {
+            log::debug!("rpm-http: {peer}: left before its HTTP/2 preface: {e}");
+            return;
+        }
         Ok(Err(e)) => {
             ctx.note(format!("{peer}: not HTTP/2: {e}"));
             return;
