@@ -57,6 +57,11 @@ fn segments_of(newest: &std::path::Path, args: &[&str]) -> (u64, u64, u64) {
     seen
 }
 
+/// Bytes per data segment, percent of the MSS, that count as whole ones.
+/// Uncorked, 81-82% here; corked, a busy host still sends a few short ones
+/// (98.95% once in a CI run beside a Kubernetes build).
+const WHOLE_SHARE_PERCENT: u64 = 97;
+
 /// 32 senders under BBR, and one under cubic, send segments of the MSS:
 /// uncorked, a 128 KiB block's last 106 bytes often leave alone (53-60 KB a
 /// segment on average here against 65.4 KB corked).
@@ -76,7 +81,7 @@ fn crowds_and_unpaced_senders_send_whole_segments() {
         assert!(bytes >= 1_000_000_000, "{case}: {bytes} bytes sent");
         let mean = bytes / segs.max(1);
         assert!(
-            mean * 100 >= mss * 99,
+            mean * 100 >= mss * WHOLE_SHARE_PERCENT,
             "{case}: {bytes} bytes in {segs} segments, {mean} each, MSS {mss}"
         );
     }
