@@ -105,6 +105,8 @@ fn go_direction(out: &str, name: &str) -> Option<(f64, u32, f64)> {
 #[test]
 fn goresponsiveness_measures_both_directions_against_our_server() {
     let Some(go) = goresponsiveness() else { return };
+    // Its loads are graded (gigabits on loopback): not beside 128 streams.
+    let _gate = common::load::timed();
     let mport = free_port();
     let maddr = format!("127.0.0.1:{mport}");
     let (srv, port) = rpm_server(&["--metrics", &maddr]);
